@@ -1,0 +1,31 @@
+#pragma once
+// Closed-form estimate of an IterationPlan from the cost model (no SimGrid): per-GPU busy time and peak memory,
+// iteration time. The semantics here are the reference the simulator's no-contention case must match.
+#include <vector>
+
+#include "policies/core/cost_model.hpp"
+#include "policies/core/plan.hpp"
+
+namespace lcsim {
+
+struct IterationEstimate {
+  double seconds = 0;                 ///< iteration time: slowest replica per phase, summed over phases
+  std::vector<double> busy_seconds;   ///< per GPU: compute + communication not hidden by compute
+  std::vector<double> peak_bytes;     ///< per GPU: static + activations in flight
+  int oom_gpus = 0;                   ///< GPUs whose peak exceeds the cost model's capacity
+  bool out_of_memory() const { return oom_gpus > 0; }
+};
+
+/// Time of one micro-batch on one CP rank of a non-pipelined replica (Skrull Eq. 2 when the replica overlaps).
+double micro_batch_rank_seconds(const CostModel& cost, const Replica& replica, const MicroBatch& micro_batch,
+                                int cp_rank);
+/// Time of one micro-batch for a whole replica: slowest CP rank (per pipeline stage when pp > 1).
+double micro_batch_seconds(const CostModel& cost, const Replica& replica, const MicroBatch& micro_batch);
+/// Peak bytes on every GPU of the plan (indexed by global GPU index, world-size long).
+std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostModel& cost);
+/// ZeRO sharding degree for a replica's parameters: all GPUs of the plan holding the same model slice.
+int shard_degree(const CostModel& cost, const ParallelScheme& scheme);
+
+IterationEstimate estimate_iteration(const IterationPlan& plan, const CostModel& cost);
+
+}  // namespace lcsim

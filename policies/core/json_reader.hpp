@@ -1,0 +1,84 @@
+#pragma once
+// Strict reading of JSON objects: every key must be known, every value of the right type, every required field
+// present. Errors are InputError naming the file and the JSON path (e.g. "scenario.json: cluster.nvlink_GBps:
+// expected a number, got string").
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "policies/core/errors.hpp"
+
+namespace lcsim {
+
+class JsonObjectReader {
+ public:
+  /// `file` names the document for messages; `path` is the JSON path of `node` ("" for the root).
+  JsonObjectReader(const nlohmann::json& node, std::string file, std::string path = "");
+
+  bool has(std::string_view key) const;
+
+  template <class T>
+  T required(std::string_view key);
+  template <class T>
+  T optional(std::string_view key, T fallback) {
+    return has(key) ? required<T>(key) : fallback;
+  }
+  template <class T>
+  std::optional<T> maybe(std::string_view key) {
+    if (!has(key)) return std::nullopt;
+    return required<T>(key);
+  }
+
+  /// A positive number (> 0).
+  double positive(std::string_view key);
+  /// An integer in [lo, hi].
+  std::int64_t integer_in(std::string_view key, std::int64_t lo, std::int64_t hi);
+
+  /// The raw value of `key` (required), marked as read; use path(key) in messages about it.
+  const nlohmann::json& value(std::string_view key);
+  /// A nested object reader for `key` (required).
+  JsonObjectReader object(std::string_view key);
+  /// A nested reader over an arbitrary element (e.g. an array item); it is not checked for type here.
+  JsonObjectReader child(const nlohmann::json& node, const std::string& child_path) const;
+
+  std::string path(std::string_view key) const;
+  const std::string& path() const { return path_; }
+  const std::string& file() const { return file_; }
+
+  /// Throws InputError "file: path: message".
+  [[noreturn]] void fail(std::string_view key, std::string_view message) const;
+  [[noreturn]] void fail_here(std::string_view message) const;
+
+  /// Errors on any key that was never read.
+  void finish() const;
+
+ private:
+  const nlohmann::json& node_;
+  std::string file_;
+  std::string path_;
+  std::set<std::string, std::less<>> read_;
+};
+
+template <>
+std::string JsonObjectReader::required<std::string>(std::string_view key);
+template <>
+bool JsonObjectReader::required<bool>(std::string_view key);
+template <>
+double JsonObjectReader::required<double>(std::string_view key);
+template <>
+std::int64_t JsonObjectReader::required<std::int64_t>(std::string_view key);
+template <>
+int JsonObjectReader::required<int>(std::string_view key);
+
+/// Parses a JSON document, turning syntax errors into InputError naming the file.
+nlohmann::json parse_json_file(const std::string& file);
+nlohmann::json parse_json_text(const std::string& text, const std::string& file);
+
+/// Human name of a JSON value's type ("number", "string", ...), for messages.
+std::string json_type_name(const nlohmann::json& value);
+
+}  // namespace lcsim

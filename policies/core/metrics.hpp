@@ -1,0 +1,27 @@
+#pragma once
+// Balance metrics exactly as HBP Sec. 3.1, computed per iteration over the GPUs ("devices") of a plan:
+//   DBR = sum_i (Tmax - T_i) / (Tmax N)          T_i: tokens GPU i processes (a shard counts 1/cp)
+//   PR  = sum_b (tmax - t_b) / (tmax B)          over padded micro-batches; 0 for packed / varlen batches
+//   ABR = sum_i (Amax - A_i) / (Amax N)          A_i: attention work sum s^2 (a shard counts s^2/cp)
+//   CR  = sum_i Tcomm_i / sum_i T_i              Tcomm_i: tokens of sequences sharded across a CP/SP group
+// plus the max/min per-GPU estimated busy-time ratio.
+#include <vector>
+
+#include "policies/core/estimate.hpp"
+#include "policies/core/plan.hpp"
+
+namespace lcsim {
+
+struct BalanceMetrics {
+  double dbr = 0;
+  double pr = 0;
+  double abr = 0;
+  double cr = 0;
+  double max_min_time_ratio = 1;
+};
+
+BalanceMetrics compute_metrics(const IterationPlan& plan, const IterationEstimate& estimate, int world_size);
+/// Mean of each metric over iterations.
+BalanceMetrics mean_metrics(const std::vector<BalanceMetrics>& per_iteration);
+
+}  // namespace lcsim

@@ -1,0 +1,83 @@
+#pragma once
+// The policy interface. A policy turns the scenario's data into IterationPlans and knows nothing of SimGrid,
+// CUDA or how plans are executed.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "policies/core/cost_model.hpp"
+#include "policies/core/plan.hpp"
+#include "policies/core/workload.hpp"
+
+namespace lcsim {
+
+struct TrainingConfig {
+  int global_batch_sequences = 0;  ///< sequences per iteration, or 0 when tokens_per_iteration is set
+  Tokens tokens_per_iteration = 0; ///< token budget per iteration, or 0 when global_batch_sequences is set
+  int iterations = 10;
+  int zero_stage = 2;
+  Recompute recompute = Recompute::Selective;
+  Tokens context_length = 0;       ///< longest sequence the training run admits (packing length of baselines)
+  std::optional<Tokens> bucket_size_tokens;  ///< Skrull BucketSize C when the scenario fixes it
+};
+
+/// The scenario's homogeneous layout (the baselines' static strategy): dp x pp x cp x tp GPUs.
+struct ParallelLayout {
+  int dp = 1;
+  int cp = 1;
+  int tp = 1;
+  int pp = 1;
+  int gpus() const { return dp * cp * tp * pp; }
+};
+
+using GlobalBatch = std::vector<Sequence>;
+
+struct PlanningContext {
+  const CostModel* cost = nullptr;
+  TrainingConfig training;
+  ParallelLayout layout;
+  std::uint64_t seed = 0;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  /// The registry name ("skrull", "deepspeed", ...).
+  virtual std::string kind() const = 0;
+  /// Plans the iterations that process exactly the sequences of `batches` (the scenario's data window in epoch
+  /// order, cut into global batches). Policies that keep the global batch return one plan per batch, built
+  /// from that batch only; policies that re-batch (sorting, packing) may use the whole window and return a
+  /// different number of plans. Throws PlanningError when it cannot plan.
+  virtual std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) = 0;
+  /// Whether plan i holds exactly the sequences of batches[i] (the validator checks against that batch), or
+  /// the plans together hold the window.
+  virtual bool keeps_global_batches() const { return true; }
+};
+
+/// A policy as the scenario names it: `kind` from the registry, a `label` unique within the scenario (defaults
+/// to kind), its options object, and `where` ("file: policies[2]") for messages.
+struct PolicySpec {
+  std::string kind;
+  std::string label;
+  nlohmann::json options = nlohmann::json::object();
+  std::string file;
+  std::string path;  ///< JSON path of the entry, e.g. "policies[2]"
+};
+
+/// Builds the policy; unknown kinds and bad options are InputError naming file and path.
+std::unique_ptr<Policy> make_policy(const PolicySpec& spec);
+std::vector<std::string> policy_kinds();
+
+/// Cuts `sequences` (in order) into global batches: fixed sequence count, or a token budget (sequences are
+/// added while the batch stays within the budget; a sequence longer than the budget forms a batch alone).
+/// A short tail that does not fill a batch is dropped only when `allow_partial_tail` is false -- the caller
+/// decides and reports it.
+std::vector<GlobalBatch> cut_global_batches(std::span<const Sequence> sequences, const TrainingConfig& training,
+                                            bool allow_partial_tail);
+
+}  // namespace lcsim

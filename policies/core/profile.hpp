@@ -1,0 +1,112 @@
+#pragma once
+// The calibration profile: measured (or publicly derived) primitives that the cost model is built from.
+// Format documented in calibrate/PROFILE.md; `format_version` 1.
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "policies/core/cluster.hpp"
+
+namespace lcsim {
+
+/// y(x) by linear interpolation in log(x) between points; outside the points the end value holds (a curve says
+/// nothing beyond its measurements, so efficiency stays at the last measured level).
+struct Curve {
+  std::vector<double> x;
+  std::vector<double> y;
+  std::optional<double> fit_mape;  ///< held-out mean absolute percentage error; empty when not measured
+  double at(double xq) const;
+};
+
+enum class CollectiveOp { AllGather, ReduceScatter, AllReduce, AllToAll, SendRecv };
+std::string_view to_string(CollectiveOp op);
+/// nccl-tests bus-bandwidth factor: busbw = algbw * factor(n).
+double bus_factor(CollectiveOp op, int group_size);
+
+/// latency + size * bus_factor / bus bandwidth, for sizes up to max_bytes (nccl-tests "size").
+struct CollectiveSegment {
+  double max_bytes = 0;  ///< upper end of the segment; the last segment is open-ended
+  double latency_us = 0;
+  double bus_GBps = 0;
+};
+
+struct CollectiveFit {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  LinkClass link = LinkClass::NvLink;
+  int group_size = 2;
+  std::vector<CollectiveSegment> segments;
+  std::optional<double> fit_mape;
+  bool measured = false;  ///< false: prior value kept (e.g. one-GPU calibration, or derived from public figures)
+  double seconds(double bytes) const;
+};
+
+struct ComputeProfile {
+  double peak_tflops = 0;           ///< dense BF16 peak the efficiencies refer to
+  Curve gemm_efficiency;            ///< achieved/peak vs tokens in the GEMM (micro-batch tokens on one GPU)
+  Curve attention_efficiency;       ///< achieved/peak vs sequence length, causal varlen attention forward
+  double attention_backward_ratio = 2.5;  ///< backward FLOPs / forward FLOPs (FlashAttention convention)
+  double layer_overhead_us = 0;     ///< fixed cost per layer per micro-batch, forward + backward
+  std::optional<double> layer_overhead_fit_mape;
+  double optimizer_us_per_mparam = 0;  ///< optimizer step per million parameters held by the GPU
+  double hot_switch_us_per_mparam = 0; ///< re-sharding cost of a parallel-strategy switch (HotSPa)
+};
+
+/// bytes = per_hidden*hidden + per_kv_hidden*kv_hidden + per_ffn*ffn (per token, per layer)
+struct ActivationCoefficients {
+  double per_hidden = 0;
+  double per_kv_hidden = 0;
+  double per_ffn = 0;
+};
+
+struct MemoryProfile {
+  ActivationCoefficients activations_none;       ///< nothing recomputed
+  ActivationCoefficients activations_selective;  ///< selective recomputation
+  ActivationCoefficients activations_full;       ///< full-layer checkpointing: only the layer input stays
+  double logits_bytes_per_token_per_vocab = 0;   ///< LM head logits and their gradient at peak
+  /// Static bytes per parameter by ZeRO stage (index 0..3): replicated on every GPU of the model shard, and
+  /// divided across the sharding group.
+  std::array<double, 4> replicated_bytes_per_param{};
+  std::array<double, 4> sharded_bytes_per_param{};
+  double reserve_bytes = 0;                      ///< CUDA context, NCCL buffers, allocator fragmentation
+  std::optional<double> fit_mape;
+};
+
+struct Provenance {
+  bool calibrated = false;  ///< false: derived from public figures, not measured
+  std::string source;       ///< "derived from public figures" or "lcsim-gpu calibrate"
+  std::string device;
+  std::string date;
+  std::string tool_version;
+  std::string driver;
+  std::string cuda;
+  std::string nccl;
+  std::string model;        ///< model the memory/compute fits were measured with, if any
+  std::string notes;
+};
+
+struct Profile {
+  int format_version = 1;
+  std::string gpu;          ///< GPU kind name
+  Provenance provenance;
+  ComputeProfile compute;
+  MemoryProfile memory;
+  std::vector<CollectiveFit> collectives;
+
+  /// Seconds for one collective of `bytes` (nccl-tests size) over `group_size` GPUs on `link`. Uses the entry
+  /// of that op and link with the nearest group size (log scale), since busbw already normalises group size.
+  /// Throws InputError when the profile has no entry for op and link.
+  double collective_seconds(CollectiveOp op, LinkClass link, int group_size, double bytes) const;
+  /// "uncalibrated (derived from public figures)" or "calibrated on <device>, <date>".
+  std::string label() const;
+};
+
+Profile profile_from_json(const nlohmann::json& document, const std::string& file);
+nlohmann::json profile_to_json(const Profile& profile);
+Profile load_profile(const std::string& file);
+void save_profile(const Profile& profile, const std::string& file);
+
+}  // namespace lcsim

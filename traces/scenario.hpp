@@ -1,0 +1,51 @@
+#pragma once
+// Scenario JSON: everything one comparison needs (format documented in scenarios/README.md). Parsing is strict:
+// unknown keys, wrong types and missing fields are InputError naming the file and JSON path.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policies/core/cluster.hpp"
+#include "policies/core/model.hpp"
+#include "policies/core/policy.hpp"
+
+namespace lcsim {
+
+struct DatasetSpec {
+  struct Component {
+    std::string distribution;
+    double weight = 1.0;
+  };
+  std::vector<Component> components;  ///< named distributions (one, or a weighted mix)
+  std::string trace_path;             ///< or a length trace file (resolved against the scenario's folder)
+  bool shuffle = true;                ///< trace datasets: seeded shuffle into epoch order
+};
+
+/// A figure the paper reports for this setting, drawn beside the simulated one by the plots.
+struct PaperFigure {
+  std::string policy;  ///< label of a policy of this scenario
+  double speedup = 0;  ///< vs the scenario's baseline
+  std::string source;  ///< e.g. "Skrull Fig. 3"
+};
+
+struct Scenario {
+  std::string file;  ///< the scenario file, for messages
+  std::string name;
+  std::string description;
+  std::uint64_t seed = 0;
+  ModelConfig model;
+  ClusterSpec cluster;
+  std::string profile_path;  ///< resolved against the scenario's folder
+  DatasetSpec dataset;
+  TrainingConfig training;
+  ParallelLayout layout;
+  std::vector<PolicySpec> policies;
+  std::string baseline;  ///< label of one of `policies`
+  std::vector<PaperFigure> paper_figures;
+};
+
+Scenario load_scenario(const std::string& file);
+Scenario scenario_from_json(const nlohmann::json& document, const std::string& file);
+
+}  // namespace lcsim
