@@ -6,21 +6,9 @@
 #include <vector>
 
 #include "policies/core/cost_model.hpp"
+#include "policies/core/fitting.hpp"  // LinearFit, QuadraticFit
 
 namespace lcsim {
-
-struct LinearFit {
-  double slope = 0;
-  double intercept = 0;
-  double mape = 0;  ///< mean absolute percentage error over the fitting points
-  double operator()(double x) const { return slope * x + intercept; }
-};
-
-struct QuadraticFit {
-  double a = 0, b = 0, c = 0;
-  double mape = 0;
-  double operator()(double x) const { return (a * x + b) * x + c; }
-};
 
 /// Skrull (Appendix C): FLOPs(S) (Eq. 13, MLP term for the model's gated ffn), Tcomp = a FLOPs + b (Eq. 14),
 /// Volume(S) = S h_kv (Eq. 15), Tcomm = a V + Tfixed (Eq. 16), Memory(S) = a S + b (Eq. 12), BucketSize C.

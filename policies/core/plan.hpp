@@ -22,6 +22,7 @@ struct Placement {
   Tokens tokens = 0;
   int cp_rank = kSharded;  ///< 0..cp-1: the whole sequence on that CP rank (Skrull "local"); kSharded: 1/cp each
   bool sharded() const { return cp_rank == kSharded; }
+  friend bool operator==(const Placement&, const Placement&) = default;
 };
 
 struct MicroBatch {
@@ -29,6 +30,7 @@ struct MicroBatch {
   bool padded = false;  ///< sequences padded to the longest one of the micro-batch (non-packed batching)
   Tokens tokens() const;
   Tokens longest() const;
+  friend bool operator==(const MicroBatch&, const MicroBatch&) = default;
 };
 
 struct Replica {
@@ -42,6 +44,7 @@ struct Replica {
 
   int gpu(int stage, int cp_rank, int tp_rank) const;
   Tokens tokens() const;
+  friend bool operator==(const Replica&, const Replica&) = default;
 };
 
 struct IterationPlan {
@@ -52,6 +55,7 @@ struct IterationPlan {
   Tokens tokens() const;
   std::size_t sequence_count() const;
   int phase_count() const;
+  friend bool operator==(const IterationPlan&, const IterationPlan&) = default;
 };
 
 /// Contiguous GPU blocks for a homogeneous layout: replica r gets GPUs [r*g, (r+1)*g), g = scheme.gpus().

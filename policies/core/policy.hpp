@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policies/core/cost_model.hpp"
+#include "policies/core/json_reader.hpp"
 #include "policies/core/plan.hpp"
 #include "policies/core/workload.hpp"
 
@@ -68,6 +69,10 @@ struct PolicySpec {
   std::string file;
   std::string path;  ///< JSON path of the entry, e.g. "policies[2]"
 };
+
+/// A strict reader over spec.options for a policy's factory: messages name spec.file and "<spec.path>.options";
+/// call finish() after reading every option so unknown keys are errors. The reader refers to spec.options.
+JsonObjectReader policy_options(const PolicySpec& spec);
 
 /// Builds the policy; unknown kinds and bad options are InputError naming file and path.
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec);

@@ -8,6 +8,7 @@
 
 #include "policies/core/cost_model.hpp"
 #include "policies/core/plan.hpp"
+#include "policies/core/policy.hpp"
 
 namespace lcsim {
 
@@ -19,6 +20,7 @@ struct PlanIssue {
     BadRank,            ///< cp_rank outside [-1, cp)
     BadGpu,             ///< GPU index outside the cluster, used twice in a phase, or wrong count for the scheme
     BadScheme,          ///< degrees < 1, pp not dividing layers, TP group crossing nodes, ...
+    EmptyMicroBatch,    ///< a micro-batch without placements
     OutOfMemory,        ///< estimated peak above capacity
   };
   Kind kind;
@@ -35,5 +37,11 @@ struct ValidationReport {
 };
 
 ValidationReport validate_plan(const IterationPlan& plan, std::span<const Sequence> batch, const CostModel& cost);
+
+/// The sequences a plan places, in placement order: what a re-batching policy's plan is validated against.
+std::vector<Sequence> plan_sequences(const IterationPlan& plan);
+/// For policies that re-batch (keeps_global_batches() false): every sequence of the window is placed exactly
+/// once across all plans, with its token count. Structural checks of each plan stay with validate_plan.
+std::vector<PlanIssue> validate_window(std::span<const IterationPlan> plans, std::span<const GlobalBatch> batches);
 
 }  // namespace lcsim

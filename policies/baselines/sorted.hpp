@@ -1,0 +1,35 @@
+#pragma once
+// LongAlign sorted batching (Skrull Sec. 5, HBP Sec. 3.2): the whole window sorted by length, cut into
+// consecutive groups of the scenario's global batch sizes, the groups in a seeded random order; each group runs
+// like DeepSpeed (dealt round-robin to DP ranks, sharded over CP) but a DP rank's consecutive sequences share a
+// micro-batch while the micro-batch stays within a token budget.
+//
+// Options:
+//   micro_batch_tokens  total (padded) tokens of one micro-batch, i.e. micro_batch_tokens / cp per GPU; default
+//                       training.context_length (the memory the layout is sized for: one longest sequence),
+//                       or the window's longest sequence when the scenario sets no context length. A sequence
+//                       over the budget forms a micro-batch alone.
+//   padded              sequences of a micro-batch padded to its longest (LongAlign's collator); default true.
+#include <memory>
+#include <optional>
+
+#include "policies/core/policy.hpp"
+
+namespace lcsim {
+
+class SortedPolicy : public Policy {
+ public:
+  SortedPolicy(std::optional<Tokens> micro_batch_tokens, bool padded)
+      : micro_batch_tokens_(micro_batch_tokens), padded_(padded) {}
+  std::string kind() const override { return "sorted"; }
+  std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
+  bool keeps_global_batches() const override { return false; }
+
+ private:
+  std::optional<Tokens> micro_batch_tokens_;
+  bool padded_;
+};
+
+std::unique_ptr<Policy> make_sorted_policy(const PolicySpec& spec);
+
+}  // namespace lcsim

@@ -1,0 +1,209 @@
+// The cost model's formulas. Notation: h hidden, q = heads * head_dim, kv = kv_heads * head_dim, f ffn, V vocab,
+// P peak FLOP/s, e_g(T) and e_a(s) the profile's GEMM and attention efficiency curves.
+//
+// Time of one layer over a micro-batch on one GPU (TP degree t), T = sum over shares of sequence_tokens / cp:
+//   GEMM forward       G = T * gemm_flops_per_token / t / (P * e_g(T))
+//   attention forward  A = sum over shares of attention_flops(s) / (cp * t) / (P * e_a(s))   (Ulysses: all s tokens,
+//                          1/cp of the heads)
+//   layer = 3 G + (1 + attention_backward_ratio) A + layer_overhead   (backward GEMMs cost twice the forward)
+//         + (G + A) when the layer is checkpointed (or recompute is Full): its forward runs again in backward.
+// Selective recomputation adds no time here: with FlashAttention the attention core already recomputes its
+// softmax in backward, and what selective recomputation re-runs beyond that (norms, the SwiGLU product) is
+// element-wise work that the GEMM efficiency and layer overhead absorb. It only changes memory coefficients.
+#include "policies/core/cost_model.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "policies/core/errors.hpp"
+
+namespace lcsim {
+
+std::string_view to_string(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::None:
+      return "none";
+    case Recompute::Selective:
+      return "selective";
+    case Recompute::Full:
+      return "full";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr double kBf16Bytes = 2;
+
+double local_tokens(std::span<const SequenceShare> work) {
+  double tokens = 0;
+  for (const auto& share : work) tokens += static_cast<double>(share.sequence_tokens) / share.cp;
+  return tokens;
+}
+
+void check_degree(int degree, const char* what) {
+  if (degree < 1) throw std::invalid_argument(std::string("cost model: ") + what + " must be >= 1");
+}
+
+/// Layers of a `layers`-layer stage that are fully checkpointed: all under Full recomputation, else the scheme's
+/// count up to the stage's layers.
+int checkpointed_layers(const ParallelScheme& scheme, int layers) {
+  if (scheme.checkpointed_layers < 0) throw std::invalid_argument("cost model: negative checkpointed_layers");
+  return scheme.recompute == Recompute::Full ? layers : std::min(scheme.checkpointed_layers, layers);
+}
+
+}  // namespace
+
+CostModel::CostModel(ModelConfig model, ClusterSpec cluster, Profile profile, CostModelOptions options)
+    : model_(std::move(model)), cluster_(std::move(cluster)), profile_(std::move(profile)), options_(options) {
+  if (options_.zero_stage < 0 || options_.zero_stage > 3)
+    throw InputError("zero_stage must be 0, 1, 2 or 3, got " + std::to_string(options_.zero_stage));
+}
+
+double CostModel::gemm_flops_per_token() const {
+  const double h = model_.hidden;
+  const double q = model_.q_hidden();
+  const double kv = model_.kv_hidden();
+  const double f = model_.ffn;
+  // QKV projection, output projection, gate + up + down of the gated MLP; 2 FLOPs per multiply-add.
+  return 2 * (h * (q + 2 * kv) + q * h + 3 * h * f);
+}
+
+double CostModel::attention_flops(Tokens s) const {
+  const double len = static_cast<double>(s);
+  // QK^T and PV: 4 s^2 q FLOPs, halved by the causal mask.
+  return 2 * len * len * model_.q_hidden();
+}
+
+double CostModel::head_flops_per_token() const {
+  return 2.0 * model_.hidden * static_cast<double>(model_.vocab);
+}
+
+double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Recompute recompute,
+                                bool checkpointed) const {
+  check_degree(tp, "tp");
+  const double tokens = local_tokens(work);
+  if (tokens <= 0) return 0;
+  const auto& c = profile_.compute;
+  const double peak = c.peak_tflops * 1e12;
+  const double gemm = tokens * gemm_flops_per_token() / tp / (peak * c.gemm_efficiency.at(tokens));
+  double attention = 0;
+  for (const auto& share : work) {
+    if (share.sequence_tokens <= 0) continue;
+    check_degree(share.cp, "share cp");
+    const double s = static_cast<double>(share.sequence_tokens);
+    attention += attention_flops(share.sequence_tokens) / (share.cp * tp) / (peak * c.attention_efficiency.at(s));
+  }
+  double seconds = 3 * gemm + (1 + c.attention_backward_ratio) * attention + c.layer_overhead_us * 1e-6;
+  if (checkpointed || recompute == Recompute::Full) seconds += gemm + attention;
+  return seconds;
+}
+
+double CostModel::compute_seconds(std::span<const SequenceShare> work, const ParallelScheme& scheme, int layers,
+                                  bool with_head) const {
+  if (layers < 0) throw std::invalid_argument("cost model: negative layer count");
+  const double tokens = local_tokens(work);
+  if (tokens <= 0) return 0;
+  const int checkpointed = checkpointed_layers(scheme, layers);
+  double seconds = checkpointed * layer_seconds(work, scheme.tp, scheme.recompute, true) +
+                   (layers - checkpointed) * layer_seconds(work, scheme.tp, scheme.recompute, false);
+  if (with_head) {
+    const auto& c = profile_.compute;
+    seconds += 3 * tokens * head_flops_per_token() / scheme.tp / (c.peak_tflops * 1e12 * c.gemm_efficiency.at(tokens));
+  }
+  return seconds;
+}
+
+double CostModel::cp_comm_seconds(Tokens tokens_on_gpu, int cp, int layers, LinkClass link) const {
+  check_degree(cp, "cp");
+  if (cp == 1 || tokens_on_gpu <= 0 || layers <= 0) return 0;
+  // nccl-tests all_to_all size = the per-rank buffer: the GPU's tokens times the tensor width.
+  const double tokens = static_cast<double>(tokens_on_gpu);
+  const double q_bytes = tokens * model_.q_hidden() * kBf16Bytes;
+  const double kv_bytes = tokens * model_.kv_hidden() * kBf16Bytes;
+  const double per_direction = 2 * profile_.collective_seconds(CollectiveOp::AllToAll, link, cp, q_bytes) +
+                               2 * profile_.collective_seconds(CollectiveOp::AllToAll, link, cp, kv_bytes);
+  // Forward: Q, K, V in and the output back; backward: their gradients the other way.
+  return layers * 2 * per_direction;
+}
+
+double CostModel::tp_comm_seconds(Tokens tokens, int tp, int layers, LinkClass link) const {
+  check_degree(tp, "tp");
+  if (tp == 1 || tokens <= 0 || layers <= 0) return 0;
+  const double bytes = static_cast<double>(tokens) * model_.hidden * kBf16Bytes;  // the full, gathered buffer
+  const double pair = profile_.collective_seconds(CollectiveOp::AllGather, link, tp, bytes) +
+                      profile_.collective_seconds(CollectiveOp::ReduceScatter, link, tp, bytes);
+  // Forward: all-gather before and reduce-scatter after attention and the MLP; backward mirrors it.
+  return layers * 2 * 2 * pair;
+}
+
+double CostModel::pp_transfer_seconds(Tokens tokens, int tp, LinkClass link) const {
+  check_degree(tp, "tp");
+  if (tokens <= 0) return 0;
+  const double bytes = static_cast<double>(tokens) * model_.hidden * kBf16Bytes / tp;
+  return profile_.collective_seconds(CollectiveOp::SendRecv, link, 2, bytes);
+}
+
+double CostModel::parameters_per_gpu(const ParallelScheme& scheme) const {
+  check_degree(scheme.tp, "tp");
+  check_degree(scheme.pp, "pp");
+  // Layers are spread evenly over the stages (a fractional share when pp does not divide them); the vocabulary
+  // matrices sit on the first (embedding) and last (LM head) stage, so the most loaded stage holds one of them,
+  // or both when there is no pipeline and they are not tied.
+  const double layers = model_.layers * model_.layer_parameters() / (scheme.pp * scheme.tp);
+  const double vocab_matrix = static_cast<double>(model_.vocab) * model_.hidden / scheme.tp;
+  const double vocab_matrices = scheme.pp == 1 && !model_.tied_embeddings ? 2 : 1;
+  return layers + vocab_matrices * vocab_matrix;
+}
+
+double CostModel::gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link) const {
+  check_degree(shard_degree, "shard degree");
+  if (shard_degree == 1) return 0;
+  const double bytes = parameters_per_gpu(scheme) * kBf16Bytes;
+  if (options_.zero_stage == 0) return profile_.collective_seconds(CollectiveOp::AllReduce, link, shard_degree, bytes);
+  // ZeRO 1-3: gradients reduce-scattered onto their optimizer shard, updated bf16 parameters all-gathered back.
+  return profile_.collective_seconds(CollectiveOp::ReduceScatter, link, shard_degree, bytes) +
+         profile_.collective_seconds(CollectiveOp::AllGather, link, shard_degree, bytes);
+}
+
+double CostModel::optimizer_seconds(const ParallelScheme& scheme, int shard_degree) const {
+  check_degree(shard_degree, "shard degree");
+  const double updated = parameters_per_gpu(scheme) / (options_.zero_stage >= 1 ? shard_degree : 1);
+  return profile_.compute.optimizer_us_per_mparam * (updated / 1e6) * 1e-6;
+}
+
+double CostModel::static_bytes(const ParallelScheme& scheme, int shard_degree) const {
+  check_degree(shard_degree, "shard degree");
+  const auto stage = static_cast<std::size_t>(options_.zero_stage);
+  const auto& m = profile_.memory;
+  return parameters_per_gpu(scheme) *
+         (m.replicated_bytes_per_param[stage] + m.sharded_bytes_per_param[stage] / shard_degree);
+}
+
+double CostModel::activation_bytes_per_token_layer(const ActivationCoefficients& c) const {
+  return c.per_hidden * model_.hidden + c.per_kv_hidden * model_.kv_hidden() + c.per_ffn * model_.ffn;
+}
+
+double CostModel::activation_bytes_per_token(const ParallelScheme& scheme, int layers, bool with_head) const {
+  check_degree(scheme.tp, "tp");
+  if (layers < 0) throw std::invalid_argument("cost model: negative layer count");
+  const auto& m = profile_.memory;
+  const int checkpointed = checkpointed_layers(scheme, layers);
+  // A layer that is not checkpointed keeps what its recomputation setting keeps; a Full-recompute layer being
+  // recomputed holds everything again for its backward.
+  const double kept = activation_bytes_per_token_layer(
+      scheme.recompute == Recompute::Selective ? m.activations_selective : m.activations_none);
+  const double full = activation_bytes_per_token_layer(m.activations_full);
+  const double stored = checkpointed * full + (layers - checkpointed) * kept;
+  // On top of what is stored, the peak holds either the logits (end of forward) or, while a checkpointed layer is
+  // recomputed in backward, that one layer's activations beyond its checkpoint, whichever is larger.
+  const double logits = with_head ? m.logits_bytes_per_token_per_vocab * static_cast<double>(model_.vocab) : 0;
+  const double recomputing = checkpointed > 0 ? std::max(0.0, kept - full) : 0;
+  return (stored + std::max(logits, recomputing)) / scheme.tp;
+}
+
+double CostModel::capacity_bytes() const {
+  return cluster_.gpu.memory_bytes - profile_.memory.reserve_bytes;
+}
+
+}  // namespace lcsim

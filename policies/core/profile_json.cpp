@@ -1,0 +1,328 @@
+// Profile JSON (format_version 1), documented field by field in calibrate/PROFILE.md. Reading is strict: every
+// field is required, unknown keys are errors, and every error names the file and the JSON path.
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <tuple>
+
+#include "policies/core/errors.hpp"
+#include "policies/core/json_reader.hpp"
+#include "policies/core/profile.hpp"
+
+namespace lcsim {
+namespace {
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr int kFormatVersion = 1;
+
+std::string indexed(std::string_view key, std::size_t i) {
+  return std::string(key) + "[" + std::to_string(i) + "]";
+}
+
+double non_negative(JsonObjectReader& r, std::string_view key) {
+  const double v = r.required<double>(key);
+  if (!(v >= 0) || !std::isfinite(v)) r.fail(key, "must be a finite number >= 0, got " + r.value(key).dump());
+  return v;
+}
+
+/// null (not measured) or a MAPE fraction >= 0.
+std::optional<double> read_mape(JsonObjectReader& r, std::string_view key) {
+  if (r.value(key).is_null()) return std::nullopt;
+  return non_negative(r, key);
+}
+
+std::vector<double> read_numbers(JsonObjectReader& r, std::string_view key) {
+  const auto& v = r.value(key);
+  if (!v.is_array()) r.fail(key, "expected an array of numbers, got " + json_type_name(v));
+  std::vector<double> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_number()) r.fail(indexed(key, i), "expected a number, got " + json_type_name(v[i]));
+    out.push_back(v[i].get<double>());
+  }
+  return out;
+}
+
+/// x strictly increasing and positive; y positive (and <= 1 for efficiencies); same length; not empty.
+Curve read_curve(JsonObjectReader r, std::string_view x_key, std::string_view y_key) {
+  Curve curve;
+  curve.x = read_numbers(r, x_key);
+  curve.y = read_numbers(r, y_key);
+  curve.fit_mape = read_mape(r, "fit_mape");
+  r.finish();
+  if (curve.x.empty()) r.fail(x_key, "needs at least one point");
+  if (curve.x.size() != curve.y.size()) {
+    r.fail(y_key, "has " + std::to_string(curve.y.size()) + " values for " + std::to_string(curve.x.size()) + " " +
+                      std::string(x_key));
+  }
+  for (std::size_t i = 0; i < curve.x.size(); ++i) {
+    if (!(curve.x[i] > 0)) r.fail(indexed(x_key, i), "must be positive");
+    if (i > 0 && !(curve.x[i] > curve.x[i - 1])) r.fail(indexed(x_key, i), "must be greater than the previous value");
+    if (!(curve.y[i] > 0 && curve.y[i] <= 1)) r.fail(indexed(y_key, i), "an efficiency must be in (0, 1]");
+  }
+  return curve;
+}
+
+ActivationCoefficients read_coefficients(JsonObjectReader r) {
+  ActivationCoefficients c;
+  c.per_hidden = non_negative(r, "per_hidden");
+  c.per_kv_hidden = non_negative(r, "per_kv_hidden");
+  c.per_ffn = non_negative(r, "per_ffn");
+  r.finish();
+  return c;
+}
+
+std::array<double, 4> read_per_stage(JsonObjectReader& r, std::string_view key) {
+  const auto values = read_numbers(r, key);
+  if (values.size() != 4) r.fail(key, "expected 4 values (ZeRO stages 0..3), got " + std::to_string(values.size()));
+  std::array<double, 4> out{};
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (!(values[i] >= 0)) r.fail(indexed(key, i), "must be >= 0");
+    out[i] = values[i];
+  }
+  return out;
+}
+
+CollectiveOp parse_op(JsonObjectReader& r) {
+  const std::string name = r.required<std::string>("op");
+  for (auto op : {CollectiveOp::AllGather, CollectiveOp::ReduceScatter, CollectiveOp::AllReduce, CollectiveOp::AllToAll,
+                  CollectiveOp::SendRecv}) {
+    if (name == to_string(op)) return op;
+  }
+  r.fail("op",
+         "unknown collective '" + name + "' (known: all_gather, reduce_scatter, all_reduce, all_to_all, send_recv)");
+}
+
+LinkClass parse_link(JsonObjectReader& r) {
+  const std::string name = r.required<std::string>("link");
+  for (auto link : {LinkClass::NvLink, LinkClass::InfiniBand}) {
+    if (name == to_string(link)) return link;
+  }
+  r.fail("link", "unknown link '" + name + "' (known: nvlink, infiniband)");
+}
+
+CollectiveFit read_collective(JsonObjectReader r) {
+  CollectiveFit fit;
+  fit.op = parse_op(r);
+  fit.link = parse_link(r);
+  fit.group_size = static_cast<int>(r.integer_in("group_size", 2, 1 << 20));
+  if (fit.op == CollectiveOp::SendRecv && fit.group_size != 2) r.fail("group_size", "send_recv is between 2 GPUs");
+  fit.measured = r.required<bool>("measured");
+  fit.fit_mape = read_mape(r, "fit_mape");
+  const auto& segments = r.value("segments");
+  if (!segments.is_array() || segments.empty()) r.fail("segments", "expected a non-empty array of segments");
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    auto s = r.child(segments[i], r.path(indexed("segments", i)));
+    CollectiveSegment segment;
+    const bool last = i + 1 == segments.size();
+    if (last) {
+      if (!s.value("max_bytes").is_null()) s.fail("max_bytes", "the last segment is open-ended: must be null");
+      segment.max_bytes = std::numeric_limits<double>::infinity();
+    } else {
+      if (s.value("max_bytes").is_null()) s.fail("max_bytes", "only the last segment may be open-ended (null)");
+      segment.max_bytes = s.positive("max_bytes");
+      if (i > 0 && !(segment.max_bytes > fit.segments.back().max_bytes))
+        s.fail("max_bytes", "must be greater than the previous segment's");
+    }
+    segment.latency_us = non_negative(s, "latency_us");
+    segment.bus_GBps = s.positive("bus_GBps");
+    s.finish();
+    fit.segments.push_back(segment);
+  }
+  r.finish();
+  return fit;
+}
+
+Provenance read_provenance(JsonObjectReader r) {
+  Provenance p;
+  p.calibrated = r.required<bool>("calibrated");
+  p.source = r.required<std::string>("source");
+  p.device = r.required<std::string>("device");
+  p.date = r.required<std::string>("date");
+  p.tool_version = r.required<std::string>("tool_version");
+  p.driver = r.required<std::string>("driver");
+  p.cuda = r.required<std::string>("cuda");
+  p.nccl = r.required<std::string>("nccl");
+  p.model = r.required<std::string>("model");
+  p.notes = r.required<std::string>("notes");
+  r.finish();
+  if (p.source.empty()) r.fail("source", "must say where the numbers come from");
+  if (p.calibrated && (p.device.empty() || p.date.empty()))
+    r.fail("calibrated", "a calibrated profile must name its device and date");
+  return p;
+}
+
+ComputeProfile read_compute(JsonObjectReader r) {
+  ComputeProfile c;
+  c.peak_tflops = r.positive("peak_tflops");
+  c.gemm_efficiency = read_curve(r.object("gemm_efficiency"), "tokens", "efficiency");
+  c.attention_efficiency = read_curve(r.object("attention_efficiency"), "seq_tokens", "efficiency");
+  c.attention_backward_ratio = r.positive("attention_backward_ratio");
+  c.layer_overhead_us = non_negative(r, "layer_overhead_us");
+  c.layer_overhead_fit_mape = read_mape(r, "layer_overhead_fit_mape");
+  c.optimizer_us_per_mparam = non_negative(r, "optimizer_us_per_mparam");
+  c.hot_switch_us_per_mparam = non_negative(r, "hot_switch_us_per_mparam");
+  r.finish();
+  return c;
+}
+
+MemoryProfile read_memory(JsonObjectReader r) {
+  MemoryProfile m;
+  auto activations = r.object("activation_bytes_per_token_per_layer");
+  m.activations_none = read_coefficients(activations.object("none"));
+  m.activations_selective = read_coefficients(activations.object("selective"));
+  m.activations_full = read_coefficients(activations.object("full"));
+  activations.finish();
+  m.logits_bytes_per_token_per_vocab = non_negative(r, "logits_bytes_per_token_per_vocab");
+  auto statics = r.object("static_bytes_per_param");
+  m.replicated_bytes_per_param = read_per_stage(statics, "replicated");
+  m.sharded_bytes_per_param = read_per_stage(statics, "sharded");
+  statics.finish();
+  m.reserve_bytes = non_negative(r, "reserve_GiB") * kBytesPerGiB;
+  m.fit_mape = read_mape(r, "fit_mape");
+  r.finish();
+  return m;
+}
+
+template <class Json>
+Json mape_json(const std::optional<double>& mape) {
+  return mape ? Json(*mape) : Json(nullptr);
+}
+
+template <class Json>
+Json curve_json(const Curve& curve, const char* x_key) {
+  Json j;
+  j[x_key] = curve.x;
+  j["efficiency"] = curve.y;
+  j["fit_mape"] = mape_json<Json>(curve.fit_mape);
+  return j;
+}
+
+template <class Json>
+Json coefficients_json(const ActivationCoefficients& c) {
+  Json j;
+  j["per_hidden"] = c.per_hidden;
+  j["per_kv_hidden"] = c.per_kv_hidden;
+  j["per_ffn"] = c.per_ffn;
+  return j;
+}
+
+template <class Json>
+Json to_json(const Profile& profile) {
+  Json j;
+  j["format_version"] = profile.format_version;
+  j["gpu"] = profile.gpu;
+  const auto& p = profile.provenance;
+  Json provenance;
+  provenance["calibrated"] = p.calibrated;
+  provenance["source"] = p.source;
+  provenance["device"] = p.device;
+  provenance["date"] = p.date;
+  provenance["tool_version"] = p.tool_version;
+  provenance["driver"] = p.driver;
+  provenance["cuda"] = p.cuda;
+  provenance["nccl"] = p.nccl;
+  provenance["model"] = p.model;
+  provenance["notes"] = p.notes;
+  j["provenance"] = provenance;
+
+  const auto& c = profile.compute;
+  Json compute;
+  compute["peak_tflops"] = c.peak_tflops;
+  compute["gemm_efficiency"] = curve_json<Json>(c.gemm_efficiency, "tokens");
+  compute["attention_efficiency"] = curve_json<Json>(c.attention_efficiency, "seq_tokens");
+  compute["attention_backward_ratio"] = c.attention_backward_ratio;
+  compute["layer_overhead_us"] = c.layer_overhead_us;
+  compute["layer_overhead_fit_mape"] = mape_json<Json>(c.layer_overhead_fit_mape);
+  compute["optimizer_us_per_mparam"] = c.optimizer_us_per_mparam;
+  compute["hot_switch_us_per_mparam"] = c.hot_switch_us_per_mparam;
+  j["compute"] = compute;
+
+  const auto& m = profile.memory;
+  Json memory;
+  Json activations;
+  activations["none"] = coefficients_json<Json>(m.activations_none);
+  activations["selective"] = coefficients_json<Json>(m.activations_selective);
+  activations["full"] = coefficients_json<Json>(m.activations_full);
+  memory["activation_bytes_per_token_per_layer"] = activations;
+  memory["logits_bytes_per_token_per_vocab"] = m.logits_bytes_per_token_per_vocab;
+  Json statics;
+  statics["replicated"] = m.replicated_bytes_per_param;
+  statics["sharded"] = m.sharded_bytes_per_param;
+  memory["static_bytes_per_param"] = statics;
+  memory["reserve_GiB"] = m.reserve_bytes / kBytesPerGiB;
+  memory["fit_mape"] = mape_json<Json>(m.fit_mape);
+  j["memory"] = memory;
+
+  Json collectives = Json::array();
+  for (const auto& fit : profile.collectives) {
+    Json entry;
+    entry["op"] = to_string(fit.op);
+    entry["link"] = to_string(fit.link);
+    entry["group_size"] = fit.group_size;
+    entry["measured"] = fit.measured;
+    entry["fit_mape"] = mape_json<Json>(fit.fit_mape);
+    Json segments = Json::array();
+    for (std::size_t i = 0; i < fit.segments.size(); ++i) {
+      const auto& s = fit.segments[i];
+      Json segment;
+      segment["max_bytes"] = i + 1 == fit.segments.size() ? Json(nullptr) : Json(s.max_bytes);
+      segment["latency_us"] = s.latency_us;
+      segment["bus_GBps"] = s.bus_GBps;
+      segments.push_back(segment);
+    }
+    entry["segments"] = segments;
+    collectives.push_back(entry);
+  }
+  j["collectives"] = collectives;
+  return j;
+}
+
+}  // namespace
+
+Profile profile_from_json(const nlohmann::json& document, const std::string& file) {
+  JsonObjectReader r(document, file);
+  Profile profile;
+  profile.format_version = r.required<int>("format_version");
+  if (profile.format_version != kFormatVersion) {
+    r.fail("format_version", "unsupported version " + std::to_string(profile.format_version) + " (this lcsim reads " +
+                                 std::to_string(kFormatVersion) + ")");
+  }
+  profile.gpu = r.required<std::string>("gpu");
+  if (profile.gpu.empty()) r.fail("gpu", "must name the GPU kind");
+  profile.provenance = read_provenance(r.object("provenance"));
+  profile.compute = read_compute(r.object("compute"));
+  profile.memory = read_memory(r.object("memory"));
+  const auto& collectives = r.value("collectives");
+  if (!collectives.is_array()) r.fail("collectives", "expected an array, got " + json_type_name(collectives));
+  std::set<std::tuple<CollectiveOp, LinkClass, int>> seen;
+  for (std::size_t i = 0; i < collectives.size(); ++i) {
+    const std::string path = r.path(indexed("collectives", i));
+    auto fit = read_collective(r.child(collectives[i], path));
+    if (!seen.emplace(fit.op, fit.link, fit.group_size).second) {
+      throw InputError(file + ": " + path + ": a second " + std::string(to_string(fit.op)) + " entry on " +
+                       std::string(to_string(fit.link)) + " for group size " + std::to_string(fit.group_size));
+    }
+    profile.collectives.push_back(std::move(fit));
+  }
+  r.finish();
+  return profile;
+}
+
+nlohmann::json profile_to_json(const Profile& profile) {
+  return to_json<nlohmann::json>(profile);
+}
+
+Profile load_profile(const std::string& file) {
+  return profile_from_json(parse_json_file(file), file);
+}
+
+void save_profile(const Profile& profile, const std::string& file) {
+  // Written in the documented key order (ordered_json) so the file reads like PROFILE.md.
+  const std::string text = to_json<nlohmann::ordered_json>(profile).dump(2) + "\n";
+  std::ofstream out(file);
+  if (!out) throw InputError(file + ": cannot open for writing");
+  out << text;
+  if (!out.flush()) throw InputError(file + ": write failed");
+}
+
+}  // namespace lcsim

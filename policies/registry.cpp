@@ -1,0 +1,41 @@
+// The policy registry: adding a policy is one line in kPolicies.
+#include <algorithm>
+
+#include "policies/baselines/deepspeed.hpp"
+#include "policies/baselines/packing.hpp"
+#include "policies/baselines/sorted.hpp"
+#include "policies/core/errors.hpp"
+#include "policies/core/policy.hpp"
+
+namespace lcsim {
+namespace {
+
+struct PolicyEntry {
+  std::string_view kind;
+  std::unique_ptr<Policy> (*make)(const PolicySpec& spec);
+};
+
+constexpr PolicyEntry kPolicies[] = {
+    {"deepspeed", make_deepspeed_policy},
+    {"sorted", make_sorted_policy},
+    {"packing", make_packing_policy},
+};
+
+}  // namespace
+
+std::vector<std::string> policy_kinds() {
+  std::vector<std::string> kinds;
+  for (const auto& entry : kPolicies) kinds.emplace_back(entry.kind);
+  return kinds;
+}
+
+std::unique_ptr<Policy> make_policy(const PolicySpec& spec) {
+  for (const auto& entry : kPolicies)
+    if (entry.kind == spec.kind) return entry.make(spec);
+  std::string known;
+  for (const auto& kind : policy_kinds()) known += (known.empty() ? "" : ", ") + kind;
+  throw InputError(spec.file + ": " + spec.path + ".kind: unknown policy kind '" + spec.kind + "' (known: " + known +
+                   ")");
+}
+
+}  // namespace lcsim

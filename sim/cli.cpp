@@ -1,0 +1,41 @@
+#include "sim/cli.hpp"
+
+namespace lcsim {
+
+std::string main_usage() {
+  return "lcsim " LCSIM_VERSION
+         " -- compare data-scheduling policies for long-context LLM fine-tuning\n"
+         "\n"
+         "Usage:\n"
+         "  lcsim plan SCENARIO [--policy LABEL]... [--iterations N] [--json FILE] [--csv FILE] [--quiet]\n"
+         "  lcsim list models|gpus|distributions|policies\n"
+         "  lcsim COMMAND --help\n"
+         "  lcsim --help | --version\n"
+         "\n"
+         "Commands:\n"
+         "  plan   every policy of the scenario plans the same global batches; each plan is validated and timed\n"
+         "         with the closed-form cost-model estimate (no simulation); prints a comparison table\n"
+         "  list   the built-in models, GPU kinds, length distributions and policy kinds\n"
+         "\n"
+         "Scenario format: scenarios/README.md. Exit status: 0 success, 2 bad input (scenario, profile, trace,\n"
+         "command line), 3 a policy could not plan, 1 internal error.\n";
+}
+
+void run_command_line(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.empty()) throw UsageError("no command given", main_usage());
+  const std::string& command = args.front();
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "--help" || command == "-h" || command == "help") {
+    out << main_usage();
+  } else if (command == "--version" || command == "-V") {
+    out << "lcsim " LCSIM_VERSION "\n";
+  } else if (command == "plan") {
+    run_plan_command(rest, out);
+  } else if (command == "list") {
+    run_list_command(rest, out);
+  } else {
+    throw UsageError("unknown command \"" + command + "\"", main_usage());
+  }
+}
+
+}  // namespace lcsim

@@ -1,0 +1,37 @@
+#pragma once
+// The `lcsim` command line. Sub-commands throw (InputError for bad input, PlanningError when a policy cannot
+// plan); only main() turns exceptions into messages and exit codes.
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "policies/core/errors.hpp"
+
+namespace lcsim {
+
+/// A command line that does not parse (unknown sub-command, missing argument); main() prints `usage` after it.
+class UsageError : public InputError {
+ public:
+  UsageError(const std::string& message, std::string usage) : InputError(message), usage_(std::move(usage)) {}
+  const std::string& usage() const { return usage_; }
+
+ private:
+  std::string usage_;
+};
+
+/// Exit codes main() returns.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitPlanning = 3;
+
+std::string main_usage();
+/// Runs `lcsim <args>` (args without the program name), printing to `out`.
+void run_command_line(const std::vector<std::string>& args, std::ostream& out);
+
+/// `lcsim plan ...` (args after "plan").
+void run_plan_command(const std::vector<std::string>& args, std::ostream& out);
+/// `lcsim list ...` (args after "list").
+void run_list_command(const std::vector<std::string>& args, std::ostream& out);
+
+}  // namespace lcsim

@@ -1,0 +1,199 @@
+// The built `lcsim` binary, end to end: exit codes, messages, table, results files.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "policies/core/policy.hpp"
+
+namespace {
+
+const std::string kBinary = LCSIM_BINARY;
+const std::string kDefaultScenario = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;  ///< stdout and stderr together
+};
+
+CliRun run_lcsim(const std::string& arguments) {
+  CliRun run;
+  const std::string command = "'" + kBinary + "' " + arguments + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+std::string read_file(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+::testing::AssertionResult contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << part << "\" not found in:\n" << text;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("lcsim-cli-test-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(CliTest, PlanDefaultScenarioPrintsEveryPolicy) {
+  const CliRun run = run_lcsim("plan '" + kDefaultScenario + "' --iterations 2");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto scenario = nlohmann::json::parse(read_file(kDefaultScenario));
+  for (const auto& policy : scenario["policies"]) {
+    const std::string label = (policy.contains("label") ? policy["label"] : policy["kind"]).get<std::string>();
+    EXPECT_TRUE(contains(run.output, "\n" + label + " ")) << label;
+  }
+  EXPECT_TRUE(contains(run.output, "uncalibrated"));
+  EXPECT_TRUE(contains(run.output, "synthetic chatqa2-long-sft"));
+  EXPECT_TRUE(contains(run.output, "speedup"));
+}
+
+TEST_F(CliTest, JsonAndCsvFilesAreDeterministic) {
+  const CliRun a = run_lcsim("plan '" + kDefaultScenario + "' -n 2 --quiet --json '" + path("a.json") + "' --csv '" +
+                             path("a.csv") + "'");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_EQ(a.output, "");  // --quiet
+  const CliRun b = run_lcsim("plan '" + kDefaultScenario + "' -n 2 --quiet --json '" + path("b.json") + "' --csv '" +
+                             path("b.csv") + "'");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const std::string json = read_file(path("a.json"));
+  EXPECT_EQ(json, read_file(path("b.json")));
+  EXPECT_EQ(read_file(path("a.csv")), read_file(path("b.csv")));
+
+  const auto results = nlohmann::json::parse(json);
+  EXPECT_EQ(results["schema"], "lcsim-results/1");
+  EXPECT_EQ(results["scenario_file"], kDefaultScenario);
+  std::size_t rows = 0;
+  for (const auto& p : results["policies"]) rows += p["iterations"].size();
+  const std::string csv = read_file(path("a.csv"));
+  EXPECT_EQ(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')), rows + 1);
+}
+
+TEST_F(CliTest, PolicyFilterKeepsTheBaseline) {
+  const auto scenario = nlohmann::json::parse(read_file(kDefaultScenario));
+  const auto& last = scenario["policies"].back();
+  const std::string label = (last.contains("label") ? last["label"] : last["kind"]).get<std::string>();
+  const CliRun run =
+      run_lcsim("plan '" + kDefaultScenario + "' -n 1 --policy " + label + " --json '" + path("r.json") + "' --quiet");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto results = nlohmann::json::parse(read_file(path("r.json")));
+  ASSERT_EQ(results["policies"].size(), 2u);
+  EXPECT_EQ(results["policies"][0]["name"], scenario["baseline"]);
+  EXPECT_EQ(results["policies"][1]["name"], label);
+
+  const CliRun unknown = run_lcsim("plan '" + kDefaultScenario + "' -n 1 --policy no-such-policy");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_TRUE(contains(unknown.output, "lcsim: error: --policy no-such-policy"));
+}
+
+TEST_F(CliTest, BadScenarioExitsTwoNamingTheFile) {
+  auto doc = nlohmann::json::parse(read_file(kDefaultScenario));
+  doc["training"]["itterations"] = 3;
+  std::ofstream(path("bad.json")) << doc.dump();
+  const CliRun run = run_lcsim("plan '" + path("bad.json") + "'");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(contains(run.output, "lcsim: error: " + path("bad.json") + ": training.itterations: unknown key"));
+
+  const CliRun missing = run_lcsim("plan '" + path("missing.json") + "'");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(contains(missing.output, path("missing.json")));
+}
+
+TEST_F(CliTest, PlanningFailureExitsThree) {
+  // Skrull schedules DP x CP layouts only: a TP layout is a planning failure, not bad input.
+  const auto kinds = lcsim::policy_kinds();
+  if (std::find(kinds.begin(), kinds.end(), "skrull") == kinds.end()) GTEST_SKIP() << "no skrull policy registered";
+  auto doc = nlohmann::json::parse(read_file(kDefaultScenario));
+  doc["profile"] = std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json";
+  doc["parallel"] = {{"dp", 2}, {"cp", 8}, {"tp", 2}, {"pp", 1}};
+  doc["training"]["iterations"] = 1;
+  doc["policies"] = nlohmann::json::array({{{"kind", "deepspeed"}}, {{"kind", "skrull"}}});
+  doc["baseline"] = "deepspeed";
+  std::ofstream(path("tp.json")) << doc.dump();
+  const CliRun run = run_lcsim("plan '" + path("tp.json") + "'");
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_TRUE(contains(run.output, "lcsim: error: policy skrull: "));
+}
+
+TEST_F(CliTest, UsageErrorsExitTwoWithUsage) {
+  const CliRun none = run_lcsim("");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_TRUE(contains(none.output, "Usage:"));
+  const CliRun unknown = run_lcsim("simulat scenarios/default.json");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_TRUE(contains(unknown.output, "lcsim: error: unknown command \"simulat\""));
+  EXPECT_TRUE(contains(unknown.output, "Usage:"));
+  const CliRun bad_option = run_lcsim("plan '" + kDefaultScenario + "' --iteration 2x");
+  EXPECT_EQ(bad_option.exit_code, 2);
+  EXPECT_TRUE(contains(bad_option.output, "lcsim: error: plan:"));
+  const CliRun no_scenario = run_lcsim("plan");
+  EXPECT_EQ(no_scenario.exit_code, 2);
+  EXPECT_TRUE(contains(no_scenario.output, "missing SCENARIO"));
+  const CliRun zero = run_lcsim("plan '" + kDefaultScenario + "' --iterations 0");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_TRUE(contains(zero.output, "--iterations: must be at least 1"));
+}
+
+TEST_F(CliTest, HelpAndVersion) {
+  const CliRun help = run_lcsim("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(contains(help.output, "lcsim plan SCENARIO"));
+  const CliRun plan_help = run_lcsim("plan --help");
+  EXPECT_EQ(plan_help.exit_code, 0);
+  EXPECT_TRUE(contains(plan_help.output, "--iterations"));
+  EXPECT_TRUE(contains(plan_help.output, "--json"));
+  const CliRun version = run_lcsim("--version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.output, std::string("lcsim ") + LCSIM_VERSION + "\n");
+}
+
+TEST_F(CliTest, ListsBuiltInNames) {
+  const CliRun models = run_lcsim("list models");
+  EXPECT_EQ(models.exit_code, 0);
+  EXPECT_TRUE(contains(models.output, "Qwen2.5-0.5B"));
+  EXPECT_TRUE(contains(models.output, "LLaMA3.1-70B"));
+  const CliRun gpus = run_lcsim("list gpus");
+  EXPECT_EQ(gpus.exit_code, 0);
+  EXPECT_TRUE(contains(gpus.output, "H100-SXM"));
+  const CliRun distributions = run_lcsim("list distributions");
+  EXPECT_EQ(distributions.exit_code, 0);
+  EXPECT_TRUE(contains(distributions.output, "chatqa2-long-sft"));
+  const CliRun policies = run_lcsim("list policies");
+  EXPECT_EQ(policies.exit_code, 0);
+  EXPECT_TRUE(contains(policies.output, "deepspeed"));
+  const CliRun bad = run_lcsim("list colours");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.output, "models|gpus|distributions|policies"));
+}
+
+}  // namespace

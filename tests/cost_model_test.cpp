@@ -1,0 +1,227 @@
+// Hand-computed expectations on a tiny model and a flat profile (peak 1 MFLOP/s so times are readable).
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "policies/core/cost_model.hpp"
+#include "policies/core/errors.hpp"
+
+namespace lcsim {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// hidden 64, 2 layers, 4 heads of 16, 2 KV heads (kv_hidden 32), ffn 128, vocab 1000, untied.
+ModelConfig tiny_model() {
+  return ModelConfig{"tiny", 64, 2, 4, 2, 16, 128, 1000, false};
+}
+
+CollectiveFit single(CollectiveOp op, LinkClass link, int n, double latency_us, double bus_GBps) {
+  CollectiveFit fit;
+  fit.op = op;
+  fit.link = link;
+  fit.group_size = n;
+  fit.segments = {{kInf, latency_us, bus_GBps}};
+  return fit;
+}
+
+Profile flat_profile() {
+  Profile p;
+  p.gpu = "TestGPU";
+  p.provenance.source = "unit test";
+  p.compute.peak_tflops = 1e-6;  // 1e6 FLOP/s
+  p.compute.gemm_efficiency = Curve{{1}, {1.0}, std::nullopt};
+  p.compute.attention_efficiency = Curve{{1}, {0.5}, std::nullopt};
+  p.compute.attention_backward_ratio = 2.5;
+  p.compute.layer_overhead_us = 10;
+  p.compute.optimizer_us_per_mparam = 10;
+  p.memory.activations_none = {12, 4, 8};
+  p.memory.activations_selective = {10, 4, 6};
+  p.memory.activations_full = {2, 0, 0};
+  p.memory.logits_bytes_per_token_per_vocab = 10;
+  p.memory.replicated_bytes_per_param = {16, 4, 2, 0};
+  p.memory.sharded_bytes_per_param = {0, 12, 14, 16};
+  p.memory.reserve_bytes = 0.25 * 1024 * 1024 * 1024;
+  for (auto op : {CollectiveOp::AllGather, CollectiveOp::ReduceScatter, CollectiveOp::AllReduce, CollectiveOp::AllToAll,
+                  CollectiveOp::SendRecv}) {
+    p.collectives.push_back(single(op, LinkClass::NvLink, op == CollectiveOp::SendRecv ? 2 : 4, 1, 1));
+    p.collectives.push_back(single(op, LinkClass::InfiniBand, op == CollectiveOp::SendRecv ? 2 : 16, 5, 0.5));
+  }
+  return p;
+}
+
+ClusterSpec tiny_cluster() {
+  ClusterSpec c;
+  c.gpu = GpuKind{"TestGPU", 1e9, 1e-6, 1, 1};
+  c.nodes = 2;
+  c.gpus_per_node = 4;
+  return c;
+}
+
+CostModel tiny_cost(int zero_stage = 2) {
+  return CostModel(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{zero_stage});
+}
+
+TEST(CostModelFlops, CountsGemmAttentionAndHead) {
+  const CostModel cost = tiny_cost();
+  // 2 * (64*(64+2*32) + 64*64 + 3*64*128) = 2 * 36864
+  EXPECT_DOUBLE_EQ(cost.gemm_flops_per_token(), 73728);
+  EXPECT_DOUBLE_EQ(cost.attention_flops(100), 2.0 * 100 * 100 * 64);  // causal: 4 s^2 q / 2
+  EXPECT_DOUBLE_EQ(cost.head_flops_per_token(), 2.0 * 64 * 1000);
+}
+
+TEST(CostModelTime, LayerSecondsByHand) {
+  const CostModel cost = tiny_cost();
+  const std::vector<SequenceShare> one{{100, 1}};
+  // GEMM forward 100 * 73728 / 1e6 = 7.3728 s; attention forward 1.28e6 / (1e6 * 0.5) = 2.56 s.
+  const double plain = 3 * 7.3728 + 3.5 * 2.56 + 10e-6;
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false), plain, 1e-9);
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Selective, false), plain, 1e-9);  // selective costs no time
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, true), plain + 7.3728 + 2.56, 1e-9);
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Full, false), plain + 7.3728 + 2.56, 1e-9);
+  EXPECT_EQ(cost.layer_seconds({}, 1, Recompute::None, false), 0.0);
+}
+
+TEST(CostModelTime, ShardedSharesAndTensorParallelism) {
+  const CostModel cost = tiny_cost();
+  // A 100-token sequence sharded over 2 CP ranks (50 local tokens, attention over all 100 for half the heads)
+  // next to a whole 50-token sequence, at TP 2: T = 100 local tokens.
+  const std::vector<SequenceShare> work{{100, 2}, {50, 1}};
+  const double gemm = 100 * 73728 / 2 / 1e6;
+  const double attention = 1.28e6 / (2 * 2) / 0.5e6 + 2.0 * 50 * 50 * 64 / 2 / 0.5e6;
+  EXPECT_NEAR(cost.layer_seconds(work, 2, Recompute::None, false), 3 * gemm + 3.5 * attention + 10e-6, 1e-9);
+}
+
+TEST(CostModelTime, EfficiencyCurvesAreLookedUpAtLocalTokensAndSequenceLength) {
+  Profile p = flat_profile();
+  p.compute.gemm_efficiency = Curve{{10, 1000}, {0.5, 1.0}, std::nullopt};         // 0.75 at 100 tokens
+  p.compute.attention_efficiency = Curve{{100, 10000}, {0.2, 0.6}, std::nullopt};  // 0.2 at 100, 0.4 at 1000
+  const CostModel cost(tiny_model(), tiny_cluster(), p);
+  const std::vector<SequenceShare> one{{100, 1}};
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false), 3 * 7.3728 / 0.75 + 3.5 * 1.28 / 0.2 + 10e-6, 1e-9);
+  // 1000 tokens sharded 10 ways: GEMMs see 100 local tokens, attention a 1000-token sequence.
+  const std::vector<SequenceShare> sharded{{1000, 10}};
+  const double attention = 2.0 * 1000 * 1000 * 64 / 10 / (1e6 * 0.4);
+  EXPECT_NEAR(cost.layer_seconds(sharded, 1, Recompute::None, false), 3 * 7.3728 / 0.75 + 3.5 * attention + 10e-6,
+              1e-9);
+}
+
+TEST(CostModelTime, ComputeSecondsAddsCheckpointedLayersAndTheHead) {
+  const CostModel cost = tiny_cost();
+  const std::vector<SequenceShare> one{{100, 1}};
+  const double plain = 3 * 7.3728 + 3.5 * 2.56 + 10e-6;
+  const double checkpointed = plain + 7.3728 + 2.56;
+  const double head = 3 * 100 * 128000 / 1e6;
+  ParallelScheme scheme;
+  scheme.recompute = Recompute::None;
+  scheme.checkpointed_layers = 1;
+  EXPECT_NEAR(cost.compute_seconds(one, scheme, 2, true), plain + checkpointed + head, 1e-9);
+  EXPECT_NEAR(cost.compute_seconds(one, scheme, 2, false), plain + checkpointed, 1e-9);
+  scheme.checkpointed_layers = 5;  // more than the stage has: every layer of the stage
+  EXPECT_NEAR(cost.compute_seconds(one, scheme, 2, false), 2 * checkpointed, 1e-9);
+  scheme.checkpointed_layers = 0;
+  scheme.recompute = Recompute::Full;
+  EXPECT_NEAR(cost.compute_seconds(one, scheme, 2, true), 2 * checkpointed + head, 1e-9);
+  scheme.tp = 2;
+  scheme.recompute = Recompute::None;
+  EXPECT_NEAR(cost.compute_seconds(one, scheme, 1, true), 3 * 7.3728 / 2 + 3.5 * 2.56 / 2 + 10e-6 + head / 2, 1e-9);
+}
+
+TEST(CostModelComm, UlyssesAllToAllsByHand) {
+  const CostModel cost = tiny_cost();
+  // 10 tokens on the GPU: Q/O 10*64*2 = 1280 B, K/V 10*32*2 = 640 B; all_to_all over 4: 1 us + size*0.75/1 GB/s.
+  const double q = 1e-6 + 1280 * 0.75 / 1e9;
+  const double kv = 1e-6 + 640 * 0.75 / 1e9;
+  EXPECT_NEAR(cost.cp_comm_seconds(10, 4, 2, LinkClass::NvLink), 2 * 2 * (2 * q + 2 * kv), 1e-15);
+  EXPECT_NEAR(cost.cp_comm_seconds(10, 16, 1, LinkClass::InfiniBand),
+              2 * (2 * (5e-6 + 1280 * (15.0 / 16) / 0.5e9) + 2 * (5e-6 + 640 * (15.0 / 16) / 0.5e9)), 1e-15);
+  EXPECT_EQ(cost.cp_comm_seconds(10, 1, 2, LinkClass::NvLink), 0.0);
+  EXPECT_EQ(cost.cp_comm_seconds(0, 4, 2, LinkClass::NvLink), 0.0);
+}
+
+TEST(CostModelComm, TensorAndPipelineTransfersByHand) {
+  const CostModel cost = tiny_cost();
+  // 10 tokens * 64 * 2 B = 1280 B; all_gather and reduce_scatter over 2: 1 us + 1280 * 0.5 / 1 GB/s.
+  const double one = 1e-6 + 1280 * 0.5 / 1e9;
+  EXPECT_NEAR(cost.tp_comm_seconds(10, 2, 2, LinkClass::NvLink), 2 * 2 * 2 * (2 * one), 1e-15);
+  EXPECT_EQ(cost.tp_comm_seconds(10, 1, 2, LinkClass::NvLink), 0.0);
+  // send_recv of 1280 / tp bytes.
+  EXPECT_NEAR(cost.pp_transfer_seconds(10, 2, LinkClass::NvLink), 1e-6 + 640 / 1e9, 1e-15);
+  EXPECT_NEAR(cost.pp_transfer_seconds(10, 1, LinkClass::InfiniBand), 5e-6 + 1280 / 0.5e9, 1e-15);
+}
+
+TEST(CostModelParameters, LayersSplitOverStagesAndVocabularyOnTheEdgeStages) {
+  const CostModel cost = tiny_cost();
+  const double layer = tiny_model().layer_parameters();
+  ParallelScheme scheme;
+  EXPECT_DOUBLE_EQ(cost.parameters_per_gpu(scheme), 2 * layer + 2 * 64000.0);  // embedding + LM head
+  scheme.tp = 2;
+  scheme.pp = 2;
+  EXPECT_DOUBLE_EQ(cost.parameters_per_gpu(scheme), 2 * layer / 4 + 64000.0 / 2);  // one of them per edge stage
+  ModelConfig tied = tiny_model();
+  tied.tied_embeddings = true;
+  const CostModel tied_cost(tied, tiny_cluster(), flat_profile());
+  EXPECT_DOUBLE_EQ(tied_cost.parameters_per_gpu(ParallelScheme{}), 2 * layer + 64000.0);
+}
+
+TEST(CostModelMemory, StaticBytesPerZeroStage) {
+  const ParallelScheme scheme;
+  const double params = tiny_cost().parameters_per_gpu(scheme);
+  EXPECT_DOUBLE_EQ(tiny_cost(0).static_bytes(scheme, 4), 16 * params);
+  EXPECT_DOUBLE_EQ(tiny_cost(1).static_bytes(scheme, 4), (4 + 12.0 / 4) * params);
+  EXPECT_DOUBLE_EQ(tiny_cost(2).static_bytes(scheme, 4), (2 + 14.0 / 4) * params);
+  EXPECT_DOUBLE_EQ(tiny_cost(3).static_bytes(scheme, 4), (16.0 / 4) * params);
+  EXPECT_DOUBLE_EQ(tiny_cost(3).static_bytes(scheme, 1), 16 * params);
+  EXPECT_THROW(CostModel(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{4}), InputError);
+}
+
+TEST(CostModelMemory, ActivationBytesPerToken) {
+  const CostModel cost = tiny_cost();
+  // Per layer: none 12*64 + 4*32 + 8*128 = 1920, selective 10*64 + 4*32 + 6*128 = 1536, full 2*64 = 128;
+  // logits 10 * 1000 = 10000.
+  ParallelScheme scheme;
+  scheme.recompute = Recompute::Selective;
+  EXPECT_DOUBLE_EQ(cost.activation_bytes_per_token(scheme, 2, false), 2 * 1536);
+  EXPECT_DOUBLE_EQ(cost.activation_bytes_per_token(scheme, 2, true), 2 * 1536 + 10000);
+  scheme.tp = 2;
+  EXPECT_DOUBLE_EQ(cost.activation_bytes_per_token(scheme, 2, true), (2 * 1536 + 10000) / 2.0);
+  scheme.tp = 1;
+  scheme.recompute = Recompute::None;
+  EXPECT_DOUBLE_EQ(cost.activation_bytes_per_token(scheme, 2, false), 2 * 1920);
+  // One checkpointed layer: it keeps its input, and its recomputation in backward holds one selective layer's
+  // activations beyond that (or the logits at the end of forward, whichever is larger).
+  scheme.recompute = Recompute::Selective;
+  scheme.checkpointed_layers = 1;
+  EXPECT_DOUBLE_EQ(cost.activation_bytes_per_token(scheme, 2, false), 128 + 1536 + (1536 - 128));
+  EXPECT_DOUBLE_EQ(cost.activation_bytes_per_token(scheme, 2, true), 128 + 1536 + 10000);
+  scheme.recompute = Recompute::Full;
+  EXPECT_DOUBLE_EQ(cost.activation_bytes_per_token(scheme, 2, false), 2 * 128 + (1920 - 128));
+}
+
+TEST(CostModelMemory, CapacityIsMemoryLessReserve) {
+  EXPECT_DOUBLE_EQ(tiny_cost().capacity_bytes(), 1e9 - 0.25 * 1024 * 1024 * 1024);
+}
+
+TEST(CostModelIteration, GradientSyncAndOptimizerByHand) {
+  const ParallelScheme scheme;
+  const double params = tiny_cost().parameters_per_gpu(scheme);
+  const double bytes = 2 * params;
+  // ZeRO-2: reduce-scatter + all-gather over 4 (bus factor 0.75) at 1 GB/s, 1 us each.
+  EXPECT_NEAR(tiny_cost(2).gradient_sync_seconds(scheme, 4, LinkClass::NvLink), 2 * (1e-6 + bytes * 0.75 / 1e9), 1e-15);
+  EXPECT_NEAR(tiny_cost(1).gradient_sync_seconds(scheme, 4, LinkClass::NvLink), 2 * (1e-6 + bytes * 0.75 / 1e9), 1e-15);
+  // ZeRO-0: one all-reduce (bus factor 1.5).
+  EXPECT_NEAR(tiny_cost(0).gradient_sync_seconds(scheme, 4, LinkClass::NvLink), 1e-6 + bytes * 1.5 / 1e9, 1e-15);
+  EXPECT_EQ(tiny_cost(2).gradient_sync_seconds(scheme, 1, LinkClass::NvLink), 0.0);
+  // 10 us per million parameters updated: the GPU's shard from ZeRO-1 on, everything at ZeRO-0.
+  EXPECT_NEAR(tiny_cost(2).optimizer_seconds(scheme, 4), 10e-6 * params / 4 / 1e6, 1e-18);
+  EXPECT_NEAR(tiny_cost(0).optimizer_seconds(scheme, 4), 10e-6 * params / 1e6, 1e-18);
+}
+
+TEST(CostModelNames, RecomputeNames) {
+  EXPECT_EQ(to_string(Recompute::None), "none");
+  EXPECT_EQ(to_string(Recompute::Selective), "selective");
+  EXPECT_EQ(to_string(Recompute::Full), "full");
+}
+
+}  // namespace
+}  // namespace lcsim

@@ -1,0 +1,512 @@
+// Scenario JSON parsing (strict: every error names file and JSON path) and scenario loading (data window).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <unistd.h>
+
+#include "policies/core/errors.hpp"
+#include "traces/scenario.hpp"
+#include "traces/scenario_loader.hpp"
+
+namespace lcsim {
+namespace {
+
+using Json = nlohmann::json;
+
+const std::string kFile = "/data/runs/s.json";
+const std::string kSourceDir = LCSIM_SOURCE_DIR;
+
+Json minimal() {
+  return Json::parse(R"({
+    "name": "mini",
+    "model": "Qwen2.5-0.5B",
+    "cluster": {"gpu": "H100-SXM", "nodes": 2},
+    "profile": "profile.json",
+    "dataset": {"distribution": "chatqa2-long-sft"},
+    "training": {"global_batch_sequences": 32, "context_length_tokens": 131072},
+    "parallel": {"cp": 8},
+    "policies": [{"kind": "deepspeed"}, {"kind": "sorted"}]
+  })");
+}
+
+/// Reports the whole text when `part` is missing from it.
+::testing::AssertionResult contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << part << "\" not found in: " << text;
+}
+
+/// The InputError message scenario_from_json throws for `doc` (fails the test when it does not throw).
+std::string error_of(const Json& doc) {
+  try {
+    scenario_from_json(doc, kFile);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError for " << doc.dump();
+  return "";
+}
+
+/// A scratch folder unique to this process and test, removed afterwards.
+struct ScratchDir {
+  ScratchDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path = std::filesystem::temp_directory_path() /
+           ("lcsim-scenario-test-" + std::to_string(::getpid()) + "-" + info->name());
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::filesystem::path path;
+};
+
+void write_file(const std::filesystem::path& file, const std::string& text) {
+  std::ofstream out(file);
+  out << text;
+}
+
+TEST(ScenarioParse, MinimalScenarioGetsDocumentedDefaults) {
+  const Scenario s = scenario_from_json(minimal(), kFile);
+  EXPECT_EQ(s.file, kFile);
+  EXPECT_EQ(s.name, "mini");
+  EXPECT_EQ(s.description, "");
+  EXPECT_EQ(s.seed, 0u);
+  EXPECT_EQ(s.model.hidden, 896);
+  EXPECT_EQ(s.cluster.gpus_per_node, 8);
+  EXPECT_EQ(s.cluster.world_size(), 16);
+  EXPECT_DOUBLE_EQ(s.cluster.nvlink_GBps, s.cluster.gpu.nvlink_GBps);
+  EXPECT_DOUBLE_EQ(s.cluster.nvlink_latency_us, 2.0);
+  EXPECT_DOUBLE_EQ(s.cluster.ib_GBps, 50.0);
+  EXPECT_DOUBLE_EQ(s.cluster.ib_latency_us, 5.0);
+  EXPECT_EQ(s.cluster.topology, "fat-tree");
+  EXPECT_EQ(s.training.iterations, 10);
+  EXPECT_EQ(s.training.zero_stage, 2);
+  EXPECT_EQ(s.training.recompute, Recompute::Selective);
+  EXPECT_EQ(s.training.global_batch_sequences, 32);
+  EXPECT_EQ(s.training.tokens_per_iteration, 0);
+  EXPECT_FALSE(s.training.bucket_size_tokens.has_value());
+  // dp fills the cluster: 16 GPUs / (cp 8) = 2.
+  EXPECT_EQ(s.layout.dp, 2);
+  EXPECT_EQ(s.layout.cp, 8);
+  EXPECT_EQ(s.layout.tp, 1);
+  EXPECT_EQ(s.layout.pp, 1);
+  ASSERT_EQ(s.policies.size(), 2u);
+  EXPECT_EQ(s.policies[0].label, "deepspeed");
+  EXPECT_EQ(s.policies[1].label, "sorted");
+  EXPECT_EQ(s.policies[1].path, "policies[1]");
+  EXPECT_EQ(s.policies[1].file, kFile);
+  EXPECT_TRUE(s.policies[1].options.is_object());
+  EXPECT_EQ(s.baseline, "deepspeed");  // the first policy
+  ASSERT_EQ(s.dataset.components.size(), 1u);
+  EXPECT_EQ(s.dataset.components[0].distribution, "chatqa2-long-sft");
+  EXPECT_TRUE(s.dataset.trace_path.empty());
+  EXPECT_TRUE(s.paper_figures.empty());
+}
+
+TEST(ScenarioParse, ShippedDefaultScenarioIsSkrulls32GpuSetting) {
+  const std::string file = kSourceDir + "/scenarios/default.json";
+  const Scenario s = load_scenario(file);
+  EXPECT_EQ(s.model.name, "Qwen2.5-0.5B");
+  EXPECT_EQ(s.cluster.gpu.name, "H100-SXM");
+  EXPECT_EQ(s.cluster.world_size(), 32);
+  EXPECT_EQ(s.layout.dp, 4);
+  EXPECT_EQ(s.layout.cp, 8);
+  EXPECT_EQ(s.training.global_batch_sequences, 256);
+  EXPECT_EQ(s.training.context_length, 131072);
+  EXPECT_EQ(s.seed, 42u);
+  EXPECT_EQ(s.baseline, "deepspeed");
+  EXPECT_EQ(s.profile_path,
+            (std::filesystem::path(kSourceDir) / "calibrate/profiles/h100-sxm-default.json").lexically_normal());
+}
+
+TEST(ScenarioParse, UnknownKeysAreErrorsNamingFileAndPath) {
+  Json doc = minimal();
+  doc["colour"] = "blue";
+  EXPECT_EQ(error_of(doc), kFile + ": colour: unknown key");
+
+  doc = minimal();
+  doc["cluster"]["nvlink_gbps"] = 450;  // a typo of nvlink_GBps must not be dropped silently
+  EXPECT_EQ(error_of(doc), kFile + ": cluster.nvlink_gbps: unknown key");
+
+  doc = minimal();
+  doc["policies"][1]["option"] = Json::object();
+  EXPECT_EQ(error_of(doc), kFile + ": policies[1].option: unknown key");
+}
+
+TEST(ScenarioParse, WrongTypesNameTheField) {
+  Json doc = minimal();
+  doc["cluster"]["nodes"] = "2";
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": cluster.nodes: expected an integer, got string"));
+
+  doc = minimal();
+  doc["training"]["iterations"] = 2.5;
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": training.iterations: expected an integer"));
+
+  doc = minimal();
+  doc["model"] = 7;
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": model: expected a model name or an object"));
+
+  doc = minimal();
+  doc["policies"] = Json::object();
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": policies: expected a non-empty array"));
+
+  doc = minimal();
+  doc["policies"][0]["options"] = 3;
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": policies[0].options: expected an object, got number"));
+}
+
+TEST(ScenarioParse, MissingFieldsNameThePath) {
+  Json doc = minimal();
+  doc["training"].erase("context_length_tokens");
+  EXPECT_EQ(error_of(doc), kFile + ": training.context_length_tokens: missing required field");
+
+  doc = minimal();
+  doc.erase("profile");
+  EXPECT_EQ(error_of(doc), kFile + ": profile: missing required field");
+
+  doc = minimal();
+  doc["policies"][0].erase("kind");
+  EXPECT_EQ(error_of(doc), kFile + ": policies[0].kind: missing required field");
+}
+
+TEST(ScenarioParse, OutOfRangeValuesAreRejectedNotClamped) {
+  Json doc = minimal();
+  doc["training"]["zero_stage"] = 4;
+  EXPECT_TRUE(contains(error_of(doc), "training.zero_stage: must be in [0, 3], got 4"));
+
+  doc = minimal();
+  doc["cluster"]["ib_GBps"] = 0;
+  EXPECT_TRUE(contains(error_of(doc), "cluster.ib_GBps: must be positive"));
+
+  doc = minimal();
+  doc["training"]["recompute"] = "some";
+  EXPECT_TRUE(contains(error_of(doc), "training.recompute: expected \"none\", \"selective\" or \"full\""));
+
+  doc = minimal();
+  doc["cluster"]["topology"] = "torus";
+  EXPECT_TRUE(contains(error_of(doc), "cluster.topology: only \"fat-tree\""));
+}
+
+TEST(ScenarioParse, RelativePathsResolveAgainstTheScenarioFolder) {
+  Json doc = minimal();
+  doc["profile"] = "../profiles/h100.json";
+  doc["dataset"] = Json{{"trace", "traces/lens.txt"}};
+  Scenario s = scenario_from_json(doc, kFile);
+  EXPECT_EQ(s.profile_path, "/data/profiles/h100.json");
+  EXPECT_EQ(s.dataset.trace_path, "/data/runs/traces/lens.txt");
+  EXPECT_TRUE(s.dataset.shuffle);
+
+  doc["profile"] = "/abs/p.json";
+  doc["dataset"]["shuffle"] = false;
+  s = scenario_from_json(doc, kFile);
+  EXPECT_EQ(s.profile_path, "/abs/p.json");
+  EXPECT_FALSE(s.dataset.shuffle);
+
+  // A scenario named without a folder: paths stay relative to the working directory.
+  s = scenario_from_json(minimal(), "s.json");
+  EXPECT_EQ(s.profile_path, "profile.json");
+}
+
+TEST(ScenarioParse, DatasetNeedsExactlyOneForm) {
+  Json doc = minimal();
+  doc["dataset"]["trace"] = "lens.txt";
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": dataset: needs exactly one of"));
+
+  doc = minimal();
+  doc["dataset"] = Json::object();
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": dataset: needs exactly one of"));
+
+  doc = minimal();
+  doc["dataset"]["shuffle"] = true;
+  EXPECT_TRUE(contains(error_of(doc), "dataset.shuffle: only applies to a \"trace\" dataset"));
+
+  doc = minimal();
+  doc["dataset"]["distribution"] = "wikipedia-en";
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": dataset.distribution: unknown length distribution"));
+}
+
+TEST(ScenarioParse, MixComponentsKeepWeightsAndPaths) {
+  Json doc = minimal();
+  doc["dataset"] = Json::parse(R"({"mix": [{"distribution": "tulu3", "weight": 0.9}, {"distribution": "longcite",
+                                 "weight": 0.1}]})");
+  const Scenario s = scenario_from_json(doc, kFile);
+  ASSERT_EQ(s.dataset.components.size(), 2u);
+  EXPECT_EQ(s.dataset.components[1].distribution, "longcite");
+  EXPECT_DOUBLE_EQ(s.dataset.components[0].weight, 0.9);
+
+  doc["dataset"]["mix"][1]["weight"] = -1;
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": dataset.mix[1].weight: must be positive"));
+  doc["dataset"]["mix"][1] = Json{{"distribution", "nope"}};
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": dataset.mix[1].distribution: unknown length distribution"));
+}
+
+TEST(ScenarioParse, DistributionLongerThanContextIsAnError) {
+  Json doc = minimal();
+  doc["training"]["context_length_tokens"] = 4096;
+  const std::string message = error_of(doc);
+  EXPECT_TRUE(contains(message, kFile + ": training.context_length_tokens"));
+  EXPECT_TRUE(contains(message, "chatqa2-long-sft"));
+}
+
+TEST(ScenarioParse, BatchSizeNeedsExactlyOneForm) {
+  Json doc = minimal();
+  doc["training"]["tokens_per_iteration"] = 100000;
+  EXPECT_TRUE(contains(error_of(doc), "training: needs exactly one of"));
+
+  doc["training"].erase("global_batch_sequences");
+  const Scenario s = scenario_from_json(doc, kFile);
+  EXPECT_EQ(s.training.tokens_per_iteration, 100000);
+  EXPECT_EQ(s.training.global_batch_sequences, 0);
+}
+
+TEST(ScenarioParse, LayoutMustCoverTheCluster) {
+  Json doc = minimal();
+  doc["parallel"] = Json{{"dp", 4}, {"cp", 8}};
+  const std::string message = error_of(doc);
+  EXPECT_TRUE(contains(message, kFile + ": parallel: "));
+  EXPECT_TRUE(contains(message, "= 32 GPUs, but the cluster has 2 x 8 = 16"));
+
+  doc["parallel"] = Json{{"cp", 3}};
+  EXPECT_TRUE(contains(error_of(doc), "parallel.dp: missing, and cp x tp x pp = 3 does not divide"));
+}
+
+TEST(ScenarioParse, PolicyLabelsAreUniqueAndBaselineIsOneOfThem) {
+  Json doc = minimal();
+  doc["policies"][1] = Json{{"kind", "deepspeed"}};
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": policies[1].kind: label \"deepspeed\" is used"));
+
+  doc["policies"][1]["label"] = "deepspeed-2";
+  doc["baseline"] = "deepspeed-2";
+  const Scenario s = scenario_from_json(doc, kFile);
+  EXPECT_EQ(s.baseline, "deepspeed-2");
+  EXPECT_EQ(s.policies[1].kind, "deepspeed");
+
+  doc["baseline"] = "megatron";
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": baseline: no policy labelled \"megatron\""));
+
+  doc = minimal();
+  doc["policies"][0]["kind"] = "magic";
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": policies[0].kind: unknown policy kind \"magic\""));
+}
+
+TEST(ScenarioParse, CustomModelObject) {
+  Json doc = minimal();
+  doc["model"] = Json::parse(
+      R"({"name": "tiny", "hidden": 1024, "layers": 4, "heads": 16, "kv_heads": 4, "ffn": 4096, "vocab": 32000})");
+  Scenario s = scenario_from_json(doc, kFile);
+  EXPECT_EQ(s.model.name, "tiny");
+  EXPECT_EQ(s.model.head_dim, 64);  // hidden / heads
+  EXPECT_FALSE(s.model.tied_embeddings);
+
+  doc["model"]["head_dim"] = 128;
+  s = scenario_from_json(doc, kFile);
+  EXPECT_EQ(s.model.head_dim, 128);
+
+  doc["model"]["kv_heads"] = 5;
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": model.kv_heads: must divide heads (16), got 5"));
+
+  doc = minimal();
+  doc["model"] = "Qwen9-1T";
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": model: unknown model"));
+}
+
+TEST(ScenarioParse, PaperFiguresReferToPolicies) {
+  Json doc = minimal();
+  doc["paper_figures"] = Json::parse(R"([{"policy": "sorted", "speedup": 1.1, "source": "Skrull Fig. 3"}])");
+  const Scenario s = scenario_from_json(doc, kFile);
+  ASSERT_EQ(s.paper_figures.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.paper_figures[0].speedup, 1.1);
+  EXPECT_EQ(s.paper_figures[0].source, "Skrull Fig. 3");
+
+  doc["paper_figures"][0]["policy"] = "skrull";
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": paper_figures[0].policy: no policy labelled \"skrull\""));
+}
+
+TEST(ScenarioParse, UnreadableFilesNameTheFile) {
+  const ScratchDir scratch;
+  const auto& dir = scratch.path;
+  const std::string missing = (dir / "missing.json").string();
+  EXPECT_THROW(
+      {
+        try {
+          load_scenario(missing);
+        } catch (const InputError& e) {
+          EXPECT_TRUE(contains(e.what(), missing));
+          throw;
+        }
+      },
+      InputError);
+  const std::string broken = (dir / "broken.json").string();
+  write_file(broken, "{\"name\": ");
+  try {
+    load_scenario(broken);
+    ADD_FAILURE() << "no error for invalid JSON";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), broken + ": not valid JSON"));
+  }
+}
+
+// ---- load_and_prepare: the data window every policy plans ----
+
+/// A scenario file in `dir` using the shipped H100 profile.
+std::string write_scenario(const std::filesystem::path& dir, Json doc) {
+  doc["profile"] = kSourceDir + "/calibrate/profiles/h100-sxm-default.json";
+  const auto file = dir / "scenario.json";
+  write_file(file, doc.dump(2));
+  return file.string();
+}
+
+TEST(ScenarioLoader, SampledBatchesHaveTheScenarioShape) {
+  const LoadedScenario loaded = load_and_prepare(kSourceDir + "/scenarios/default.json", 2);
+  EXPECT_EQ(loaded.scenario.training.iterations, 2);
+  ASSERT_EQ(loaded.batches.size(), 2u);
+  std::set<std::int64_t> ids;
+  for (const auto& batch : loaded.batches) {
+    EXPECT_EQ(batch.size(), 256u);
+    for (const auto& s : batch) {
+      EXPECT_GT(s.tokens, 0);
+      EXPECT_LE(s.tokens, loaded.scenario.training.context_length);
+      ids.insert(s.id);
+    }
+  }
+  EXPECT_EQ(ids.size(), 512u);  // 512 distinct sequences
+  EXPECT_EQ(loaded.dataset_label, "synthetic chatqa2-long-sft (sampled, seed 42)");
+  ASSERT_NE(loaded.cost, nullptr);
+  EXPECT_EQ(loaded.cost->options().zero_stage, 2);
+  EXPECT_EQ(loaded.planning_context().cost, loaded.cost.get());
+  EXPECT_EQ(loaded.planning_context().layout.cp, 8);
+  EXPECT_EQ(loaded.planning_context().seed, 42u);
+
+  // Same scenario, same seed: the same sequences.
+  const LoadedScenario again = load_and_prepare(kSourceDir + "/scenarios/default.json", 2);
+  EXPECT_EQ(again.batches, loaded.batches);
+}
+
+TEST(ScenarioLoader, SeedChangesTheSample) {
+  const ScratchDir scratch;
+  const auto& dir = scratch.path;
+  Json doc = minimal();
+  doc["training"]["iterations"] = 1;
+  doc["seed"] = 1;
+  const auto a = load_and_prepare(write_scenario(dir, doc));
+  doc["seed"] = 2;
+  const auto b = load_and_prepare(write_scenario(dir, doc));
+  EXPECT_NE(a.batches, b.batches);
+  EXPECT_EQ(b.dataset_label, "synthetic chatqa2-long-sft (sampled, seed 2)");
+}
+
+TEST(ScenarioLoader, TokenBudgetBatchesAreFullAndConsecutive) {
+  const ScratchDir scratch;
+  const auto& dir = scratch.path;
+  Json doc = minimal();
+  doc["training"].erase("global_batch_sequences");
+  doc["training"]["tokens_per_iteration"] = 300000;
+  doc["training"]["iterations"] = 3;
+  doc["dataset"] = Json::parse(R"({"mix": [{"distribution": "tulu3", "weight": 3}, {"distribution": "longcite"}]})");
+  const LoadedScenario loaded = load_and_prepare(write_scenario(dir, doc));
+  ASSERT_EQ(loaded.batches.size(), 3u);
+  EXPECT_EQ(loaded.dataset_label, "synthetic mix 3 tulu3 + 1 longcite (sampled, seed 0)");
+  std::int64_t next_id = 0;
+  for (const auto& batch : loaded.batches) {
+    Tokens tokens = 0;
+    for (const auto& s : batch) {
+      EXPECT_EQ(s.id, next_id++);  // the window is the sample in epoch order, nothing skipped
+      tokens += s.tokens;
+    }
+    EXPECT_TRUE(tokens <= 300000 || batch.size() == 1) << tokens;
+  }
+}
+
+TEST(ScenarioLoader, TraceWindowInFileOrderAndShortTraceError) {
+  const ScratchDir scratch;
+  const auto& dir = scratch.path;
+  write_file(dir / "lens.txt", "100\n200\n300\n400\n500\n600\n700\n800\n900\n1000\n");
+  Json doc = minimal();
+  doc["dataset"] = Json{{"trace", (dir / "lens.txt").string()}, {"shuffle", false}};
+  doc["training"]["global_batch_sequences"] = 4;
+  doc["training"]["iterations"] = 2;
+  const std::string file = write_scenario(dir, doc);
+  const LoadedScenario loaded = load_and_prepare(file);
+  ASSERT_EQ(loaded.batches.size(), 2u);
+  EXPECT_EQ(loaded.batches[0], (GlobalBatch{{0, 100}, {1, 200}, {2, 300}, {3, 400}}));
+  EXPECT_EQ(loaded.batches[1], (GlobalBatch{{4, 500}, {5, 600}, {6, 700}, {7, 800}}));
+  EXPECT_EQ(loaded.dataset_label, "trace " + (dir / "lens.txt").string() + " (file order)");
+
+  try {
+    load_and_prepare(file, 3);
+    ADD_FAILURE() << "a 10-sequence trace cannot fill 3 batches of 4";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), (dir / "lens.txt").string() + ": holds 10 sequences"));
+    EXPECT_TRUE(contains(e.what(), "enough for 2 full global batches of 4 sequences"));
+    EXPECT_TRUE(contains(e.what(), "asks for 3 iterations"));
+  }
+}
+
+TEST(ScenarioLoader, TraceShuffleIsSeededPermutation) {
+  const ScratchDir scratch;
+  const auto& dir = scratch.path;
+  std::string lens;
+  for (int i = 1; i <= 40; ++i) lens += std::to_string(i * 10) + "\n";
+  write_file(dir / "lens.txt", lens);
+  Json doc = minimal();
+  doc["seed"] = 7;
+  doc["dataset"] = Json{{"trace", "lens.txt"}};  // relative to the scenario file's folder
+  doc["training"]["global_batch_sequences"] = 20;
+  doc["training"]["iterations"] = 2;
+  const std::string file = write_scenario(dir, doc);
+  const LoadedScenario a = load_and_prepare(file);
+  const LoadedScenario b = load_and_prepare(file);
+  EXPECT_EQ(a.batches, b.batches);
+  std::set<std::int64_t> ids;
+  bool in_file_order = true;
+  std::int64_t position = 0;
+  for (const auto& batch : a.batches)
+    for (const auto& s : batch) {
+      EXPECT_EQ(s.tokens, (s.id + 1) * 10);  // ids keep their lengths through the shuffle
+      ids.insert(s.id);
+      in_file_order = in_file_order && s.id == position++;
+    }
+  EXPECT_EQ(ids.size(), 40u);
+  EXPECT_FALSE(in_file_order);
+  EXPECT_TRUE(contains(a.dataset_label, "(shuffled, seed 7)"));
+}
+
+TEST(ScenarioLoader, ProfileForAnotherGpuNamesBothFiles) {
+  const ScratchDir scratch;
+  const auto& dir = scratch.path;
+  Json doc = minimal();
+  doc["cluster"]["gpu"] = "A800";
+  const std::string file = write_scenario(dir, doc);
+  try {
+    load_and_prepare(file);
+    ADD_FAILURE() << "an H100 profile must not drive an A800 cluster";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "h100-sxm-default.json"));
+    EXPECT_TRUE(contains(e.what(), file + ": cluster.gpu is \"A800\""));
+  }
+}
+
+TEST(ScenarioLoader, PolicyOptionsAreCheckedAtLoad) {
+  const ScratchDir scratch;
+  Json doc = minimal();
+  doc["policies"][1]["options"] = Json{{"bogus", 1}};
+  const std::string file = write_scenario(scratch.path, doc);
+  try {
+    load_and_prepare(file);
+    ADD_FAILURE() << "an unknown policy option must be an error";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), file + ": policies[1].options.bogus"));
+  }
+}
+
+TEST(ScenarioLoader, IterationsOverrideMustBePositive) {
+  EXPECT_THROW(load_and_prepare(kSourceDir + "/scenarios/default.json", 0), InputError);
+}
+
+}  // namespace
+}  // namespace lcsim

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Prepares a Debian 12 machine and builds lcsim into build/: installs the build dependencies that are missing
+# (apt-get runs only then), configures, builds. Idempotent: a second run installs nothing and rebuilds only what
+# changed. Extra arguments go to the CMake configure step (e.g. tools/setup.sh -DLCSIM_WITH_CUDA=OFF).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(build-essential cmake pkg-config libsimgrid-dev nlohmann-json3-dev libboost-program-options-dev
+          libgtest-dev libbenchmark-dev python3-matplotlib coinor-libcbc-dev)
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if ((${#missing[@]} > 0)); then
+  as_root=()
+  if [[ "$(id -u)" -ne 0 ]]; then as_root=(sudo); fi
+  echo "setup: installing ${missing[*]}"
+  "${as_root[@]}" apt-get update
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B build "$@"
+cmake --build build -j"$(nproc)"

@@ -1,0 +1,152 @@
+#include "traces/evaluation.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "policies/core/errors.hpp"
+#include "policies/core/estimate.hpp"
+#include "policies/core/metrics.hpp"
+#include "policies/core/validator.hpp"
+
+namespace lcsim {
+namespace {
+
+/// Structural issues only: an out-of-memory plan is a result to report, not a policy bug.
+std::string structural_summary(const ValidationReport& report) {
+  std::string out;
+  for (const auto& issue : report.issues) {
+    if (issue.kind == PlanIssue::Kind::OutOfMemory) continue;
+    out += (out.empty() ? "" : "; ") + issue.message;
+  }
+  return out;
+}
+
+[[noreturn]] void invalid_plan(const PolicySpec& spec, std::size_t index, const std::string& summary) {
+  throw PlanningError("policy " + spec.label + " produced an invalid plan for iteration " + std::to_string(index) +
+                      ": " + summary);
+}
+
+/// Re-batching policies: together the plans must hold every sequence of the window exactly once.
+void check_window_cover(const PolicySpec& spec, const std::vector<GlobalBatch>& batches,
+                        const std::vector<IterationPlan>& plans) {
+  const std::vector<PlanIssue> issues = validate_window(plans, batches);
+  if (issues.empty()) return;
+  std::string message = "policy " + spec.label + " produced plans that do not cover the data window exactly: ";
+  constexpr std::size_t kShown = 5;
+  for (std::size_t i = 0; i < std::min(issues.size(), kShown); ++i) message += (i ? "; " : "") + issues[i].message;
+  if (issues.size() > kShown) message += "; and " + std::to_string(issues.size() - kShown) + " more";
+  throw PlanningError(message);
+}
+
+std::string known_labels(const Scenario& scenario) {
+  std::string out;
+  for (const auto& p : scenario.policies) out += (out.empty() ? "" : ", ") + p.label;
+  return out;
+}
+
+}  // namespace
+
+std::vector<const PolicySpec*> select_policies(const Scenario& scenario, const std::vector<std::string>& only_labels) {
+  for (const auto& label : only_labels) {
+    const bool known = std::any_of(scenario.policies.begin(), scenario.policies.end(),
+                                   [&](const PolicySpec& p) { return p.label == label; });
+    if (!known)
+      throw InputError("--policy " + label + ": " + scenario.file +
+                       " has no policy with that label (labels: " + known_labels(scenario) + ")");
+  }
+  std::vector<const PolicySpec*> selected;
+  for (const auto& p : scenario.policies) {
+    const bool wanted = only_labels.empty() || p.label == scenario.baseline ||
+                        std::find(only_labels.begin(), only_labels.end(), p.label) != only_labels.end();
+    if (wanted) selected.push_back(&p);
+  }
+  return selected;
+}
+
+PolicyPlans plan_policy(const LoadedScenario& loaded, const PolicySpec& spec) {
+  const std::unique_ptr<Policy> policy = make_policy(spec);
+  return plan_policy(loaded, spec, *policy);
+}
+
+PolicyPlans plan_policy(const LoadedScenario& loaded, const PolicySpec& spec, Policy& policy) {
+  PolicyPlans out;
+  out.spec = &spec;
+  out.kind = policy.kind();
+  const PlanningContext context = loaded.planning_context();
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    out.plans = policy.plan(context, loaded.batches);
+  } catch (const PlanningError& e) {
+    throw PlanningError("policy " + spec.label + ": " + e.what());
+  }
+  out.planning_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  if (out.plans.empty()) throw PlanningError("policy " + spec.label + " produced no plans");
+  if (policy.keeps_global_batches()) {
+    if (out.plans.size() != loaded.batches.size())
+      throw PlanningError("policy " + spec.label + " keeps global batches but produced " +
+                          std::to_string(out.plans.size()) + " plans for " + std::to_string(loaded.batches.size()) +
+                          " batches");
+    for (std::size_t i = 0; i < out.plans.size(); ++i) {
+      const std::string summary = structural_summary(validate_plan(out.plans[i], loaded.batches[i], *loaded.cost));
+      if (!summary.empty()) invalid_plan(spec, i, summary);
+    }
+  } else {
+    check_window_cover(spec, loaded.batches, out.plans);
+    for (std::size_t i = 0; i < out.plans.size(); ++i) {
+      const std::string summary =
+          structural_summary(validate_plan(out.plans[i], plan_sequences(out.plans[i]), *loaded.cost));
+      if (!summary.empty()) invalid_plan(spec, i, summary);
+    }
+  }
+  return out;
+}
+
+RunResults results_header(const LoadedScenario& loaded, std::string mode) {
+  RunResults results;
+  results.mode = std::move(mode);
+  results.scenario = loaded.scenario.name;
+  results.scenario_file = loaded.scenario.file;
+  results.seed = loaded.scenario.seed;
+  results.profile_label = loaded.profile.label();
+  results.calibrated = loaded.profile.provenance.calibrated;
+  results.dataset_label = loaded.dataset_label;
+  results.baseline = loaded.scenario.baseline;
+  return results;
+}
+
+PolicyResult estimate_plans(const LoadedScenario& loaded, const PolicyPlans& planned) {
+  const int world = loaded.scenario.cluster.world_size();
+  PolicyResult result;
+  result.label = planned.spec->label;
+  result.kind = planned.kind;
+  result.planning_ms = planned.planning_ms;
+  for (std::size_t i = 0; i < planned.plans.size(); ++i) {
+    const IterationPlan& plan = planned.plans[i];
+    const IterationEstimate estimate = estimate_iteration(plan, *loaded.cost);
+    IterationResult it;
+    it.index = static_cast<int>(i);
+    it.label = plan.label;
+    it.seconds = estimate.seconds;
+    it.tokens = plan.tokens();
+    it.sequences = plan.sequence_count();
+    it.oom = estimate.out_of_memory();
+    it.peak_bytes =
+        estimate.peak_bytes.empty() ? 0.0 : *std::max_element(estimate.peak_bytes.begin(), estimate.peak_bytes.end());
+    it.metrics = compute_metrics(plan, estimate, world);
+    it.busy_seconds = estimate.busy_seconds;
+    result.iterations.push_back(std::move(it));
+  }
+  summarize(result);
+  return result;
+}
+
+RunResults evaluate_plans(const LoadedScenario& loaded, const std::vector<std::string>& only_labels) {
+  RunResults results = results_header(loaded, "plan");
+  for (const PolicySpec* spec : select_policies(loaded.scenario, only_labels))
+    results.policies.push_back(estimate_plans(loaded, plan_policy(loaded, *spec)));
+  apply_baseline(results);
+  return results;
+}
+
+}  // namespace lcsim

@@ -1,0 +1,41 @@
+#pragma once
+// `lcsim plan`: every policy of a scenario plans the same data window; each plan is validated, then timed with
+// the closed-form estimate (no simulation), and the per-iteration results are summarized against the baseline.
+#include <string>
+#include <vector>
+
+#include "policies/core/plan.hpp"
+#include "policies/core/results.hpp"
+#include "traces/scenario_loader.hpp"
+
+namespace lcsim {
+
+/// The plans one policy made for the window, with the wall time its plan() call took.
+struct PolicyPlans {
+  const PolicySpec* spec = nullptr;
+  std::string kind;
+  std::vector<IterationPlan> plans;
+  double planning_ms = 0;
+};
+
+/// Labels to evaluate: all policies when `only_labels` is empty, else those plus the baseline (so speedups
+/// exist), in scenario order. Throws InputError for a label the scenario does not have.
+std::vector<const PolicySpec*> select_policies(const Scenario& scenario, const std::vector<std::string>& only_labels);
+
+/// Runs the policy on the window and checks its plans: one per global batch holding exactly that batch (when the
+/// policy keeps global batches), or together exactly the window. A structural problem is a PlanningError naming
+/// the policy and the iteration; out-of-memory plans are kept (they are results).
+PolicyPlans plan_policy(const LoadedScenario& loaded, const PolicySpec& spec);
+/// plan_policy with a policy already built (tests pass their own).
+PolicyPlans plan_policy(const LoadedScenario& loaded, const PolicySpec& spec, Policy& policy);
+
+/// Times every plan with the closed-form estimate and summarizes them (speedup is left to apply_baseline).
+PolicyResult estimate_plans(const LoadedScenario& loaded, const PolicyPlans& planned);
+
+/// The closed-form evaluation of all selected policies ("plan" mode).
+RunResults evaluate_plans(const LoadedScenario& loaded, const std::vector<std::string>& only_labels);
+
+/// The RunResults header fields (mode, scenario, seed, profile, dataset, baseline) of a loaded scenario.
+RunResults results_header(const LoadedScenario& loaded, std::string mode);
+
+}  // namespace lcsim

@@ -1,0 +1,182 @@
+#include "traces/results_io.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "policies/core/errors.hpp"
+
+namespace lcsim {
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string format(const char* spec, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, spec, value);
+  return text;
+}
+
+/// 9 significant digits: enough for any figure lcsim reports, and the last-bit noise of floating-point
+/// summation order never reaches the file.
+Json number(double value) {
+  if (!std::isfinite(value)) return nullptr;
+  return std::strtod(format("%.9g", value).c_str(), nullptr);
+}
+
+Json metrics_json(const BalanceMetrics& m) {
+  Json j;
+  j["dbr"] = number(m.dbr);
+  j["pr"] = number(m.pr);
+  j["abr"] = number(m.abr);
+  j["cr"] = number(m.cr);
+  j["max_min_time_ratio"] = number(m.max_min_time_ratio);
+  return j;
+}
+
+Json iteration_json(const IterationResult& it) {
+  Json j;
+  j["index"] = it.index;
+  j["label"] = it.label;
+  j["seconds"] = number(it.seconds);
+  j["tokens"] = it.tokens;
+  j["sequences"] = it.sequences;
+  j["oom"] = it.oom;
+  j["peak_GiB"] = number(it.peak_bytes / kGiB);
+  j["metrics"] = metrics_json(it.metrics);
+  Json busy = Json::array();
+  for (double s : it.busy_seconds) busy.push_back(number(s));
+  j["busy_s"] = std::move(busy);
+  return j;
+}
+
+Json policy_json(const PolicyResult& p) {
+  Json j;
+  j["name"] = p.label;
+  j["kind"] = p.kind;
+  j["mean_iteration_s"] = number(p.mean_iteration_s);
+  j["p50_iteration_s"] = number(p.p50_iteration_s);
+  j["p99_iteration_s"] = number(p.p99_iteration_s);
+  j["total_s"] = number(p.total_s);
+  j["tokens"] = p.tokens;
+  j["tokens_per_s"] = number(p.tokens_per_s);
+  j["speedup_vs_baseline"] = number(p.speedup_vs_baseline);
+  j["oom_iterations"] = p.oom_iterations;
+  j["metrics"] = metrics_json(p.metrics);
+  Json iterations = Json::array();
+  for (const auto& it : p.iterations) iterations.push_back(iteration_json(it));
+  j["iterations"] = std::move(iterations);
+  return j;
+}
+
+void write_text(const std::string& text, const std::string& file) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(file + ": cannot open for writing");
+  out << text;
+  out.flush();
+  if (!out) throw InputError(file + ": write failed");
+}
+
+std::string csv_field(const std::string& value) {
+  if (value.find_first_of(",\"\n\r") == std::string::npos) return value;
+  std::string quoted = "\"";
+  for (char c : value) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string csv_number(double value) {
+  return std::isfinite(value) ? format("%.9g", value) : std::string();
+}
+
+std::string mode_description(const std::string& mode) {
+  if (mode == "plan") return "plan (closed-form estimate from the cost model; no simulation)";
+  if (mode == "simulate") return "simulate (SimGrid)";
+  return mode;
+}
+
+void print_table(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      // The policy column reads left to right; numbers align on the right.
+      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
+    }
+    out << line << '\n';
+  }
+}
+
+}  // namespace
+
+nlohmann::ordered_json results_to_json(const RunResults& results) {
+  Json j;
+  j["schema"] = kResultsSchema;
+  j["mode"] = results.mode;
+  j["scenario"] = results.scenario;
+  j["scenario_file"] = results.scenario_file;
+  j["seed"] = results.seed;
+  j["profile"] = Json{{"label", results.profile_label}, {"calibrated", results.calibrated}};
+  j["dataset"] = results.dataset_label;
+  j["baseline"] = results.baseline;
+  Json policies = Json::array();
+  for (const auto& p : results.policies) policies.push_back(policy_json(p));
+  j["policies"] = std::move(policies);
+  return j;
+}
+
+void write_results_json(const RunResults& results, const std::string& file) {
+  write_text(results_to_json(results).dump(2) + "\n", file);
+}
+
+std::string results_to_csv(const RunResults& results) {
+  std::ostringstream out;
+  out << "policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,max_min_time_ratio\n";
+  for (const auto& p : results.policies) {
+    for (const auto& it : p.iterations) {
+      out << csv_field(p.label) << ',' << csv_field(p.kind) << ',' << it.index << ',' << csv_field(it.label) << ','
+          << csv_number(it.seconds) << ',' << it.tokens << ',' << it.sequences << ',' << (it.oom ? 1 : 0) << ','
+          << csv_number(it.peak_bytes / kGiB) << ',' << csv_number(it.metrics.dbr) << ',' << csv_number(it.metrics.pr)
+          << ',' << csv_number(it.metrics.abr) << ',' << csv_number(it.metrics.cr) << ','
+          << csv_number(it.metrics.max_min_time_ratio) << '\n';
+    }
+  }
+  return out.str();
+}
+
+void write_results_csv(const RunResults& results, const std::string& file) {
+  write_text(results_to_csv(results), file);
+}
+
+void print_results_table(const RunResults& results, std::ostream& out) {
+  out << "scenario  " << results.scenario << " (" << results.scenario_file << ")\n";
+  out << "mode      " << mode_description(results.mode) << '\n';
+  out << "dataset   " << results.dataset_label << '\n';
+  out << "baseline  " << results.baseline << '\n';
+  out << "profile   " << results.profile_label << '\n';
+
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back(
+      {"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup", "DBR", "PR", "ABR", "CR", "OOM iters", "plan ms"});
+  for (const auto& p : results.policies) {
+    rows.push_back({p.label, format("%.4f", p.mean_iteration_s), format("%.4f", p.p50_iteration_s),
+                    format("%.4f", p.p99_iteration_s), format("%.0f", p.tokens_per_s),
+                    format("%.2fx", p.speedup_vs_baseline), format("%.3f", p.metrics.dbr), format("%.3f", p.metrics.pr),
+                    format("%.3f", p.metrics.abr), format("%.3f", p.metrics.cr),
+                    std::to_string(p.oom_iterations) + "/" + std::to_string(p.iterations.size()),
+                    format("%.1f", p.planning_ms)});
+  }
+  print_table(rows, out);
+  out << "speedup: tokens/s over " << results.baseline
+      << "'s (same tokens for every policy; re-batching ones take other iteration counts)\n"
+         "DBR, PR, ABR, CR: HBP balance metrics, mean over iterations; plan ms: planning wall time (not in files)\n";
+}
+
+}  // namespace lcsim

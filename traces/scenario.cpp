@@ -1,0 +1,285 @@
+#include "traces/scenario.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include "policies/core/errors.hpp"
+#include "policies/core/json_reader.hpp"
+#include "policies/core/workload.hpp"
+
+namespace lcsim {
+namespace {
+
+constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+
+/// Paths in a scenario are relative to the scenario's folder, so a scenario can be run from anywhere.
+std::string resolve_path(const std::string& scenario_file, const std::string& relative) {
+  const std::filesystem::path p(relative);
+  if (p.is_absolute()) return p.lexically_normal().string();
+  const std::filesystem::path resolved = (std::filesystem::path(scenario_file).parent_path() / p).lexically_normal();
+  return resolved.empty() ? std::string(".") : resolved.string();
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+int int_in(JsonObjectReader& reader, std::string_view key, std::int64_t lo, std::int64_t hi) {
+  return static_cast<int>(reader.integer_in(key, lo, hi));
+}
+
+ModelConfig parse_custom_model(JsonObjectReader r) {
+  ModelConfig m;
+  m.name = r.required<std::string>("name");
+  m.hidden = int_in(r, "hidden", 1, kMaxInt);
+  m.layers = int_in(r, "layers", 1, kMaxInt);
+  m.heads = int_in(r, "heads", 1, kMaxInt);
+  m.kv_heads = int_in(r, "kv_heads", 1, kMaxInt);
+  if (m.heads % m.kv_heads != 0)
+    r.fail("kv_heads", "must divide heads (" + std::to_string(m.heads) + "), got " + std::to_string(m.kv_heads));
+  if (r.has("head_dim")) {
+    m.head_dim = int_in(r, "head_dim", 1, kMaxInt);
+  } else {
+    if (m.hidden % m.heads != 0)
+      r.fail("head_dim", "missing, and hidden (" + std::to_string(m.hidden) + ") is not a multiple of heads (" +
+                             std::to_string(m.heads) + ") to derive it from");
+    m.head_dim = m.hidden / m.heads;
+  }
+  m.ffn = int_in(r, "ffn", 1, kMaxInt);
+  m.vocab = r.integer_in("vocab", 1, std::numeric_limits<std::int64_t>::max());
+  m.tied_embeddings = r.optional<bool>("tied_embeddings", false);
+  r.finish();
+  return m;
+}
+
+ModelConfig parse_model(JsonObjectReader& root) {
+  const auto& node = root.value("model");
+  if (node.is_string()) {
+    try {
+      return named_model(node.get<std::string>());
+    } catch (const InputError& e) {
+      root.fail("model", e.what());
+    }
+  }
+  if (!node.is_object()) root.fail("model", "expected a model name or an object, got " + json_type_name(node));
+  return parse_custom_model(root.object("model"));
+}
+
+ClusterSpec parse_cluster(JsonObjectReader r) {
+  ClusterSpec c;
+  const std::string gpu = r.required<std::string>("gpu");
+  try {
+    c.gpu = named_gpu(gpu);
+  } catch (const InputError& e) {
+    r.fail("gpu", e.what());
+  }
+  c.nodes = int_in(r, "nodes", 1, 1 << 20);
+  c.gpus_per_node = r.has("gpus_per_node") ? int_in(r, "gpus_per_node", 1, 1024) : 8;
+  c.nvlink_GBps = r.has("nvlink_GBps") ? r.positive("nvlink_GBps") : c.gpu.nvlink_GBps;
+  c.nvlink_latency_us = r.has("nvlink_latency_us") ? r.positive("nvlink_latency_us") : 2.0;
+  c.ib_GBps = r.has("ib_GBps") ? r.positive("ib_GBps") : 50.0;
+  c.ib_latency_us = r.has("ib_latency_us") ? r.positive("ib_latency_us") : 5.0;
+  c.topology = r.optional<std::string>("topology", "fat-tree");
+  if (c.topology != "fat-tree") r.fail("topology", "only \"fat-tree\" is supported, got \"" + c.topology + "\"");
+  r.finish();
+  return c;
+}
+
+void check_distribution(JsonObjectReader& r, std::string_view key, const std::string& name) {
+  try {
+    named_distribution(name);
+  } catch (const InputError& e) {
+    r.fail(key, e.what());
+  }
+}
+
+DatasetSpec parse_dataset(JsonObjectReader r, const std::string& file) {
+  DatasetSpec d;
+  const int forms = int{r.has("distribution")} + int{r.has("mix")} + int{r.has("trace")};
+  if (forms != 1) r.fail_here("needs exactly one of \"distribution\", \"mix\" or \"trace\"");
+  if (r.has("shuffle") && !r.has("trace")) r.fail("shuffle", "only applies to a \"trace\" dataset");
+  if (r.has("distribution")) {
+    const std::string name = r.required<std::string>("distribution");
+    check_distribution(r, "distribution", name);
+    d.components.push_back({name, 1.0});
+  } else if (r.has("mix")) {
+    const auto& mix = r.value("mix");
+    if (!mix.is_array() || mix.empty()) r.fail("mix", "expected a non-empty array of {distribution, weight}");
+    for (std::size_t i = 0; i < mix.size(); ++i) {
+      JsonObjectReader item = r.child(mix[i], r.path("mix") + "[" + std::to_string(i) + "]");
+      DatasetSpec::Component component;
+      component.distribution = item.required<std::string>("distribution");
+      check_distribution(item, "distribution", component.distribution);
+      component.weight = item.has("weight") ? item.positive("weight") : 1.0;
+      item.finish();
+      d.components.push_back(component);
+    }
+  } else {
+    d.trace_path = resolve_path(file, r.required<std::string>("trace"));
+    d.shuffle = r.optional<bool>("shuffle", true);
+  }
+  r.finish();
+  return d;
+}
+
+Recompute parse_recompute(JsonObjectReader& r) {
+  const std::string value = r.optional<std::string>("recompute", "selective");
+  if (value == "none") return Recompute::None;
+  if (value == "selective") return Recompute::Selective;
+  if (value == "full") return Recompute::Full;
+  r.fail("recompute", "expected \"none\", \"selective\" or \"full\", got \"" + value + "\"");
+}
+
+TrainingConfig parse_training(JsonObjectReader r) {
+  TrainingConfig t;
+  constexpr std::int64_t kMaxTokens = std::int64_t{1} << 40;
+  if (r.has("global_batch_sequences") == r.has("tokens_per_iteration"))
+    r.fail_here("needs exactly one of \"global_batch_sequences\" or \"tokens_per_iteration\"");
+  if (r.has("global_batch_sequences")) t.global_batch_sequences = int_in(r, "global_batch_sequences", 1, kMaxInt);
+  if (r.has("tokens_per_iteration")) t.tokens_per_iteration = r.integer_in("tokens_per_iteration", 1, kMaxTokens);
+  t.iterations = r.has("iterations") ? int_in(r, "iterations", 1, 1000000) : 10;
+  t.zero_stage = r.has("zero_stage") ? int_in(r, "zero_stage", 0, 3) : 2;
+  t.recompute = parse_recompute(r);
+  t.context_length = r.integer_in("context_length_tokens", 1, kMaxTokens);
+  if (r.has("bucket_size_tokens")) t.bucket_size_tokens = r.integer_in("bucket_size_tokens", 1, kMaxTokens);
+  r.finish();
+  return t;
+}
+
+ParallelLayout parse_layout(JsonObjectReader r, const ClusterSpec& cluster) {
+  ParallelLayout p;
+  p.cp = r.has("cp") ? int_in(r, "cp", 1, kMaxInt) : 1;
+  p.tp = r.has("tp") ? int_in(r, "tp", 1, kMaxInt) : 1;
+  p.pp = r.has("pp") ? int_in(r, "pp", 1, kMaxInt) : 1;
+  const int world = cluster.world_size();
+  const int per_replica = p.cp * p.tp * p.pp;
+  if (r.has("dp")) {
+    p.dp = int_in(r, "dp", 1, kMaxInt);
+  } else {
+    // dp fills the cluster when it is left out; it must do so exactly.
+    if (world % per_replica != 0)
+      r.fail("dp", "missing, and cp x tp x pp = " + std::to_string(per_replica) + " does not divide the cluster's " +
+                       std::to_string(world) + " GPUs");
+    p.dp = world / per_replica;
+  }
+  r.finish();
+  if (static_cast<std::int64_t>(p.dp) * per_replica != world)
+    r.fail_here("dp x cp x tp x pp = " + std::to_string(p.dp) + " x " + std::to_string(p.cp) + " x " +
+                std::to_string(p.tp) + " x " + std::to_string(p.pp) + " = " +
+                std::to_string(static_cast<std::int64_t>(p.dp) * per_replica) + " GPUs, but the cluster has " +
+                std::to_string(cluster.nodes) + " x " + std::to_string(cluster.gpus_per_node) + " = " +
+                std::to_string(world));
+  return p;
+}
+
+std::vector<PolicySpec> parse_policies(JsonObjectReader& root, const std::string& file) {
+  const auto& list = root.value("policies");
+  if (!list.is_array() || list.empty()) root.fail("policies", "expected a non-empty array of policy objects");
+  const std::vector<std::string> kinds = policy_kinds();
+  std::vector<PolicySpec> specs;
+  std::set<std::string> labels;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    PolicySpec spec;
+    spec.file = file;
+    spec.path = "policies[" + std::to_string(i) + "]";
+    JsonObjectReader item = root.child(list[i], spec.path);
+    spec.kind = item.required<std::string>("kind");
+    if (std::find(kinds.begin(), kinds.end(), spec.kind) == kinds.end())
+      item.fail("kind", "unknown policy kind \"" + spec.kind + "\" (known: " + join(kinds) + ")");
+    spec.label = item.optional<std::string>("label", spec.kind);
+    if (spec.label.empty()) item.fail("label", "must not be empty");
+    if (!labels.insert(spec.label).second)
+      item.fail(item.has("label") ? "label" : "kind",
+                "label \"" + spec.label + "\" is used by an earlier policy; give each policy a unique \"label\"");
+    if (item.has("options")) {
+      const auto& options = item.value("options");
+      if (!options.is_object()) item.fail("options", "expected an object, got " + json_type_name(options));
+      spec.options = options;
+    }
+    item.finish();
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+bool has_label(const std::vector<PolicySpec>& policies, const std::string& label) {
+  return std::any_of(policies.begin(), policies.end(), [&](const PolicySpec& p) { return p.label == label; });
+}
+
+std::vector<std::string> labels_of(const std::vector<PolicySpec>& policies) {
+  std::vector<std::string> labels;
+  for (const auto& p : policies) labels.push_back(p.label);
+  return labels;
+}
+
+std::vector<PaperFigure> parse_paper_figures(JsonObjectReader& root, const std::vector<PolicySpec>& policies) {
+  std::vector<PaperFigure> figures;
+  if (!root.has("paper_figures")) return figures;
+  const auto& list = root.value("paper_figures");
+  if (!list.is_array()) root.fail("paper_figures", "expected an array, got " + json_type_name(list));
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    JsonObjectReader item = root.child(list[i], "paper_figures[" + std::to_string(i) + "]");
+    PaperFigure figure;
+    figure.policy = item.required<std::string>("policy");
+    if (!has_label(policies, figure.policy))
+      item.fail("policy", "no policy labelled \"" + figure.policy + "\" (labels: " + join(labels_of(policies)) + ")");
+    figure.speedup = item.positive("speedup");
+    figure.source = item.required<std::string>("source");
+    item.finish();
+    figures.push_back(std::move(figure));
+  }
+  return figures;
+}
+
+/// Sampling a distribution whose longest sequence exceeds the context would make every baseline fail on data the
+/// scenario itself generated; the user must raise the context or pick other data.
+void check_context(const Scenario& s, JsonObjectReader& root) {
+  for (const auto& component : s.dataset.components) {
+    const LengthDistribution& d = named_distribution(component.distribution);
+    const Tokens longest = d.upper.empty() ? d.shortest : d.upper.back();
+    if (longest > s.training.context_length)
+      root.fail("training.context_length_tokens", std::to_string(s.training.context_length) +
+                                                      " tokens is shorter than the longest sequence (" +
+                                                      std::to_string(longest) + " tokens) of distribution \"" + d.name +
+                                                      "\"; raise the context length or choose another dataset");
+  }
+}
+
+}  // namespace
+
+Scenario scenario_from_json(const nlohmann::json& document, const std::string& file) {
+  JsonObjectReader root(document, file);
+  Scenario s;
+  s.file = file;
+  s.name = root.required<std::string>("name");
+  s.description = root.optional<std::string>("description", "");
+  s.seed = static_cast<std::uint64_t>(
+      root.has("seed") ? root.integer_in("seed", 0, std::numeric_limits<std::int64_t>::max()) : 0);
+  s.model = parse_model(root);
+  s.cluster = parse_cluster(root.object("cluster"));
+  s.profile_path = resolve_path(file, root.required<std::string>("profile"));
+  s.dataset = parse_dataset(root.object("dataset"), file);
+  s.training = parse_training(root.object("training"));
+  s.layout = root.has("parallel")
+                 ? parse_layout(root.object("parallel"), s.cluster)
+                 : parse_layout(JsonObjectReader(nlohmann::json::object(), file, "parallel"), s.cluster);
+  s.policies = parse_policies(root, file);
+  s.baseline = root.optional<std::string>("baseline", s.policies.front().label);
+  if (!has_label(s.policies, s.baseline))
+    root.fail("baseline", "no policy labelled \"" + s.baseline + "\" (labels: " + join(labels_of(s.policies)) + ")");
+  s.paper_figures = parse_paper_figures(root, s.policies);
+  root.finish();
+  check_context(s, root);
+  return s;
+}
+
+Scenario load_scenario(const std::string& file) {
+  return scenario_from_json(parse_json_file(file), file);
+}
+
+}  // namespace lcsim

@@ -1,0 +1,137 @@
+#include "traces/scenario_loader.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "policies/core/errors.hpp"
+#include "policies/core/random.hpp"
+#include "policies/core/workload.hpp"
+#include "traces/length_trace.hpp"
+
+namespace lcsim {
+namespace {
+
+/// Sequences drawn per round when the batches are cut by a token budget (the count they need is not known).
+constexpr std::size_t kChunkSequences = 4096;
+
+std::string format_weight(double weight) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", weight);
+  return text;
+}
+
+std::string synthetic_label(const Scenario& s) {
+  const auto& components = s.dataset.components;
+  std::string what;
+  if (components.size() == 1) {
+    what = components.front().distribution;
+  } else {
+    what = "mix";
+    for (std::size_t i = 0; i < components.size(); ++i)
+      what +=
+          std::string(i == 0 ? " " : " + ") + format_weight(components[i].weight) + " " + components[i].distribution;
+  }
+  return "synthetic " + what + " (sampled, seed " + std::to_string(s.seed) + ")";
+}
+
+std::string batch_shape(const TrainingConfig& t) {
+  return t.global_batch_sequences > 0 ? std::to_string(t.global_batch_sequences) + " sequences"
+                                      : std::to_string(t.tokens_per_iteration) + " tokens";
+}
+
+std::vector<GlobalBatch> sample_batches(const Scenario& s) {
+  std::vector<MixComponent> mix;
+  for (const auto& c : s.dataset.components) mix.push_back({&named_distribution(c.distribution), c.weight});
+  const std::string name = s.dataset.components.size() == 1 ? s.dataset.components.front().distribution : "mix";
+  const TrainingConfig& t = s.training;
+  const auto iterations = static_cast<std::size_t>(t.iterations);
+
+  if (t.global_batch_sequences > 0) {
+    const std::size_t count = iterations * static_cast<std::size_t>(t.global_batch_sequences);
+    const Dataset data = sample_dataset(name, mix, count, s.seed);
+    std::vector<GlobalBatch> batches = cut_global_batches(data.sequences(), t, false);
+    if (batches.size() != iterations)
+      throw std::logic_error("cut_global_batches made " + std::to_string(batches.size()) + " batches of " +
+                             std::to_string(count) + " sequences; expected " + std::to_string(iterations));
+    return batches;
+  }
+
+  // Token budget: draw chunks until the cut holds one batch more than needed, so that every batch kept is closed
+  // by the sequence that did not fit. Chunk k has its own seed, so more iterations extend the same data.
+  std::vector<Sequence> sequences;
+  std::vector<GlobalBatch> batches;
+  for (std::uint64_t chunk = 0; batches.size() <= iterations; ++chunk) {
+    const std::uint64_t seed = chunk == 0 ? s.seed : Rng(s.seed).split(chunk).next();
+    const Dataset part = sample_dataset(name, mix, kChunkSequences, seed, static_cast<std::int64_t>(sequences.size()));
+    sequences.insert(sequences.end(), part.sequences().begin(), part.sequences().end());
+    batches = cut_global_batches(sequences, t, false);
+  }
+  batches.resize(iterations);
+  return batches;
+}
+
+std::vector<GlobalBatch> trace_batches(const Scenario& s) {
+  const Dataset data = load_length_trace(s.dataset.trace_path);
+  std::vector<Sequence> sequences = data.sequences();
+  if (s.dataset.shuffle) {
+    Rng rng(s.seed);
+    rng.shuffle(sequences);
+  }
+  std::vector<GlobalBatch> batches = cut_global_batches(sequences, s.training, false);
+  const auto iterations = static_cast<std::size_t>(s.training.iterations);
+  if (batches.size() < iterations)
+    throw InputError(s.dataset.trace_path + ": holds " + std::to_string(data.size()) + " sequences (" +
+                     std::to_string(data.total_tokens()) + " tokens), enough for " + std::to_string(batches.size()) +
+                     " full global batches of " + batch_shape(s.training) + ", but " + s.file + " asks for " +
+                     std::to_string(iterations) + " iterations (training.iterations, or --iterations)");
+  batches.resize(iterations);
+  return batches;
+}
+
+}  // namespace
+
+PlanningContext LoadedScenario::planning_context() const {
+  PlanningContext context;
+  context.cost = cost.get();
+  context.training = scenario.training;
+  context.layout = scenario.layout;
+  context.seed = scenario.seed;
+  return context;
+}
+
+std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& dataset_label) {
+  if (!scenario.dataset.trace_path.empty()) {
+    dataset_label =
+        "trace " + scenario.dataset.trace_path +
+        (scenario.dataset.shuffle ? " (shuffled, seed " + std::to_string(scenario.seed) + ")" : " (file order)");
+    return trace_batches(scenario);
+  }
+  dataset_label = synthetic_label(scenario);
+  return sample_batches(scenario);
+}
+
+LoadedScenario load_and_prepare(const std::string& file, std::optional<int> iterations_override) {
+  LoadedScenario loaded;
+  loaded.scenario = load_scenario(file);
+  Scenario& s = loaded.scenario;
+  if (iterations_override) {
+    if (*iterations_override < 1)
+      throw InputError("--iterations: must be at least 1, got " + std::to_string(*iterations_override));
+    s.training.iterations = *iterations_override;
+  }
+  // Build every policy once, so that bad options are reported now, even for policies --policy leaves out.
+  for (const auto& spec : s.policies) make_policy(spec);
+  loaded.profile = load_profile(s.profile_path);
+  if (loaded.profile.gpu != s.cluster.gpu.name)
+    throw InputError(s.profile_path + ": profile is for GPU \"" + loaded.profile.gpu + "\", but " + file +
+                     ": cluster.gpu is \"" + s.cluster.gpu.name + "\"");
+  if (s.layout.gpus() != s.cluster.world_size())
+    throw InputError(file + ": parallel: layout has " + std::to_string(s.layout.gpus()) + " GPUs, the cluster " +
+                     std::to_string(s.cluster.world_size()));
+  loaded.cost =
+      std::make_unique<CostModel>(s.model, s.cluster, loaded.profile, CostModelOptions{s.training.zero_stage});
+  loaded.batches = prepare_batches(s, loaded.dataset_label);
+  return loaded;
+}
+
+}  // namespace lcsim

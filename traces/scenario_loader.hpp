@@ -1,0 +1,37 @@
+#pragma once
+// A scenario made ready to evaluate: its profile and cost model, and the data window cut into the global batches
+// every policy of the scenario plans.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policies/core/cost_model.hpp"
+#include "policies/core/policy.hpp"
+#include "policies/core/profile.hpp"
+#include "traces/scenario.hpp"
+
+namespace lcsim {
+
+struct LoadedScenario {
+  Scenario scenario;
+  Profile profile;
+  std::unique_ptr<CostModel> cost;
+  /// Exactly `scenario.training.iterations` full global batches, in epoch order.
+  std::vector<GlobalBatch> batches;
+  /// "synthetic <name> (sampled, seed N)" or "trace <file> (...)": says where the lengths come from.
+  std::string dataset_label;
+
+  PlanningContext planning_context() const;
+};
+
+/// Loads the scenario and its profile, builds the cost model and the data window. `iterations_override` replaces
+/// training.iterations (the command line's --iterations). Throws InputError for bad files, bad policy options (every
+/// policy is built once to check them), a profile for another GPU than the cluster's, or a trace too short for the
+/// requested iterations.
+LoadedScenario load_and_prepare(const std::string& file, std::optional<int> iterations_override = std::nullopt);
+
+/// The data window of a loaded scenario (already applied by load_and_prepare); exposed for tests.
+std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& dataset_label);
+
+}  // namespace lcsim
