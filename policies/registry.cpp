@@ -6,6 +6,7 @@
 #include "policies/baselines/sorted.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/policy.hpp"
+#include "policies/skrull/skrull_policy.hpp"
 
 namespace lcsim {
 namespace {
@@ -19,6 +20,9 @@ constexpr PolicyEntry kPolicies[] = {
     {"deepspeed", make_deepspeed_policy},
     {"sorted", make_sorted_policy},
     {"packing", make_packing_policy},
+    {"skrull", skrull::make_skrull},
+    {"skrull-dacp", skrull::make_skrull_dacp},
+    {"rr", skrull::make_round_robin},
 };
 
 }  // namespace

@@ -447,6 +447,26 @@ TEST(ScenarioLoader, TraceWindowInFileOrderAndShortTraceError) {
   }
 }
 
+TEST(ScenarioLoader, TruncateToContextCutsLongSequencesAndSaysHowMany) {
+  const ScratchDir scratch;
+  const auto& dir = scratch.path;
+  write_file(dir / "lens.txt", "100\n5000\n300\n7000\n");
+  Json doc = minimal();
+  doc["dataset"] = Json{{"trace", (dir / "lens.txt").string()}, {"shuffle", false}, {"truncate_to_context", true}};
+  doc["training"]["global_batch_sequences"] = 4;
+  doc["training"]["iterations"] = 1;
+  doc["training"]["context_length_tokens"] = 4096;
+  const LoadedScenario loaded = load_and_prepare(write_scenario(dir, doc));
+  EXPECT_EQ(loaded.batches[0], (GlobalBatch{{0, 100}, {1, 4096}, {2, 300}, {3, 4096}}));
+  EXPECT_TRUE(contains(loaded.dataset_label, "2 sequences truncated to the context length of 4096 tokens"));
+
+  // A distribution longer than the context is accepted only with the flag.
+  Json sampled = minimal();
+  sampled["training"]["context_length_tokens"] = 4096;
+  sampled["dataset"]["truncate_to_context"] = true;
+  EXPECT_NO_THROW(scenario_from_json(sampled, kFile));
+}
+
 TEST(ScenarioLoader, TraceShuffleIsSeededPermutation) {
   const ScratchDir scratch;
   const auto& dir = scratch.path;

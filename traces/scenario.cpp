@@ -123,6 +123,7 @@ DatasetSpec parse_dataset(JsonObjectReader r, const std::string& file) {
     d.trace_path = resolve_path(file, r.required<std::string>("trace"));
     d.shuffle = r.optional<bool>("shuffle", true);
   }
+  d.truncate_to_context = r.optional<bool>("truncate_to_context", false);
   r.finish();
   return d;
 }
@@ -239,6 +240,7 @@ std::vector<PaperFigure> parse_paper_figures(JsonObjectReader& root, const std::
 /// Sampling a distribution whose longest sequence exceeds the context would make every baseline fail on data the
 /// scenario itself generated; the user must raise the context or pick other data.
 void check_context(const Scenario& s, JsonObjectReader& root) {
+  if (s.dataset.truncate_to_context) return;
   for (const auto& component : s.dataset.components) {
     const LengthDistribution& d = named_distribution(component.distribution);
     const Tokens longest = d.upper.empty() ? d.shortest : d.upper.back();
@@ -246,7 +248,7 @@ void check_context(const Scenario& s, JsonObjectReader& root) {
       root.fail("training.context_length_tokens", std::to_string(s.training.context_length) +
                                                       " tokens is shorter than the longest sequence (" +
                                                       std::to_string(longest) + " tokens) of distribution \"" + d.name +
-                                                      "\"; raise the context length or choose another dataset");
+                                                      "\"; raise the context length, choose another dataset or set dataset.truncate_to_context");
   }
 }
 

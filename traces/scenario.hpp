@@ -20,6 +20,9 @@ struct DatasetSpec {
   std::vector<Component> components;  ///< named distributions (one, or a weighted mix)
   std::string trace_path;             ///< or a length trace file (resolved against the scenario's folder)
   bool shuffle = true;                ///< trace datasets: seeded shuffle into epoch order
+  /// Sequences longer than training.context_length_tokens are cut to it (as an SFT data loader does); the
+  /// dataset label reports how many. Off by default: a distribution longer than the context is an error.
+  bool truncate_to_context = false;
 };
 
 /// A figure the paper reports for this setting, drawn beside the simulated one by the plots.

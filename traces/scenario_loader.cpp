@@ -99,15 +99,38 @@ PlanningContext LoadedScenario::planning_context() const {
   return context;
 }
 
+namespace {
+
+/// dataset.truncate_to_context: cut sequences to the context length and say how many were cut.
+void truncate_to_context(const Scenario& scenario, std::vector<GlobalBatch>& batches, std::string& dataset_label) {
+  if (!scenario.dataset.truncate_to_context) return;
+  const Tokens context = scenario.training.context_length;
+  std::size_t truncated = 0;
+  for (auto& batch : batches)
+    for (auto& seq : batch)
+      if (seq.tokens > context) {
+        seq.tokens = context;
+        ++truncated;
+      }
+  dataset_label += ", " + std::to_string(truncated) + " sequences truncated to the context length of " +
+                   std::to_string(context) + " tokens";
+}
+
+}  // namespace
+
 std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& dataset_label) {
+  std::vector<GlobalBatch> batches;
   if (!scenario.dataset.trace_path.empty()) {
     dataset_label =
         "trace " + scenario.dataset.trace_path +
         (scenario.dataset.shuffle ? " (shuffled, seed " + std::to_string(scenario.seed) + ")" : " (file order)");
-    return trace_batches(scenario);
+    batches = trace_batches(scenario);
+  } else {
+    dataset_label = synthetic_label(scenario);
+    batches = sample_batches(scenario);
   }
-  dataset_label = synthetic_label(scenario);
-  return sample_batches(scenario);
+  truncate_to_context(scenario, batches, dataset_label);
+  return batches;
 }
 
 LoadedScenario load_and_prepare(const std::string& file, std::optional<int> iterations_override) {

@@ -1,0 +1,107 @@
+#include "policies/skrull/gds.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <numeric>
+
+namespace lcsim::skrull {
+
+std::vector<std::vector<std::size_t>> binpack_by_flops(std::span<const double> flops, int ranks) {
+  assert(ranks >= 1);
+  std::vector<std::size_t> order(flops.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return flops[a] > flops[b]; });
+  std::vector<std::vector<std::size_t>> bins(static_cast<std::size_t>(ranks));
+  std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);
+  for (const std::size_t seq : order) {
+    const auto lightest = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    bins[lightest].push_back(seq);
+    load[lightest] += flops[seq];
+  }
+  for (auto& bin : bins) std::sort(bin.begin(), bin.end());
+  return bins;
+}
+
+CpAssignment place_micro_batch(std::span<const Tokens> lengths, std::span<const double> flops,
+                               std::span<const std::size_t> members, const GdsOptions& options) {
+  std::vector<Tokens> member_lengths(members.size());
+  std::vector<double> member_flops(members.size());
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    member_lengths[i] = lengths[members[i]];
+    member_flops[i] = flops[members[i]];
+  }
+  if (options.placer == CpPlacer::RoundRobin) {
+    // Appendix B.2 walks the sequences in data order (GDS hands members over sorted by length, and on sorted input
+    // "largest remaining bucket" picks the same ranks as DACP's "least load").
+    std::vector<std::size_t> by_index(members.size());
+    std::iota(by_index.begin(), by_index.end(), std::size_t{0});
+    std::sort(by_index.begin(), by_index.end(), [&](std::size_t a, std::size_t b) { return members[a] < members[b]; });
+    std::vector<Tokens> ordered(members.size());
+    for (std::size_t i = 0; i < by_index.size(); ++i) ordered[i] = member_lengths[by_index[i]];
+    const CpAssignment placed = round_robin_schedule(ordered, options.bucket_tokens, options.cp, options.rollback);
+    CpAssignment out = placed;
+    if (placed.scheduled)
+      for (std::size_t i = 0; i < by_index.size(); ++i) out.ranks[by_index[i]] = placed.ranks[i];
+    return out;
+  }
+  return dacp_schedule(member_lengths, member_flops, options.bucket_tokens, options.cp, options.rollback);
+}
+
+namespace {
+
+Tokens sum_tokens(std::span<const Tokens> lengths, std::span<const std::size_t> members) {
+  Tokens total = 0;
+  for (const std::size_t m : members) total += lengths[m];
+  return total;
+}
+
+// Cuts `sorted` into `count` interleaved micro-batches and places each; nullopt-like empty result on failure.
+bool try_cut(std::span<const Tokens> lengths, std::span<const double> flops, const std::vector<std::size_t>& sorted,
+             std::size_t count, const GdsOptions& options, RankSchedule& out) {
+  const double group_capacity = options.bucket_tokens * options.cp;
+  std::vector<ScheduledMicroBatch> cut(count);
+  bool within_bucket = true;
+  for (std::size_t j = 0; j < count; ++j) {
+    for (std::size_t pos = j; pos < sorted.size(); pos += count) cut[j].sequences.push_back(sorted[pos]);
+    if (static_cast<double>(sum_tokens(lengths, cut[j].sequences)) > group_capacity) return false;
+    CpAssignment placed = place_micro_batch(lengths, flops, cut[j].sequences, options);
+    out.rollbacks += placed.rollbacks;
+    if (!placed.scheduled) return false;
+    within_bucket = within_bucket && placed.within_bucket;
+    cut[j].ranks = std::move(placed.ranks);
+  }
+  out.micro_batches = std::move(cut);
+  out.within_bucket = within_bucket;
+  return true;
+}
+
+}  // namespace
+
+RankSchedule gds_schedule_rank(std::span<const Tokens> lengths, std::span<const double> flops,
+                               std::span<const std::size_t> subset, const GdsOptions& options) {
+  assert(options.cp >= 1 && options.bucket_tokens > 0);
+  RankSchedule out;
+  if (subset.empty()) return out;
+  std::vector<std::size_t> sorted(subset.begin(), subset.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [&](std::size_t a, std::size_t b) { return lengths[a] < lengths[b]; });
+
+  const double total = static_cast<double>(sum_tokens(lengths, sorted));
+  const auto first = static_cast<std::size_t>(std::max(1.0, std::ceil(total / (options.bucket_tokens * options.cp))));
+  for (std::size_t count = std::min(first, sorted.size()); count <= sorted.size(); ++count) {
+    ++out.attempts;
+    if (try_cut(lengths, flops, sorted, count, options, out)) return out;
+  }
+  // Not even one sequence per micro-batch fits: shard the ones that fail and report them outside the bucket.
+  out.micro_batches.clear();
+  out.within_bucket = true;
+  for (const std::size_t seq : sorted) {
+    const std::size_t alone[] = {seq};
+    CpAssignment placed = place_micro_batch(lengths, flops, alone, options);
+    out.within_bucket = out.within_bucket && placed.scheduled && placed.within_bucket;
+    out.micro_batches.push_back({{seq}, placed.scheduled ? placed.ranks : std::vector<int>{CpAssignment::kSharded}});
+  }
+  return out;
+}
+
+}  // namespace lcsim::skrull
