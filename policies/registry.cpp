@@ -2,10 +2,15 @@
 #include <algorithm>
 
 #include "policies/baselines/deepspeed.hpp"
+#include "policies/baselines/hotspa.hpp"
+#include "policies/baselines/megatron.hpp"
 #include "policies/baselines/packing.hpp"
 #include "policies/baselines/sorted.hpp"
+#include "policies/baselines/ulysses.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/policy.hpp"
+#include "policies/hbp/hbp_policy.hpp"
+#include "policies/hydraulis/hydraulis_policy.hpp"
 #include "policies/skrull/skrull_policy.hpp"
 
 namespace lcsim {
@@ -20,9 +25,14 @@ constexpr PolicyEntry kPolicies[] = {
     {"deepspeed", make_deepspeed_policy},
     {"sorted", make_sorted_policy},
     {"packing", make_packing_policy},
+    {"hbp", hbp::make_hbp_policy},
     {"skrull", skrull::make_skrull},
     {"skrull-dacp", skrull::make_skrull_dacp},
     {"rr", skrull::make_round_robin},
+    {"hydraulis", hydraulis::make_hydraulis_policy},
+    {"megatron", make_megatron_policy},
+    {"deepspeed-ulysses", make_ulysses_policy},
+    {"hotspa", make_hotspa_policy},
 };
 
 }  // namespace

@@ -8,6 +8,9 @@ std::string main_usage() {
          "\n"
          "Usage:\n"
          "  lcsim plan SCENARIO [--policy LABEL]... [--iterations N] [--json FILE] [--csv FILE] [--quiet]\n"
+         "  lcsim simulate SCENARIO [--policy LABEL]... [--iterations N] [--json FILE] [--csv FILE]\n"
+         "                 [--trace FILE] [--layer-granularity K] [--quiet]\n"
+         "  lcsim sweep SWEEP [--jobs N] [--out DIR] [--csv FILE] [--json FILE] [--quiet]\n"
          "  lcsim list models|gpus|distributions|policies\n"
          "  lcsim COMMAND --help\n"
          "  lcsim --help | --version\n"
@@ -15,6 +18,10 @@ std::string main_usage() {
          "Commands:\n"
          "  plan   every policy of the scenario plans the same global batches; each plan is validated and timed\n"
          "         with the closed-form cost-model estimate (no simulation); prints a comparison table\n"
+         "  simulate the same plans, run in a SimGrid simulation of the cluster (contention, overlap, pipelines,\n"
+         "         gradient sync); prints a comparison table and can write a Perfetto timeline\n"
+         "  sweep  every point of a sweep file's axes over a base scenario, --jobs processes at a time; merged\n"
+         "         CSV and JSON results\n"
          "  list   the built-in models, GPU kinds, length distributions and policy kinds\n"
          "\n"
          "Scenario format: scenarios/README.md. Exit status: 0 success, 2 bad input (scenario, profile, trace,\n"
@@ -31,6 +38,10 @@ void run_command_line(const std::vector<std::string>& args, std::ostream& out) {
     out << "lcsim " LCSIM_VERSION "\n";
   } else if (command == "plan") {
     run_plan_command(rest, out);
+  } else if (command == "sweep") {
+    run_sweep_command(rest, out);
+  } else if (command == "simulate") {
+    run_simulate_command(rest, out);
   } else if (command == "list") {
     run_list_command(rest, out);
   } else {

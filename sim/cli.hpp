@@ -31,6 +31,10 @@ void run_command_line(const std::vector<std::string>& args, std::ostream& out);
 
 /// `lcsim plan ...` (args after "plan").
 void run_plan_command(const std::vector<std::string>& args, std::ostream& out);
+/// `lcsim sweep ...` (args after "sweep").
+void run_sweep_command(const std::vector<std::string>& args, std::ostream& out);
+/// `lcsim simulate ...` (args after "simulate").
+void run_simulate_command(const std::vector<std::string>& args, std::ostream& out);
 /// `lcsim list ...` (args after "list").
 void run_list_command(const std::vector<std::string>& args, std::ostream& out);
 

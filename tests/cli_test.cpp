@@ -196,4 +196,47 @@ TEST_F(CliTest, ListsBuiltInNames) {
   EXPECT_TRUE(contains(bad.output, "models|gpus|distributions|policies"));
 }
 
+TEST_F(CliTest, SweepRunsEveryPointAndIsIndependentOfJobs) {
+  {
+    std::ofstream sweep(path("sweep.json"));
+    sweep << R"({"name": "t", "base": ")" << kDefaultScenario << R"(", "mode": "plan", "iterations": 2,
+      "axes": [{"name": "gpus", "values": [8, 16]}, {"name": "dataset", "values": ["wikipedia", "tulu3"]}]})";
+  }
+  const CliRun one = run_lcsim("sweep '" + path("sweep.json") + "' --out '" + path("one") + "' --jobs 1");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_TRUE(contains(one.output, "uncalibrated"));
+  const CliRun two = run_lcsim("sweep '" + path("sweep.json") + "' --out '" + path("two") + "' -j 2 --quiet");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  const std::string csv = read_file(path("one/sweep.csv"));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4 * 6);  // header + 4 points x 6 policies
+  EXPECT_TRUE(contains(csv, "point,gpus,dataset,gpus,policy"));
+  EXPECT_TRUE(contains(csv, "\n3,16,tulu3,16,skrull,skrull,"));
+  const auto merged = nlohmann::json::parse(read_file(path("one/sweep.json")));
+  EXPECT_EQ(merged["schema"], "lcsim-sweep/1");
+  ASSERT_EQ(merged["points"].size(), 4U);
+  EXPECT_EQ(merged["points"][3]["results"]["scenario"], "skrull-qwen0.5b-chatqa2-32gpu [gpus=16, dataset=\"tulu3\"]");
+  // Same points, same results, whatever the parallelism (the scenario_file paths differ by folder).
+  auto a = merged, b = nlohmann::json::parse(read_file(path("two/sweep.json")));
+  for (auto* doc : {&a, &b})
+    for (auto& point : (*doc)["points"]) {
+      point.erase("scenario_file");
+      point["results"].erase("scenario_file");
+    }
+  EXPECT_EQ(a.dump(), b.dump());
+}
+
+TEST_F(CliTest, SweepPointFailuresNameTheirLogs) {
+  // The scenario parses (so the sweep expands) but its profile is missing: every point's process fails.
+  auto base = nlohmann::json::parse(read_file(kDefaultScenario));
+  base["profile"] = path("missing-profile.json");
+  std::ofstream(path("base.json")) << base.dump();
+  std::ofstream(path("sweep.json")) << R"({"name": "t", "base": "base.json", "mode": "plan",
+      "axes": [{"name": "gpus", "values": [8]}]})";
+  const CliRun run = run_lcsim("sweep '" + path("sweep.json") + "' --out '" + path("out") + "'");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_TRUE(contains(run.output, "point 0: exit"));
+  EXPECT_TRUE(contains(run.output, path("out") + "/point-0000.log"));
+  EXPECT_TRUE(contains(read_file(path("out/point-0000.log")), "missing-profile.json"));
+}
+
 }  // namespace

@@ -11,17 +11,17 @@
 #include "policies/core/workload.hpp"
 
 namespace lcsim {
-namespace {
 
-constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
-
-/// Paths in a scenario are relative to the scenario's folder, so a scenario can be run from anywhere.
-std::string resolve_path(const std::string& scenario_file, const std::string& relative) {
+std::string resolve_scenario_path(const std::string& scenario_file, const std::string& relative) {
   const std::filesystem::path p(relative);
   if (p.is_absolute()) return p.lexically_normal().string();
   const std::filesystem::path resolved = (std::filesystem::path(scenario_file).parent_path() / p).lexically_normal();
   return resolved.empty() ? std::string(".") : resolved.string();
 }
+
+namespace {
+
+constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -120,7 +120,7 @@ DatasetSpec parse_dataset(JsonObjectReader r, const std::string& file) {
       d.components.push_back(component);
     }
   } else {
-    d.trace_path = resolve_path(file, r.required<std::string>("trace"));
+    d.trace_path = resolve_scenario_path(file, r.required<std::string>("trace"));
     d.shuffle = r.optional<bool>("shuffle", true);
   }
   d.truncate_to_context = r.optional<bool>("truncate_to_context", false);
@@ -264,7 +264,7 @@ Scenario scenario_from_json(const nlohmann::json& document, const std::string& f
       root.has("seed") ? root.integer_in("seed", 0, std::numeric_limits<std::int64_t>::max()) : 0);
   s.model = parse_model(root);
   s.cluster = parse_cluster(root.object("cluster"));
-  s.profile_path = resolve_path(file, root.required<std::string>("profile"));
+  s.profile_path = resolve_scenario_path(file, root.required<std::string>("profile"));
   s.dataset = parse_dataset(root.object("dataset"), file);
   s.training = parse_training(root.object("training"));
   s.layout = root.has("parallel")

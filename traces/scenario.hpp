@@ -49,6 +49,8 @@ struct Scenario {
 };
 
 Scenario load_scenario(const std::string& file);
+/// Paths in a scenario are relative to the scenario's folder, so a scenario can be run from anywhere.
+std::string resolve_scenario_path(const std::string& scenario_file, const std::string& relative);
 Scenario scenario_from_json(const nlohmann::json& document, const std::string& file);
 
 }  // namespace lcsim

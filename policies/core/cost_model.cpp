@@ -79,24 +79,36 @@ double CostModel::head_flops_per_token() const {
   return 2.0 * model_.hidden * static_cast<double>(model_.vocab);
 }
 
-double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Recompute recompute,
-                                bool checkpointed) const {
-  check_degree(tp, "tp");
+CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work, int tp) const {
   const double tokens = local_tokens(work);
-  if (tokens <= 0) return 0;
   const auto& c = profile_.compute;
   const double peak = c.peak_tflops * 1e12;
-  const double gemm = tokens * gemm_flops_per_token() / tp / (peak * c.gemm_efficiency.at(tokens));
-  double attention = 0;
+  LayerParts parts;
+  parts.gemm = tokens * gemm_flops_per_token() / tp / (peak * c.gemm_efficiency.at(tokens));
   for (const auto& share : work) {
     if (share.sequence_tokens <= 0) continue;
     check_degree(share.cp, "share cp");
     const double s = static_cast<double>(share.sequence_tokens);
-    attention += attention_flops(share.sequence_tokens) / (share.cp * tp) / (peak * c.attention_efficiency.at(s));
+    parts.attention +=
+        attention_flops(share.sequence_tokens) / (share.cp * tp) / (peak * c.attention_efficiency.at(s));
   }
+  return parts;
+}
+
+double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Recompute recompute,
+                                bool checkpointed) const {
+  check_degree(tp, "tp");
+  if (local_tokens(work) <= 0) return 0;
+  const auto& c = profile_.compute;
+  const auto [gemm, attention] = layer_parts(work, tp);
   double seconds = 3 * gemm + (1 + c.attention_backward_ratio) * attention + c.layer_overhead_us * 1e-6;
   if (checkpointed || recompute == Recompute::Full) seconds += gemm + attention;
   return seconds;
+}
+
+double CostModel::head_forward_seconds(double tokens, int tp) const {
+  const auto& c = profile_.compute;
+  return tokens * head_flops_per_token() / tp / (c.peak_tflops * 1e12 * c.gemm_efficiency.at(tokens));
 }
 
 double CostModel::compute_seconds(std::span<const SequenceShare> work, const ParallelScheme& scheme, int layers,
@@ -107,41 +119,73 @@ double CostModel::compute_seconds(std::span<const SequenceShare> work, const Par
   const int checkpointed = checkpointed_layers(scheme, layers);
   double seconds = checkpointed * layer_seconds(work, scheme.tp, scheme.recompute, true) +
                    (layers - checkpointed) * layer_seconds(work, scheme.tp, scheme.recompute, false);
-  if (with_head) {
-    const auto& c = profile_.compute;
-    seconds += 3 * tokens * head_flops_per_token() / scheme.tp / (c.peak_tflops * 1e12 * c.gemm_efficiency.at(tokens));
-  }
+  // The LM head: forward plus a backward of twice its FLOPs.
+  if (with_head) seconds += 3 * head_forward_seconds(tokens, scheme.tp);
   return seconds;
 }
 
-double CostModel::cp_comm_seconds(Tokens tokens_on_gpu, int cp, int layers, LinkClass link) const {
+double CostModel::forward_seconds(std::span<const SequenceShare> work, const ParallelScheme& scheme, int layers,
+                                  bool with_head) const {
+  if (layers < 0) throw std::invalid_argument("cost model: negative layer count");
+  check_degree(scheme.tp, "tp");
+  const double tokens = local_tokens(work);
+  if (tokens <= 0) return 0;
+  const auto& c = profile_.compute;
+  const auto [gemm, attention] = layer_parts(work, scheme.tp);
+  const double forward = gemm + attention;
+  const double work_seconds = 3 * gemm + (1 + c.attention_backward_ratio) * attention;
+  const double overhead = work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0;
+  double seconds = layers * (forward + overhead);
+  if (with_head) seconds += head_forward_seconds(tokens, scheme.tp);
+  return seconds;
+}
+
+std::vector<CollectiveCall> CostModel::cp_comm_calls(Tokens tokens_on_gpu, int cp, int layers) const {
   check_degree(cp, "cp");
-  if (cp == 1 || tokens_on_gpu <= 0 || layers <= 0) return 0;
+  if (cp == 1 || tokens_on_gpu <= 0 || layers <= 0) return {};
   // nccl-tests all_to_all size = the per-rank buffer: the GPU's tokens times the tensor width.
   const double tokens = static_cast<double>(tokens_on_gpu);
   const double q_bytes = tokens * model_.q_hidden() * kBf16Bytes;
   const double kv_bytes = tokens * model_.kv_hidden() * kBf16Bytes;
-  const double per_direction = 2 * profile_.collective_seconds(CollectiveOp::AllToAll, link, cp, q_bytes) +
-                               2 * profile_.collective_seconds(CollectiveOp::AllToAll, link, cp, kv_bytes);
-  // Forward: Q, K, V in and the output back; backward: their gradients the other way.
-  return layers * 2 * per_direction;
+  // Per layer, forward: Q and the output (q width), K and V (kv width); backward: their gradients the other way.
+  return {{CollectiveOp::AllToAll, cp, q_bytes, 4.0 * layers}, {CollectiveOp::AllToAll, cp, kv_bytes, 4.0 * layers}};
+}
+
+double CostModel::cp_comm_seconds(Tokens tokens_on_gpu, int cp, int layers, LinkClass link) const {
+  return collective_time(cp_comm_calls(tokens_on_gpu, cp, layers), link).seconds();
+}
+
+std::vector<CollectiveCall> CostModel::tp_comm_calls(Tokens tokens, int tp, int layers) const {
+  check_degree(tp, "tp");
+  if (tp == 1 || tokens <= 0 || layers <= 0) return {};
+  const double bytes = static_cast<double>(tokens) * model_.hidden * kBf16Bytes;  // the full, gathered buffer
+  // Forward: all-gather before and reduce-scatter after attention and the MLP; backward mirrors it.
+  return {{CollectiveOp::AllGather, tp, bytes, 4.0 * layers}, {CollectiveOp::ReduceScatter, tp, bytes, 4.0 * layers}};
 }
 
 double CostModel::tp_comm_seconds(Tokens tokens, int tp, int layers, LinkClass link) const {
+  return collective_time(tp_comm_calls(tokens, tp, layers), link).seconds();
+}
+
+std::vector<CollectiveCall> CostModel::pp_transfer_calls(Tokens tokens, int tp) const {
   check_degree(tp, "tp");
-  if (tp == 1 || tokens <= 0 || layers <= 0) return 0;
-  const double bytes = static_cast<double>(tokens) * model_.hidden * kBf16Bytes;  // the full, gathered buffer
-  const double pair = profile_.collective_seconds(CollectiveOp::AllGather, link, tp, bytes) +
-                      profile_.collective_seconds(CollectiveOp::ReduceScatter, link, tp, bytes);
-  // Forward: all-gather before and reduce-scatter after attention and the MLP; backward mirrors it.
-  return layers * 2 * 2 * pair;
+  if (tokens <= 0) return {};
+  const double bytes = static_cast<double>(tokens) * model_.hidden * kBf16Bytes / tp;
+  return {{CollectiveOp::SendRecv, 2, bytes, 1.0}};
 }
 
 double CostModel::pp_transfer_seconds(Tokens tokens, int tp, LinkClass link) const {
-  check_degree(tp, "tp");
-  if (tokens <= 0) return 0;
-  const double bytes = static_cast<double>(tokens) * model_.hidden * kBf16Bytes / tp;
-  return profile_.collective_seconds(CollectiveOp::SendRecv, link, 2, bytes);
+  return collective_time(pp_transfer_calls(tokens, tp), link).seconds();
+}
+
+CollectiveTime CostModel::collective_time(std::span<const CollectiveCall> calls, LinkClass link) const {
+  CollectiveTime total;
+  for (const auto& call : calls) {
+    const CollectiveTime one = profile_.collective_time(call.op, link, call.group_size, call.bytes);
+    total.latency_s += call.count * one.latency_s;
+    total.transfer_s += call.count * one.transfer_s;
+  }
+  return total;
 }
 
 double CostModel::parameters_per_gpu(const ParallelScheme& scheme) const {
@@ -156,20 +200,27 @@ double CostModel::parameters_per_gpu(const ParallelScheme& scheme) const {
   return layers + vocab_matrices * vocab_matrix;
 }
 
-double CostModel::gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link) const {
+std::vector<CollectiveCall> CostModel::gradient_sync_calls(const ParallelScheme& scheme, int shard_degree) const {
   check_degree(shard_degree, "shard degree");
-  if (shard_degree == 1) return 0;
+  if (shard_degree == 1) return {};
   const double bytes = parameters_per_gpu(scheme) * kBf16Bytes;
-  if (options_.zero_stage == 0) return profile_.collective_seconds(CollectiveOp::AllReduce, link, shard_degree, bytes);
+  if (options_.zero_stage == 0) return {{CollectiveOp::AllReduce, shard_degree, bytes, 1.0}};
   // ZeRO 1-3: gradients reduce-scattered onto their optimizer shard, updated bf16 parameters all-gathered back.
-  return profile_.collective_seconds(CollectiveOp::ReduceScatter, link, shard_degree, bytes) +
-         profile_.collective_seconds(CollectiveOp::AllGather, link, shard_degree, bytes);
+  return {{CollectiveOp::ReduceScatter, shard_degree, bytes, 1.0}, {CollectiveOp::AllGather, shard_degree, bytes, 1.0}};
+}
+
+double CostModel::gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link) const {
+  return collective_time(gradient_sync_calls(scheme, shard_degree), link).seconds();
 }
 
 double CostModel::optimizer_seconds(const ParallelScheme& scheme, int shard_degree) const {
   check_degree(shard_degree, "shard degree");
   const double updated = parameters_per_gpu(scheme) / (options_.zero_stage >= 1 ? shard_degree : 1);
   return profile_.compute.optimizer_us_per_mparam * (updated / 1e6) * 1e-6;
+}
+
+double CostModel::switch_seconds(const ParallelScheme& scheme) const {
+  return profile_.compute.hot_switch_us_per_mparam * parameters_per_gpu(scheme) / 1e6 * 1e-6;
 }
 
 double CostModel::static_bytes(const ParallelScheme& scheme, int shard_degree) const {

@@ -3,6 +3,7 @@
 // simulator's activity sizes, each paper's own formula (see cost_views.hpp) -- comes from this class, which is
 // built from a calibration profile.
 #include <span>
+#include <vector>
 
 #include "policies/core/cluster.hpp"
 #include "policies/core/model.hpp"
@@ -33,6 +34,15 @@ struct ParallelScheme {
 struct SequenceShare {
   Tokens sequence_tokens = 0;
   int cp = 1;
+};
+
+/// Collectives a piece of work issues, as the cost model times them: `count` calls of `bytes` each (nccl-tests
+/// size) over `group_size` GPUs. The *_seconds functions below are collective_time() of their *_calls.
+struct CollectiveCall {
+  CollectiveOp op = CollectiveOp::AllToAll;
+  int group_size = 1;
+  double bytes = 0;
+  double count = 1;
 };
 
 struct CostModelOptions {
@@ -70,10 +80,26 @@ class CostModel {
   double tp_comm_seconds(Tokens tokens, int tp, int layers, LinkClass link) const;
   /// One pipeline activation (or gradient) transfer of `tokens` tokens between stages.
   double pp_transfer_seconds(Tokens tokens, int tp, LinkClass link) const;
-  /// End of iteration gradient sync for the parameters one GPU holds: ZeRO-2/3 reduce-scatter + all-gather
-  /// (stage 0/1: all-reduce) across `shard_degree` GPUs.
+  /// End of iteration gradient sync for the parameters one GPU holds: ZeRO-1/2/3 reduce-scatter + all-gather
+  /// (stage 0: all-reduce) across `shard_degree` GPUs.
   double gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link) const;
   double optimizer_seconds(const ParallelScheme& scheme, int shard_degree) const;
+  /// Re-sharding a GPU's parameters into `scheme` at a parallel-strategy switch (HotSPa).
+  double switch_seconds(const ParallelScheme& scheme) const;
+
+  // ---- The collectives behind the *_seconds functions above (what the simulator turns into flows) ----
+  std::vector<CollectiveCall> cp_comm_calls(Tokens tokens_on_gpu, int cp, int layers) const;
+  std::vector<CollectiveCall> tp_comm_calls(Tokens tokens, int tp, int layers) const;
+  std::vector<CollectiveCall> pp_transfer_calls(Tokens tokens, int tp) const;
+  /// In execution order: reduce-scatter then all-gather (the optimizer step runs between them), or one all-reduce.
+  std::vector<CollectiveCall> gradient_sync_calls(const ParallelScheme& scheme, int shard_degree) const;
+  /// Latency and transfer of `calls` on `link`, each summed over the calls.
+  CollectiveTime collective_time(std::span<const CollectiveCall> calls, LinkClass link) const;
+  /// The forward part of compute_seconds; the rest is backward (with any recomputation). Per layer: the forward
+  /// GEMMs and attention plus the layer overhead in proportion to that share of the layer's work; the LM head's
+  /// forward GEMM. Pipeline schedules (1F1B) need the split.
+  double forward_seconds(std::span<const SequenceShare> work, const ParallelScheme& scheme, int layers,
+                         bool with_head) const;
   /// Parameters held by one GPU of a replica with this scheme (before ZeRO sharding).
   double parameters_per_gpu(const ParallelScheme& scheme) const;
 
@@ -88,6 +114,13 @@ class CostModel {
 
  private:
   double activation_bytes_per_token_layer(const ActivationCoefficients& c) const;
+  /// Forward GEMM and forward attention seconds of one layer over `work` (the terms of layer_seconds).
+  struct LayerParts {
+    double gemm = 0;
+    double attention = 0;
+  };
+  LayerParts layer_parts(std::span<const SequenceShare> work, int tp) const;
+  double head_forward_seconds(double tokens, int tp) const;
 
   ModelConfig model_;
   ClusterSpec cluster_;

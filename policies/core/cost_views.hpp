@@ -53,6 +53,13 @@ class HydraulisView {
   HydraulisView(const CostModel& cost, int total_gpus);
   QuadraticFit latency(const ParallelScheme& scheme) const;
   Tokens max_len(const ParallelScheme& scheme) const;
+  /// Appendix C: UtilLen(P), the shortest sequence length whose throughput (tokens per second of one stage's
+  /// forward + backward, the quantity T(l, P) fits) reaches `threshold` x the scheme's best throughput over the
+  /// lengths latency() is fitted on (the paper uses 0.85). threshold in (0, 1].
+  Tokens util_len(const ParallelScheme& scheme, double threshold) const;
+  /// The cost model's time T(l, P) that latency() fits: one forward + backward of the slowest (last) stage for
+  /// a single sequence of l tokens, with its TP collectives and pipeline transfers.
+  double stage_seconds(const ParallelScheme& scheme, Tokens l) const;
 
  private:
   const CostModel* cost_;

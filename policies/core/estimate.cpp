@@ -49,18 +49,8 @@ Tokens ceil_div(Tokens a, int b) {
   return (a + b - 1) / b;
 }
 
-/// One micro-batch split by CP rank.
-struct MicroBatchWork {
-  std::vector<std::vector<SequenceShare>> local;  ///< per CP rank
-  std::vector<Tokens> local_tokens;               ///< per CP rank
-  std::vector<SequenceShare> dist;
-  Tokens sharded_tokens = 0;
-  Tokens sharded_per_gpu = 0;
-  Tokens gpu_tokens(int cp_rank) const { return local_tokens[static_cast<std::size_t>(cp_rank)] + sharded_per_gpu; }
-};
+}  // namespace
 
-/// Placements with a cp_rank outside [-1, cp) are skipped here; the validator reports them and
-/// estimate_iteration refuses the plan before getting here.
 MicroBatchWork split_work(const Replica& replica, const MicroBatch& micro_batch) {
   const int cp = replica.scheme.cp;
   MicroBatchWork work;
@@ -81,6 +71,8 @@ MicroBatchWork split_work(const Replica& replica, const MicroBatch& micro_batch)
   work.sharded_per_gpu = ceil_div(work.sharded_tokens, cp);
   return work;
 }
+
+namespace {
 
 bool replica_shape_ok(const Replica& replica, const CostModel& cost) {
   const auto& s = replica.scheme;
@@ -260,11 +252,8 @@ IterationEstimate estimate_iteration(const IterationPlan& plan, const CostModel&
   bool first_phase = true;
   for (const auto& [phase, replicas] : phases) {
     double switch_seconds = 0;
-    if (!first_phase) {
-      double parameters = 0;
-      for (const Replica* r : replicas) parameters = std::max(parameters, cost.parameters_per_gpu(r->scheme));
-      switch_seconds = cost.profile().compute.hot_switch_us_per_mparam * parameters / 1e6 * 1e-6;
-    }
+    if (!first_phase)
+      for (const Replica* r : replicas) switch_seconds = std::max(switch_seconds, cost.switch_seconds(r->scheme));
     first_phase = false;
 
     std::vector<int> slice_group;  // GPUs holding the first model slice: the ZeRO sharding group's link

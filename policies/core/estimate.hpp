@@ -16,6 +16,19 @@ struct IterationEstimate {
   bool out_of_memory() const { return oom_gpus > 0; }
 };
 
+/// One micro-batch split by CP rank: the work the estimate (and the simulator) charges each rank.
+struct MicroBatchWork {
+  std::vector<std::vector<SequenceShare>> local;  ///< per CP rank: its whole sequences, SequenceShare{tokens, 1}
+  std::vector<Tokens> local_tokens;               ///< per CP rank
+  std::vector<SequenceShare> dist;                ///< sharded sequences, SequenceShare{tokens, cp}
+  Tokens sharded_tokens = 0;
+  Tokens sharded_per_gpu = 0;                     ///< ceil(sharded_tokens / cp)
+  Tokens gpu_tokens(int cp_rank) const { return local_tokens[static_cast<std::size_t>(cp_rank)] + sharded_per_gpu; }
+};
+/// A padded micro-batch costs (and holds) every sequence at its longest length. Placements with a cp_rank outside
+/// [-1, cp) are skipped (the validator reports them).
+MicroBatchWork split_work(const Replica& replica, const MicroBatch& micro_batch);
+
 /// Time of one micro-batch on one CP rank of a non-pipelined replica (Skrull Eq. 2 when the replica overlaps).
 double micro_batch_rank_seconds(const CostModel& cost, const Replica& replica, const MicroBatch& micro_batch,
                                 int cp_rank);

@@ -51,17 +51,17 @@ double bus_factor(CollectiveOp op, int group_size) {
   return 1;
 }
 
-double CollectiveFit::seconds(double bytes) const {
-  if (segments.empty()) throw std::logic_error("CollectiveFit::seconds without segments");
-  if (bytes < 0) throw std::invalid_argument("CollectiveFit::seconds: negative size");
+CollectiveTime CollectiveFit::time(double bytes) const {
+  if (segments.empty()) throw std::logic_error("CollectiveFit::time without segments");
+  if (bytes < 0) throw std::invalid_argument("CollectiveFit::time: negative size");
   // The last segment is open-ended whatever its max_bytes says.
   auto segment = std::find_if(segments.begin(), segments.end() - 1,
                               [bytes](const CollectiveSegment& s) { return bytes <= s.max_bytes; });
-  return segment->latency_us * 1e-6 + bytes * bus_factor(op, group_size) / (segment->bus_GBps * 1e9);
+  return {segment->latency_us * 1e-6, bytes * bus_factor(op, group_size) / (segment->bus_GBps * 1e9)};
 }
 
-double Profile::collective_seconds(CollectiveOp op, LinkClass link, int group_size, double bytes) const {
-  if (group_size <= 1) return 0;  // nothing to exchange within one GPU
+CollectiveTime Profile::collective_time(CollectiveOp op, LinkClass link, int group_size, double bytes) const {
+  if (group_size <= 1) return {};  // nothing to exchange within one GPU
   const CollectiveFit* best = nullptr;
   double best_distance = std::numeric_limits<double>::infinity();
   for (const auto& fit : collectives) {
@@ -80,7 +80,7 @@ double Profile::collective_seconds(CollectiveOp op, LinkClass link, int group_si
   // Bus bandwidth is group-size normalised; the size term uses the bus factor of the group actually asked for.
   CollectiveFit fit = *best;
   fit.group_size = group_size;
-  return fit.seconds(bytes);
+  return fit.time(bytes);
 }
 
 std::string Profile::label() const {

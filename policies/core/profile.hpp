@@ -27,6 +27,14 @@ std::string_view to_string(CollectiveOp op);
 /// nccl-tests bus-bandwidth factor: busbw = algbw * factor(n).
 double bus_factor(CollectiveOp op, int group_size);
 
+/// One collective's time, split: the fixed latency and the size-proportional transfer. The simulator keeps them
+/// apart (a latency does not occupy links; a transfer does).
+struct CollectiveTime {
+  double latency_s = 0;
+  double transfer_s = 0;
+  double seconds() const { return latency_s + transfer_s; }
+};
+
 /// latency + size * bus_factor / bus bandwidth, for sizes up to max_bytes (nccl-tests "size").
 struct CollectiveSegment {
   double max_bytes = 0;  ///< upper end of the segment; the last segment is open-ended
@@ -41,7 +49,8 @@ struct CollectiveFit {
   std::vector<CollectiveSegment> segments;
   std::optional<double> fit_mape;
   bool measured = false;  ///< false: prior value kept (e.g. one-GPU calibration, or derived from public figures)
-  double seconds(double bytes) const;
+  double seconds(double bytes) const { return time(bytes).seconds(); }
+  CollectiveTime time(double bytes) const;
 };
 
 struct ComputeProfile {
@@ -99,7 +108,11 @@ struct Profile {
   /// Seconds for one collective of `bytes` (nccl-tests size) over `group_size` GPUs on `link`. Uses the entry
   /// of that op and link with the nearest group size (log scale), since busbw already normalises group size.
   /// Throws InputError when the profile has no entry for op and link.
-  double collective_seconds(CollectiveOp op, LinkClass link, int group_size, double bytes) const;
+  double collective_seconds(CollectiveOp op, LinkClass link, int group_size, double bytes) const {
+    return collective_time(op, link, group_size, bytes).seconds();
+  }
+  /// collective_seconds split into latency and transfer.
+  CollectiveTime collective_time(CollectiveOp op, LinkClass link, int group_size, double bytes) const;
   /// "uncalibrated (derived from public figures)" or "calibrated on <device>, <date>".
   std::string label() const;
 };

@@ -1,0 +1,67 @@
+#include "calibrate/gpu/nccl_library.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace lcsim::gpu {
+namespace {
+
+template <class Fn>
+bool bind(void* handle, const char* name, Fn& fn, std::string& reason) {
+  void* symbol = dlsym(handle, name);
+  if (symbol == nullptr) {
+    reason = std::string("symbol ") + name + " missing";
+    return false;
+  }
+  fn = reinterpret_cast<Fn>(symbol);
+  return true;
+}
+
+}  // namespace
+
+NcclLibrary::NcclLibrary() {
+  const char* configured = std::getenv("LCSIM_NCCL_LIBRARY");
+  const std::string file = configured != nullptr && *configured != '\0' ? configured : "libnccl.so.2";
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* error = dlerror();
+    reason_ = "cannot load " + file + (error != nullptr ? std::string(": ") + error : std::string());
+    return;
+  }
+  const bool ok =
+      bind(handle, "ncclGetVersion", get_version, reason_) &&
+      bind(handle, "ncclGetErrorString", error_string, reason_) &&
+      bind(handle, "ncclCommInitAll", comm_init_all, reason_) &&
+      bind(handle, "ncclCommDestroy", comm_destroy, reason_) && bind(handle, "ncclGroupStart", group_start, reason_) &&
+      bind(handle, "ncclGroupEnd", group_end, reason_) && bind(handle, "ncclAllGather", all_gather, reason_) &&
+      bind(handle, "ncclReduceScatter", reduce_scatter, reason_) &&
+      bind(handle, "ncclAllReduce", all_reduce, reason_) && bind(handle, "ncclAlltoAll", all_to_all, reason_) &&
+      bind(handle, "ncclSend", send, reason_) && bind(handle, "ncclRecv", recv, reason_);
+  if (!ok) {
+    reason_ = file + ": " + reason_ + " (NCCL 2.28 or newer is needed for ncclAlltoAll)";
+    dlclose(handle);
+    return;
+  }
+  handle_ = handle;
+}
+
+const NcclLibrary& NcclLibrary::get() {
+  static const NcclLibrary library;
+  return library;
+}
+
+std::string NcclLibrary::version() const {
+  if (!available()) return "not loaded (" + reason_ + ")";
+  int code = 0;
+  if (get_version(&code) != ncclSuccess) return "unknown";
+  // NCCL_VERSION(X, Y, Z) = X * 10000 + Y * 100 + Z since 2.9.
+  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." + std::to_string(code % 100);
+}
+
+void NcclLibrary::check(ncclResult_t result, const std::string& what) const {
+  if (result != ncclSuccess) throw std::runtime_error("NCCL " + what + ": " + error_string(result));
+}
+
+}  // namespace lcsim::gpu

@@ -1,0 +1,114 @@
+#pragma once
+// The raw measurements of one `lcsim-gpu calibrate` run, written next to the profile ("lcsim-measurements/1" JSON)
+// so the fit can be redone, audited or refitted offline (`lcsim-gpu fit`) without the GPU. Reading is strict:
+// unknown keys are errors and every error names the file and the JSON path.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "calibrate/host/fit.hpp"
+#include "policies/core/cost_model.hpp"
+
+namespace lcsim {
+
+struct DeviceDescription {
+  std::string name;                ///< as the CUDA runtime names it, e.g. "NVIDIA H100 80GB HBM3"
+  std::string gpu_kind;            ///< the matching named GPU kind (H100-SXM, H200, A800), "" when none matches
+  int count = 0;                   ///< visible GPUs
+  std::string compute_capability;  ///< "9.0"
+  int multiprocessors = 0;
+  double memory_bytes = 0;  ///< device memory of GPU 0
+  std::string driver;       ///< NVIDIA driver version
+  std::string cuda;         ///< CUDA runtime version
+  std::string nccl;         ///< NCCL version, or why it was not loaded
+  std::string date;         ///< ISO 8601 UTC time the run started
+  std::string host;         ///< host name
+};
+
+/// One timed region: medians over the repetitions.
+struct KernelTiming {
+  double kernel_seconds = 0;  ///< summed durations of the region's kernels (CUPTI), or the event time without CUPTI
+  double event_seconds = 0;   ///< CUDA events around the region (launch gaps included)
+  int kernels = 0;            ///< kernels per repetition (0 when timed by events only)
+};
+
+/// The layer's forward GEMMs (QKV, O, gate+up, down) at `tokens` rows, and their backward (dgrad + wgrad).
+struct GemmMeasurement {
+  Tokens tokens = 0;
+  KernelTiming forward, backward;
+};
+
+/// `sequences` packed sequences of `seq_len` tokens through the model's attention shape.
+struct AttentionMeasurement {
+  int seq_len = 0;
+  int sequences = 0;
+  KernelTiming forward, backward;
+};
+
+/// One layer proxy forward + backward over a micro-batch (event time: the layer as a framework runs it).
+struct LayerMeasurement {
+  std::vector<int> seqlens;
+  Recompute recompute = Recompute::None;
+  double seconds = 0;
+};
+
+/// Arena high-water mark of `layers[i]` stacked layer proxies run forward and backward over `tokens` tokens.
+struct MemoryMeasurement {
+  std::string model;
+  int hidden = 0, kv_hidden = 0, ffn = 0;
+  int tokens = 0;
+  Recompute recompute = Recompute::None;
+  std::vector<int> layers;
+  std::vector<double> peak_bytes;
+};
+
+struct CollectiveMeasurement {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  int group_size = 2;
+  std::vector<CollectiveSample> samples;  ///< nccl-tests size and median time
+};
+
+/// The four all-to-alls of one layer forward under Ulysses (Q, K, V in, the output back) for a CP group.
+struct UlyssesMeasurement {
+  int cp = 2;
+  int tokens_per_gpu = 0;
+  double seconds = 0;
+};
+
+/// One AdamW step over `parameters` parameters.
+struct OptimizerMeasurement {
+  double parameters = 0;
+  double seconds = 0;
+};
+
+struct Measurements {
+  DeviceDescription device;
+  std::string model;
+  std::string timing;  ///< "cupti", or "cuda-events (CUPTI unavailable: why)"
+  int warmup = 0;
+  int repetitions = 0;
+  std::vector<GemmMeasurement> gemm;
+  std::vector<AttentionMeasurement> attention;
+  std::vector<LayerMeasurement> layers;
+  std::vector<MemoryMeasurement> memory;
+  std::vector<CollectiveMeasurement> collectives;
+  std::vector<UlyssesMeasurement> ulysses;
+  std::vector<OptimizerMeasurement> optimizer;
+  std::vector<std::string> warnings;  ///< timing cross-check disagreements, points skipped and why
+};
+
+inline constexpr const char* kMeasurementsFormat = "lcsim-measurements/1";
+
+/// Keys in the documented order (ordered_json).
+nlohmann::ordered_json measurements_to_json(const Measurements& m);
+Measurements measurements_from_json(const nlohmann::json& document, const std::string& file);
+Measurements load_measurements(const std::string& file);
+void save_measurements(const Measurements& m, const std::string& file);
+
+/// "none" / "selective" / "full"; throws InputError naming `what` otherwise.
+Recompute parse_recompute(const std::string& name, const std::string& what);
+/// "all_gather", ...; throws InputError naming `what` otherwise.
+CollectiveOp parse_collective_op(const std::string& name, const std::string& what);
+
+}  // namespace lcsim

@@ -1,0 +1,449 @@
+#include "calibrate/host/profile_fit.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "policies/core/cost_model.hpp"
+#include "policies/core/errors.hpp"
+#include "policies/core/fitting.hpp"
+
+namespace lcsim {
+namespace {
+
+std::string fixed(double v, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << v;
+  return out.str();
+}
+
+std::string percent(const std::optional<double>& mape) {
+  return mape ? fixed(*mape * 100, 1) + " %" : "n/a";
+}
+
+int count_held(std::size_t n, int every_k) {
+  const auto mask = held_out_mask(n, every_k);
+  return static_cast<int>(std::count(mask.begin(), mask.end(), true));
+}
+
+/// Indices of `values` in increasing order.
+std::vector<std::size_t> order_of(const std::vector<double>& values) {
+  std::vector<std::size_t> order(values.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+  return order;
+}
+
+/// y = slope x through the origin on the points not held out (ordered by x); MAPE on the held-out ones.
+struct ProportionalFit {
+  double slope = 0;
+  std::optional<double> held_out_mape;
+};
+ProportionalFit proportional_held_out(const std::vector<double>& x, const std::vector<double>& y, int every_k) {
+  const auto order = order_of(x);
+  const auto mask = held_out_mask(x.size(), every_k);
+  std::vector<double> fx, fy, hx, hy;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    (mask[i] ? hx : fx).push_back(x[order[i]]);
+    (mask[i] ? hy : fy).push_back(y[order[i]]);
+  }
+  const LinearFit fit = fit_proportional(fx, fy);
+  ProportionalFit out{fit.slope, std::nullopt};
+  if (!hx.empty()) {
+    std::vector<double> predicted;
+    for (double v : hx) predicted.push_back(fit.slope * v);
+    out.held_out_mape = mean_absolute_percentage_error(predicted, hy);
+  }
+  return out;
+}
+
+ClusterSpec one_gpu_cluster(const Profile& profile, double memory_bytes) {
+  ClusterSpec cluster;
+  for (const auto& gpu : named_gpus()) {
+    if (gpu.name == profile.gpu) cluster.gpu = gpu;
+  }
+  if (cluster.gpu.name.empty()) cluster.gpu = GpuKind{profile.gpu, memory_bytes, profile.compute.peak_tflops, 0, 0};
+  cluster.nodes = 1;
+  cluster.gpus_per_node = 1;
+  return cluster;
+}
+
+std::vector<SequenceShare> shares_of(const std::vector<int>& seqlens) {
+  std::vector<SequenceShare> work;
+  for (int s : seqlens) work.push_back({s, 1});
+  return work;
+}
+
+struct Fitter {
+  const Measurements& m;
+  const ModelConfig& model;
+  Profile p;
+  std::vector<FitReportLine> report;
+  std::vector<std::string> measured, kept;
+
+  CostModel cost_model() const { return CostModel(model, one_gpu_cluster(p, m.device.memory_bytes), p); }
+  double peak() const { return p.compute.peak_tflops * 1e12; }
+
+  void check_efficiency(double e, const std::string& where) const {
+    if (!(e > 0) || !std::isfinite(e)) throw InputError("measurements: " + where + ": non-positive time");
+    if (e > 1) {
+      throw InputError("measurements: " + where + " ran at " + fixed(e * 100, 1) + " % of peak_tflops " +
+                       fixed(p.compute.peak_tflops, 0) + ": the peak is wrong for this GPU (pass --peak-tflops)");
+    }
+  }
+
+  void gemm() {
+    if (m.gemm.empty()) throw InputError("measurements: no GEMM sweep");
+    const CostModel cm = cost_model();
+    std::vector<double> x, e, fwd, bwd;
+    for (const auto& g : m.gemm) {
+      const double flops = static_cast<double>(g.tokens) * cm.gemm_flops_per_token();
+      const double eff = flops / (g.forward.kernel_seconds * peak());
+      check_efficiency(eff, "GEMMs at " + std::to_string(g.tokens) + " tokens");
+      x.push_back(static_cast<double>(g.tokens));
+      e.push_back(eff);
+      fwd.push_back(g.forward.kernel_seconds);
+      bwd.push_back(g.backward.kernel_seconds);
+    }
+    p.compute.gemm_efficiency = efficiency_curve(x, e, kMeasuredHoldOutEvery, "GEMM");
+    const auto& c = p.compute.gemm_efficiency;
+    report.push_back({"GEMM efficiency vs tokens", static_cast<int>(x.size()),
+                      count_held(x.size(), kMeasuredHoldOutEvery), c.fit_mape,
+                      fixed(c.y.front(), 3) + " at " + fixed(c.x.front(), 0) + " .. " + fixed(c.y.back(), 3) + " at " +
+                          fixed(c.x.back(), 0) + " tokens"});
+    const auto ratio = proportional_held_out(fwd, bwd, kMeasuredHoldOutEvery);
+    report.push_back({"GEMM backward / forward (model: 2)", static_cast<int>(x.size()),
+                      count_held(x.size(), kMeasuredHoldOutEvery), ratio.held_out_mape, fixed(ratio.slope, 3)});
+    measured.push_back("GEMM efficiency curve (the layer's QKV, O, gate+up and down GEMMs, CUPTI kernel time)");
+  }
+
+  void attention() {
+    if (m.attention.empty()) throw InputError("measurements: no attention sweep");
+    const CostModel cm = cost_model();
+    std::vector<double> x, e, fwd, bwd;
+    for (const auto& a : m.attention) {
+      const double flops = a.sequences * cm.attention_flops(a.seq_len);
+      const double eff = flops / (a.forward.kernel_seconds * peak());
+      check_efficiency(eff, "attention at sequence length " + std::to_string(a.seq_len));
+      x.push_back(a.seq_len);
+      e.push_back(eff);
+      fwd.push_back(a.forward.kernel_seconds);
+      bwd.push_back(a.backward.kernel_seconds);
+    }
+    p.compute.attention_efficiency = efficiency_curve(x, e, kMeasuredHoldOutEvery, "attention");
+    const auto& c = p.compute.attention_efficiency;
+    report.push_back({"attention efficiency vs length", static_cast<int>(x.size()),
+                      count_held(x.size(), kMeasuredHoldOutEvery), c.fit_mape,
+                      fixed(c.y.front(), 3) + " at " + fixed(c.x.front(), 0) + " .. " + fixed(c.y.back(), 3) + " at " +
+                          fixed(c.x.back(), 0)});
+    const auto ratio = proportional_held_out(fwd, bwd, kMeasuredHoldOutEvery);
+    p.compute.attention_backward_ratio = ratio.slope;
+    report.push_back({"attention backward / forward", static_cast<int>(x.size()),
+                      count_held(x.size(), kMeasuredHoldOutEvery), ratio.held_out_mape, fixed(ratio.slope, 3)});
+    measured.push_back("attention efficiency curve and backward ratio (lcsim's varlen kernels, CUPTI kernel time)");
+  }
+
+  void layer_overhead() {
+    if (m.layers.empty()) {
+      kept.push_back("layer_overhead_us (no layer measurements)");
+      report.push_back({"layer overhead", 0, 0, std::nullopt, "not measured: prior kept"});
+      return;
+    }
+    p.compute.layer_overhead_us = 0;
+    const CostModel cm = cost_model();
+    std::vector<double> measured_s, base;
+    for (const auto& l : m.layers) {
+      const auto work = shares_of(l.seqlens);
+      measured_s.push_back(l.seconds);
+      base.push_back(cm.layer_seconds(work, 1, l.recompute, l.recompute == Recompute::Full));
+    }
+    // overhead c minimising sum(((base + c - y) / y)^2) over the points not held out (ordered by time).
+    const auto order = order_of(measured_s);
+    const auto mask = held_out_mask(order.size(), kMeasuredHoldOutEvery);
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (mask[i]) continue;
+      const double y = measured_s[order[i]];
+      num += (y - base[order[i]]) / (y * y);
+      den += 1 / (y * y);
+    }
+    const double overhead = num / den;
+    std::vector<double> predicted, actual;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (!mask[i]) continue;
+      predicted.push_back(base[order[i]] + std::max(overhead, 0.0));
+      actual.push_back(measured_s[order[i]]);
+    }
+    p.compute.layer_overhead_us = std::max(overhead, 0.0) * 1e6;
+    p.compute.layer_overhead_fit_mape =
+        actual.empty() ? std::nullopt : std::optional<double>(mean_absolute_percentage_error(predicted, actual));
+    std::string result = fixed(overhead * 1e6, 1) + " us";
+    if (overhead < 0) {
+      result += " < 0: stored 0 (the GEMM and attention terms alone over-predict the layer)";
+      kept.push_back("layer_overhead_us fitted negative (" + fixed(overhead * 1e6, 1) + " us), stored as 0");
+    }
+    report.push_back({"layer time = cost model + overhead", static_cast<int>(order.size()),
+                      count_held(order.size(), kMeasuredHoldOutEvery), p.compute.layer_overhead_fit_mape, result});
+    measured.push_back("layer_overhead_us (layer proxy forward+backward, CUDA events, " +
+                       std::to_string(m.layers.size()) + " micro-batches x recomputation modes)");
+  }
+
+  void memory() {
+    if (m.memory.empty()) {
+      kept.push_back("activation bytes (no memory probes)");
+      report.push_back({"activation bytes", 0, 0, std::nullopt, "not measured: prior kept"});
+      return;
+    }
+    std::map<Recompute, std::vector<ActivationSample>> by_mode;
+    for (const auto& probe : m.memory) {
+      std::vector<double> depth(probe.layers.begin(), probe.layers.end());
+      if (std::set<double>(depth.begin(), depth.end()).size() < 2) {
+        throw InputError("measurements: memory probe of " + probe.model + " needs two or more stack depths");
+      }
+      // Slope of the high-water mark over stacked layers: what one more layer keeps.
+      const LinearFit fit = fit_linear(depth, probe.peak_bytes);
+      by_mode[probe.recompute].push_back({static_cast<double>(probe.hidden), static_cast<double>(probe.kv_hidden),
+                                          static_cast<double>(probe.ffn), fit.slope / probe.tokens});
+    }
+    std::optional<double> worst;
+    for (auto mode : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+      auto it = by_mode.find(mode);
+      const std::string name = "activation bytes, recompute " + std::string(to_string(mode));
+      if (it == by_mode.end()) {
+        kept.push_back(name + " (not probed)");
+        report.push_back({name, 0, 0, std::nullopt, "not measured: prior kept"});
+        continue;
+      }
+      const ActivationFit fit = fit_activation_coefficients(it->second, kMeasuredHoldOutEvery);
+      auto& target = mode == Recompute::None        ? p.memory.activations_none
+                     : mode == Recompute::Selective ? p.memory.activations_selective
+                                                    : p.memory.activations_full;
+      target = fit.coefficients;
+      if (fit.held_out_mape) worst = std::max(worst.value_or(0.0), *fit.held_out_mape);
+      report.push_back({name, fit.points, fit.held_out, fit.held_out_mape,
+                        fixed(fit.coefficients.per_hidden, 2) + " h + " + fixed(fit.coefficients.per_kv_hidden, 2) +
+                            " kv + " + fixed(fit.coefficients.per_ffn, 2) + " f"});
+    }
+    p.memory.fit_mape = worst;
+    measured.push_back("activation bytes per token per layer (arena high-water mark of the layer proxy over " +
+                       std::to_string(by_mode.begin()->second.size()) + " model shapes)");
+  }
+
+  void collectives() {
+    if (m.collectives.empty()) {
+      kept.push_back("every collective (" + std::to_string(m.device.count) +
+                     " GPU visible: nothing to measure between GPUs; measured: false)");
+      report.push_back({"collectives", 0, 0, std::nullopt, "not measured (one GPU): prior kept, measured: false"});
+      return;
+    }
+    std::string groups;
+    for (const auto& c : m.collectives) {
+      const auto fit = fit_collective_segments(c.samples, c.op, c.group_size, kMeasuredHoldOutEvery);
+      const CollectiveFit entry = fit.to_profile_entry(LinkClass::NvLink, true);
+      auto same = [&](const CollectiveFit& e) {
+        return e.op == c.op && e.link == LinkClass::NvLink && e.group_size == c.group_size;
+      };
+      auto it = std::find_if(p.collectives.begin(), p.collectives.end(), same);
+      if (it == p.collectives.end()) {
+        p.collectives.push_back(entry);
+      } else {
+        *it = entry;
+      }
+      std::string result;
+      for (const auto& s : entry.segments) {
+        if (!result.empty()) result += "; ";
+        result += fixed(s.latency_us, 1) + " us + " + fixed(s.bus_GBps, 1) + " GB/s";
+        if (std::isfinite(s.max_bytes)) result += " up to " + fixed(s.max_bytes / 1024, 0) + " KiB";
+      }
+      report.push_back({std::string(to_string(c.op)) + " n=" + std::to_string(c.group_size),
+                        static_cast<int>(c.samples.size()), count_held(c.samples.size(), kMeasuredHoldOutEvery),
+                        entry.fit_mape, result});
+      if (c.op == CollectiveOp::SendRecv) {
+        // A strategy switch moves 4 bytes per parameter point to point at the large-message rate.
+        p.compute.hot_switch_us_per_mparam = 4.0 * 1e6 / (entry.segments.back().bus_GBps * 1e9) * 1e6;
+        measured.push_back("hot_switch_us_per_mparam (from the send_recv bandwidth)");
+      }
+      const std::string g = std::to_string(c.group_size);
+      if (groups.find("n=" + g + " ") == std::string::npos) groups += "n=" + g + " ";
+    }
+    measured.push_back("NVLink collectives (nccl-tests sizes, " + groups + "GPUs)");
+    kept.push_back("InfiniBand collectives and NVLink group sizes not measured on this node (measured: false)");
+  }
+
+  void ulysses() {
+    if (m.ulysses.empty()) return;
+    std::vector<double> predicted, actual;
+    for (const auto& u : m.ulysses) {
+      const double q_bytes = 2.0 * u.tokens_per_gpu * model.q_hidden();
+      const double kv_bytes = 2.0 * u.tokens_per_gpu * model.kv_hidden();
+      predicted.push_back(2 * p.collective_seconds(CollectiveOp::AllToAll, LinkClass::NvLink, u.cp, q_bytes) +
+                          2 * p.collective_seconds(CollectiveOp::AllToAll, LinkClass::NvLink, u.cp, kv_bytes));
+      actual.push_back(u.seconds);
+    }
+    const double mape = mean_absolute_percentage_error(predicted, actual);
+    report.push_back({"Ulysses all-to-all vs the all_to_all fit", static_cast<int>(actual.size()),
+                      static_cast<int>(actual.size()), mape, "prediction check, not fitted"});
+  }
+
+  void optimizer() {
+    if (m.optimizer.size() < 2) {
+      kept.push_back("optimizer_us_per_mparam (fewer than two optimizer measurements)");
+      report.push_back({"optimizer step", static_cast<int>(m.optimizer.size()), 0, std::nullopt, "prior kept"});
+      return;
+    }
+    std::vector<double> x, y;
+    for (const auto& o : m.optimizer) x.push_back(o.parameters);
+    const auto order = order_of(x);
+    x.clear();
+    for (auto i : order) {
+      x.push_back(m.optimizer[i].parameters);
+      y.push_back(m.optimizer[i].seconds);
+    }
+    const auto fit = fit_linear_held_out(x, y, kMeasuredHoldOutEvery);
+    if (!(fit.fit.slope > 0)) throw InputError("measurements: optimizer time does not grow with parameters");
+    p.compute.optimizer_us_per_mparam = fit.fit.slope * 1e12;
+    report.push_back(
+        {"optimizer step (AdamW)", static_cast<int>(x.size()), count_held(x.size(), kMeasuredHoldOutEvery),
+         fit.held_out_mape,
+         fixed(p.compute.optimizer_us_per_mparam, 2) + " us/Mparam + " + fixed(fit.fit.intercept * 1e6, 1) + " us"});
+    measured.push_back("optimizer_us_per_mparam (fused AdamW step)");
+  }
+
+  void provenance(const Profile& prior) {
+    const auto& d = m.device;
+    auto& pv = p.provenance;
+    pv.calibrated = true;
+    pv.source = "lcsim-gpu calibrate";
+    pv.device = d.name + " x" + std::to_string(d.count) + " (compute capability " + d.compute_capability + ", " +
+                std::to_string(d.multiprocessors) + " SMs" + (d.host.empty() ? "" : ", host " + d.host) + ")";
+    pv.date = d.date;
+    pv.tool_version = LCSIM_VERSION;
+    pv.driver = d.driver;
+    pv.cuda = d.cuda;
+    pv.nccl = d.nccl;
+    pv.model = m.model;
+    std::string notes = "Measured by lcsim-gpu calibrate --model " + m.model + "; kernel timing: " + m.timing +
+                        "; medians of " + std::to_string(m.repetitions) + " repetitions after " +
+                        std::to_string(m.warmup) + " warm-up runs. Measured: ";
+    for (std::size_t i = 0; i < measured.size(); ++i) notes += (i ? "; " : "") + measured[i];
+    notes += ". Kept from the prior (" + prior.label() + "): peak_tflops " + fixed(p.compute.peak_tflops, 0) +
+             " (efficiencies refer to it), logits bytes, static bytes per parameter, reserve";
+    for (const auto& k : kept) notes += "; " + k;
+    notes += ". Held-out MAPE:";
+    for (const auto& line : report) {
+      if (line.held_out_mape) notes += " " + line.what + " " + percent(line.held_out_mape) + ";";
+    }
+    if (!m.warnings.empty()) {
+      notes += " " + std::to_string(m.warnings.size()) + " measurement warning(s), listed in the measurements file.";
+    }
+    pv.notes = notes;
+    p.gpu = d.gpu_kind.empty() ? d.name : d.gpu_kind;
+  }
+};
+
+}  // namespace
+
+Curve efficiency_curve(std::vector<double> x, std::vector<double> efficiency, int every_k, const std::string& what) {
+  if (x.size() != efficiency.size() || x.empty()) throw InputError(what + " curve: no points");
+  const auto order = order_of(x);
+  Curve curve;
+  for (auto i : order) {
+    if (!curve.x.empty() && x[i] == curve.x.back()) {
+      throw InputError(what + " curve: two measurements at " + fixed(x[i], 0));
+    }
+    curve.x.push_back(x[i]);
+    curve.y.push_back(efficiency[i]);
+  }
+  const auto mask = held_out_mask(curve.x.size(), every_k);
+  Curve train;
+  std::vector<std::size_t> held;
+  for (std::size_t i = 0; i < curve.x.size(); ++i) {
+    if (mask[i]) {
+      held.push_back(i);
+    } else {
+      train.x.push_back(curve.x[i]);
+      train.y.push_back(curve.y[i]);
+    }
+  }
+  if (!held.empty()) {
+    double sum = 0;
+    for (auto i : held) sum += std::abs(curve.y[i] / train.at(curve.x[i]) - 1);
+    curve.fit_mape = sum / static_cast<double>(held.size());
+  }
+  return curve;
+}
+
+ActivationFit fit_activation_coefficients(std::vector<ActivationSample> samples, int every_k) {
+  std::sort(samples.begin(), samples.end(),
+            [](const auto& a, const auto& b) { return a.bytes_per_token_per_layer < b.bytes_per_token_per_layer; });
+  const auto mask = held_out_mask(samples.size(), every_k);
+  std::vector<ActivationSample> train, held;
+  for (std::size_t i = 0; i < samples.size(); ++i) (mask[i] ? held : train).push_back(samples[i]);
+  for (const auto& s : samples) {
+    if (!(s.bytes_per_token_per_layer > 0)) throw InputError("activation fit: a probe measured no activation bytes");
+  }
+  // Columns h, kv, f; drop any whose coefficient comes out negative and refit (non-negative least squares for
+  // three columns).
+  std::vector<int> active = {0, 1, 2};
+  std::array<double, 3> coefficient{};
+  while (!active.empty()) {
+    if (train.size() < active.size()) {
+      throw InputError("activation fit: " + std::to_string(train.size()) + " model shapes for " +
+                       std::to_string(active.size()) + " coefficients");
+    }
+    std::vector<std::vector<double>> columns(active.size());
+    std::vector<double> y;
+    for (const auto& s : train) {
+      const double values[3] = {s.hidden, s.kv_hidden, s.ffn};
+      for (std::size_t c = 0; c < active.size(); ++c) columns[c].push_back(values[active[c]]);
+      y.push_back(s.bytes_per_token_per_layer);
+    }
+    const auto c = relative_least_squares(columns, y);
+    const auto worst = std::min_element(c.begin(), c.end());
+    if (*worst >= 0) {
+      coefficient = {};
+      for (std::size_t i = 0; i < active.size(); ++i) coefficient[static_cast<std::size_t>(active[i])] = c[i];
+      break;
+    }
+    active.erase(active.begin() + (worst - c.begin()));
+  }
+  if (active.empty()) throw InputError("activation fit: no non-negative coefficients fit the probes");
+  ActivationFit fit;
+  fit.coefficients = {coefficient[0], coefficient[1], coefficient[2]};
+  fit.points = static_cast<int>(samples.size());
+  fit.held_out = static_cast<int>(held.size());
+  if (!held.empty()) {
+    std::vector<double> predicted, actual;
+    for (const auto& s : held) {
+      predicted.push_back(coefficient[0] * s.hidden + coefficient[1] * s.kv_hidden + coefficient[2] * s.ffn);
+      actual.push_back(s.bytes_per_token_per_layer);
+    }
+    fit.held_out_mape = mean_absolute_percentage_error(predicted, actual);
+  }
+  return fit;
+}
+
+FittedProfile fit_profile(const Measurements& measurements, const ModelConfig& model, const Profile& prior) {
+  if (measurements.model != model.name) {
+    throw InputError("measurements were taken with model " + measurements.model + ", not " + model.name);
+  }
+  Fitter f{measurements, model, prior, {}, {}, {}};
+  f.gemm();
+  f.attention();
+  f.layer_overhead();
+  f.memory();
+  f.collectives();
+  f.ulysses();
+  f.optimizer();
+  f.provenance(prior);
+  return {std::move(f.p), std::move(f.report)};
+}
+
+}  // namespace lcsim

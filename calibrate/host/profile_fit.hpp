@@ -1,0 +1,56 @@
+#pragma once
+// Turning one calibration run's measurements into a Profile. Each fitted field records its error on held-out
+// points (every kMeasuredHoldOutEvery-th point, see held_out_mask); fields that were not measured keep the prior's
+// value, and the profile's notes say which is which. The method, field by field, is in calibrate/PROFILE.md
+// ("Measured profiles").
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibrate/host/measurements.hpp"
+#include "policies/core/model.hpp"
+#include "policies/core/profile.hpp"
+
+namespace lcsim {
+
+inline constexpr int kMeasuredHoldOutEvery = 3;
+
+/// One row of the fit summary `lcsim-gpu calibrate` prints.
+struct FitReportLine {
+  std::string what;
+  int points = 0;    ///< measurements used, held-out ones included
+  int held_out = 0;  ///< of which held out
+  std::optional<double> held_out_mape;
+  std::string result;
+};
+
+struct FittedProfile {
+  Profile profile;
+  std::vector<FitReportLine> report;
+};
+
+/// `prior` supplies what one node cannot measure (peak, static and logits bytes, reserve, InfiniBand, and the
+/// collectives when fewer than two GPUs were visible). Throws InputError when the measurements lack the GEMM or
+/// attention sweeps, contain an efficiency above 1 (the prior's peak is wrong for this GPU), or are inconsistent.
+FittedProfile fit_profile(const Measurements& measurements, const ModelConfig& model, const Profile& prior);
+
+/// Curve points with their interpolation error: the curve keeps every point; fit_mape is the mean of
+/// |t_predicted / t_measured - 1| over held-out points, t_predicted from the curve built without them
+/// (time is inversely proportional to efficiency). x need not be sorted; duplicates are an InputError.
+Curve efficiency_curve(std::vector<double> x, std::vector<double> efficiency, int every_k, const std::string& what);
+
+/// Per-token-per-layer bytes = c_h hidden + c_kv kv_hidden + c_f ffn from several model shapes, minimising relative
+/// error; a coefficient that comes out negative is fixed at 0 and the rest refitted.
+struct ActivationFit {
+  ActivationCoefficients coefficients;
+  std::optional<double> held_out_mape;
+  int points = 0;
+  int held_out = 0;
+};
+struct ActivationSample {
+  double hidden = 0, kv_hidden = 0, ffn = 0;
+  double bytes_per_token_per_layer = 0;
+};
+ActivationFit fit_activation_coefficients(std::vector<ActivationSample> samples, int every_k);
+
+}  // namespace lcsim

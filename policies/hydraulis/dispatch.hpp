@@ -1,0 +1,46 @@
+#pragma once
+// Stage 1 of Hydraulis's two-stage sequence assignment (Sec. 6.2, Appendix D): dispatching a mini-batch's
+// sequences across the pipelines of a strategy, minimising the largest per-pipeline lower bound (Eq. 2-3), with
+// the greedy of Algorithm 1 over `trials` random permutations.
+//
+// Lower bound of pipeline j (Eq. 2, with the once-per-micro-batch constant c of strategy.hpp):
+//   LB_j = C_j + c + (PP - 1) (W_j + c),  C_j = sum of work(l) over its sequences, W_j = work(longest) -- 0 when
+//   the pipeline is empty. (Eq. 1's optimum is at least this: the V micro-batches sum to C_j + V c >= C_j + c,
+//   and the largest one costs at least W_j + c.)
+//
+// Algorithm 1, as implemented:
+//   - a sequence goes only to pipelines whose MaxLen holds it; one longer than every MaxLen (an iteration that
+//     will run out of memory) may go to the pipelines of the largest MaxLen;
+//   - each trial shuffles the sequences with its own seeded stream, then places those with fewer eligible
+//     schemes first (stable), as the reference implementation does for the sequences only the first pipeline
+//     holds: Algorithm 1 never revisits a placement, so the least flexible sequences must not find their only
+//     pipelines already loaded with short ones;
+//   - each sequence goes to the pipeline minimising O_max = max(LB_j after adding it, the other pipelines' LB);
+//     ties go to an empty pipeline, then to the smaller LB_j after adding, then to the lower pipeline index;
+//   - the trial with the smallest objective wins (ties: the earlier trial); trials stop early once one reaches a
+//     bound no trial can beat (the longest sequence alone on its best pipeline, or the mean load), which
+//     changes no result.
+// Pipelines of one scheme sit in a segment tree, so a placement costs O(schemes x log pipelines), not O(D).
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "policies/hydraulis/strategy.hpp"
+
+namespace lcsim::hydraulis {
+
+struct DispatchResult {
+  double objective = 0;  ///< max_j LB_j of the best trial
+  /// Per pipeline (in the given order), indices into the lengths, ascending.
+  std::vector<std::vector<std::size_t>> per_pipeline;
+};
+
+/// `pipeline_schemes`: the scheme of every pipeline, in dispatch order (MaxLen descending, one scheme's
+/// pipelines contiguous -- lay_out()'s order). trials >= 1.
+DispatchResult dispatch(std::span<const Tokens> lengths, std::span<const std::size_t> pipeline_schemes,
+                        const SchemeSpace& space, int trials, std::uint64_t seed);
+
+/// LB_j of Eq. 2 for a pipeline holding `lengths` (0 when empty).
+double dispatch_lower_bound(std::span<const Tokens> lengths, const SchemeInfo& scheme);
+
+}  // namespace lcsim::hydraulis

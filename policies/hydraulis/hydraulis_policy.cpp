@@ -1,0 +1,170 @@
+#include "policies/hydraulis/hydraulis_policy.hpp"
+
+#include <algorithm>
+
+#include "policies/core/errors.hpp"
+#include "policies/core/random.hpp"
+#include "policies/hydraulis/dispatch.hpp"
+
+namespace lcsim::hydraulis {
+namespace {
+
+constexpr std::uint64_t kHydraulisSalt = 0x4859'4452'4155'4cULL;  // "HYDRAUL": this policy's random stream
+
+std::vector<std::pair<int, int>> explicit_schemes(const HydraulisOptions& options) {
+  std::vector<std::pair<int, int>> tp_pp;
+  for (const auto& strategy : options.strategies)
+    for (const auto& entry : strategy) tp_pp.emplace_back(entry.tp, entry.pp);
+  return tp_pp;
+}
+
+std::vector<Strategy> explicit_candidates(const HydraulisOptions& options, const SchemeSpace& space) {
+  std::vector<Strategy> out;
+  for (std::size_t i = 0; i < options.strategies.size(); ++i) {
+    std::vector<std::pair<std::size_t, int>> counts;
+    for (const auto& entry : options.strategies[i]) counts.emplace_back(*space.find(entry.tp, entry.pp), entry.count);
+    Strategy s = make_strategy(counts);
+    if (s.gpus(space) > space.total_gpus())
+      throw InputError(options.where + ".strategies[" + std::to_string(i) + "]: " + s.describe(space) + " needs " +
+                       std::to_string(s.gpus(space)) + " GPUs, the cluster has " +
+                       std::to_string(space.total_gpus()));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+/// Every pipeline of the largest-MaxLen scheme that fits: the batch holds a sequence no candidate holds.
+Strategy fallback_strategy(const SchemeSpace& space) {
+  const std::size_t top = space.longest();
+  return make_strategy({{top, space.total_gpus() / space[top].gpus()}});
+}
+
+IterationPlan build_plan(const GlobalBatch& batch, const std::vector<Pipeline>& pipelines, const Assignment& a,
+                         const SchemeSpace& space) {
+  IterationPlan plan;
+  for (std::size_t p = 0; p < pipelines.size(); ++p) {
+    Replica replica;
+    replica.scheme = space[pipelines[p].scheme].scheme;
+    replica.gpus = pipelines[p].gpus;
+    for (const auto& indices : a.micro_batches[p]) {
+      MicroBatch mb;
+      for (std::size_t i : indices) mb.placements.push_back(Placement{batch[i].id, batch[i].tokens, Placement::kSharded});
+      replica.micro_batches.push_back(std::move(mb));
+    }
+    plan.replicas.push_back(std::move(replica));
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::vector<const Strategy*> HydraulisPolicy::screen(const std::vector<const Strategy*>& holding,
+                                                     std::span<const Tokens> lengths, const SchemeSpace& space,
+                                                     std::uint64_t seed) const {
+  const auto keep = static_cast<std::size_t>(options_.finalists);
+  if (keep == 0 || holding.size() <= keep) return holding;
+  std::vector<std::pair<double, std::size_t>> scored;
+  for (std::size_t c = 0; c < holding.size(); ++c) {
+    std::vector<std::size_t> schemes;
+    for (const auto& p : lay_out(*holding[c], space)) schemes.push_back(p.scheme);
+    scored.emplace_back(dispatch(lengths, schemes, space, options_.screen_trials, seed).objective, c);
+  }
+  std::stable_sort(scored.begin(), scored.end());
+  scored.resize(keep);
+  std::sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  std::vector<const Strategy*> finalists;
+  for (const auto& entry : scored) finalists.push_back(holding[entry.second]);
+  return finalists;
+}
+
+Assignment assign(std::span<const Tokens> lengths, const std::vector<Pipeline>& pipelines, const SchemeSpace& space,
+                  const HydraulisOptions& options, std::uint64_t seed) {
+  std::vector<std::size_t> schemes;
+  for (const auto& p : pipelines) schemes.push_back(p.scheme);
+  const DispatchResult dispatched = dispatch(lengths, schemes, space, options.trials, seed);
+  Assignment out;
+  out.micro_batches.resize(pipelines.size());
+  for (std::size_t p = 0; p < pipelines.size(); ++p) {
+    const auto& mine = dispatched.per_pipeline[p];
+    if (mine.empty()) continue;
+    std::vector<Tokens> sub;
+    for (std::size_t i : mine) sub.push_back(lengths[i]);
+    const SchemeInfo& scheme = space[pipelines[p].scheme];
+    const bool exact = options.exact_packing && static_cast<int>(sub.size()) <= options.exact_max_sequences;
+    PackingResult packed = exact ? pack_exact(sub, scheme, options.milp) : pack_heuristic(sub, scheme);
+    out.estimate = std::max(out.estimate, packed.cost);
+    for (auto& mb : packed.micro_batches) {
+      for (auto& i : mb) i = mine[i];
+      out.micro_batches[p].push_back(std::move(mb));
+    }
+  }
+  return out;
+}
+
+std::vector<IterationPlan> HydraulisPolicy::plan(const PlanningContext& context,
+                                                 std::span<const GlobalBatch> batches) {
+  const CostModel& cost = *context.cost;
+  const int world = cost.cluster().world_size();
+  const Recompute recompute = options_.recompute.value_or(context.training.recompute);
+
+  const std::shared_ptr<const SchemeSpace> shared =
+      options_.strategies.empty()
+          ? shared_scheme_space(cost, world, recompute, options_.util_threshold)
+          : std::make_shared<const SchemeSpace>(cost, world, recompute, options_.util_threshold,
+                                                explicit_schemes(options_));
+  const SchemeSpace& space = *shared;
+  if (options_.strategies.empty()) {
+    std::vector<Tokens> window;
+    for (const auto& batch : batches)
+      for (const auto& s : batch) window.push_back(s.tokens);
+    const double iterations = static_cast<double>(std::max<std::size_t>(batches.size(), 1));
+    candidates_ = propose_strategies(window, iterations, space, options_.proposal).strategies;
+  } else {
+    candidates_ = explicit_candidates(options_, space);
+  }
+
+  choices_.clear();
+  std::vector<IterationPlan> plans;
+  Rng rng(context.seed ^ kHydraulisSalt);
+  for (std::size_t b = 0; b < batches.size(); ++b) {
+    const GlobalBatch& batch = batches[b];
+    const std::uint64_t seed = rng.next();
+    std::vector<Tokens> lengths;
+    Tokens longest = 0;
+    for (const auto& s : batch) {
+      lengths.push_back(s.tokens);
+      longest = std::max(longest, s.tokens);
+    }
+    IterationChoice choice;
+    std::vector<Pipeline> best_pipelines;
+    Assignment best;
+    bool found = false;
+    auto consider = [&](const Strategy& strategy) {
+      std::vector<Pipeline> pipelines = lay_out(strategy, space);
+      Assignment a = assign(lengths, pipelines, space, options_, seed);
+      if (!found || a.estimate < best.estimate) {
+        found = true;
+        best = std::move(a);
+        best_pipelines = std::move(pipelines);
+        choice.strategy = strategy;
+        choice.estimate = best.estimate;
+      }
+    };
+    std::vector<const Strategy*> holding;
+    for (const auto& candidate : candidates_)
+      if (candidate.max_len(space) >= longest) holding.push_back(&candidate);
+    choice.candidates = static_cast<int>(holding.size());
+    for (const Strategy* candidate : screen(holding, lengths, space, seed)) consider(*candidate);
+    if (!found) consider(fallback_strategy(space));
+
+    IterationPlan plan = build_plan(batch, best_pipelines, best, space);
+    plan.index = static_cast<int>(b);
+    plan.label = "batch " + std::to_string(b) + ": " + choice.strategy.describe(space) +
+                 (choice.candidates == 0 ? " (no candidate holds the longest sequence)" : "");
+    plans.push_back(std::move(plan));
+    choices_.push_back(std::move(choice));
+  }
+  return plans;
+}
+
+}  // namespace lcsim::hydraulis

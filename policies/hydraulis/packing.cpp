@@ -1,0 +1,248 @@
+#include "policies/hydraulis/packing.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+namespace lcsim::hydraulis {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Bin {
+  double cost = 0;
+  Tokens tokens = 0;
+  std::vector<std::size_t> items;
+};
+
+/// One improving step of the local search on the most expensive bin: the move or swap that leaves the smaller
+/// of max(its bin, the other bin) below the current maximum. False when none.
+bool improve_once(std::vector<Bin>& bins, std::span<const Tokens> lengths, std::span<const double> costs,
+                  Tokens capacity) {
+  std::size_t m = 0;
+  for (std::size_t b = 1; b < bins.size(); ++b)
+    if (bins[b].cost > bins[m].cost) m = b;
+  const double top = bins[m].cost;
+  double best = top;
+  std::size_t best_x = 0, best_bin = 0, best_y = 0;
+  bool best_is_swap = false;
+  for (std::size_t xi = 0; xi < bins[m].items.size(); ++xi) {
+    const std::size_t x = bins[m].items[xi];
+    for (std::size_t b = 0; b < bins.size(); ++b) {
+      if (b == m) continue;
+      if (bins[b].tokens + lengths[x] <= capacity) {
+        const double pair = std::max(top - costs[x], bins[b].cost + costs[x]);
+        if (pair < best) {
+          best = pair;
+          best_x = xi;
+          best_bin = b;
+          best_is_swap = false;
+        }
+      }
+      for (std::size_t yi = 0; yi < bins[b].items.size(); ++yi) {
+        const std::size_t y = bins[b].items[yi];
+        if (costs[y] >= costs[x]) continue;
+        if (bins[b].tokens - lengths[y] + lengths[x] > capacity) continue;
+        if (bins[m].tokens - lengths[x] + lengths[y] > capacity) continue;
+        const double pair = std::max(top - costs[x] + costs[y], bins[b].cost - costs[y] + costs[x]);
+        if (pair < best) {
+          best = pair;
+          best_x = xi;
+          best_bin = b;
+          best_y = yi;
+          best_is_swap = true;
+        }
+      }
+    }
+  }
+  if (!(best < top)) return false;
+  Bin& from = bins[m];
+  Bin& to = bins[best_bin];
+  const std::size_t x = from.items[best_x];
+  from.items.erase(from.items.begin() + static_cast<std::ptrdiff_t>(best_x));
+  from.cost -= costs[x];
+  from.tokens -= lengths[x];
+  if (best_is_swap) {
+    const std::size_t y = to.items[best_y];
+    to.items.erase(to.items.begin() + static_cast<std::ptrdiff_t>(best_y));
+    to.cost -= costs[y];
+    to.tokens -= lengths[y];
+    from.items.push_back(y);
+    from.cost += costs[y];
+    from.tokens += lengths[y];
+  }
+  to.items.push_back(x);
+  to.cost += costs[x];
+  to.tokens += lengths[x];
+  return true;
+}
+
+/// Solves one V over the packable sequences: a partition into v micro-batches whose costliest one works less than
+/// `below` (empty: none found); sets `optimal` when that answer is proven.
+using PartitionSolver = std::function<std::vector<std::vector<std::size_t>>(
+    std::span<const Tokens>, std::span<const double>, int v, double below, bool& optimal)>;
+
+/// Shared driver of both solvers: over-long sequences alone, the rest over the V range, starting from `start` (a
+/// packing already known, e.g. the heuristic's, or none). A V whose lower bound -- the costliest sequence or the
+/// mean load per micro-batch, times PP - 1 + V -- cannot beat the best so far is skipped: that proves it.
+PackingResult pack_with(std::span<const Tokens> lengths, const SchemeInfo& scheme, const PartitionSolver& solve,
+                        const PackingResult* start) {
+  PackingResult result;
+  result.proven_optimal = true;
+  if (lengths.empty()) return result;
+  std::vector<std::vector<std::size_t>> alone;
+  std::vector<std::size_t> rest;
+  const double c0 = scheme.overhead();
+  double alone_top = 0;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] > scheme.max_len) {
+      alone.push_back({i});
+      alone_top = std::max(alone_top, c0 + scheme.work(lengths[i]));
+    } else {
+      rest.push_back(i);
+    }
+  }
+  std::vector<Tokens> sub_lengths;
+  std::vector<double> sub_costs;
+  Tokens total = 0;
+  double work_total = 0;
+  double work_top = 0;
+  for (std::size_t i : rest) {
+    sub_lengths.push_back(lengths[i]);
+    sub_costs.push_back(scheme.work(lengths[i]));
+    total += lengths[i];
+    work_total += sub_costs.back();
+    work_top = std::max(work_top, sub_costs.back());
+  }
+
+  std::vector<std::vector<std::size_t>> best = start ? start->micro_batches : alone;
+  double best_cost = start ? start->cost : rest.empty() ? packing_cost(lengths, alone, scheme) : kInf;
+  if (!rest.empty()) {
+    const MicroBatchRange range = micro_batch_range(total, rest.size(), scheme);
+    bool found = start != nullptr;
+    for (int v = range.lo; v <= range.hi || (!found && v <= static_cast<int>(rest.size())); ++v) {
+      const double slots = scheme.scheme.pp - 1 + v + static_cast<double>(alone.size());
+      const double bound = std::max(alone_top, c0 + std::max(work_top, work_total / v)) * slots;
+      if (found && bound >= best_cost) continue;
+      bool optimal = false;
+      auto part = solve(sub_lengths, sub_costs, v, best_cost / slots - c0, optimal);
+      result.proven_optimal = result.proven_optimal && optimal;
+      if (part.empty()) continue;
+      found = true;
+      std::vector<std::vector<std::size_t>> candidate = alone;
+      for (auto& mb : part) {
+        if (mb.empty()) continue;
+        for (auto& i : mb) i = rest[i];
+        candidate.push_back(std::move(mb));
+      }
+      const double cost = packing_cost(lengths, candidate, scheme);
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = std::move(candidate);
+      }
+    }
+    if (!found) throw std::logic_error("hydraulis packing: no V admits a packing (one sequence per micro-batch must)");
+  }
+  for (auto& mb : best) std::sort(mb.begin(), mb.end());
+  // Execution order: most expensive micro-batch first (ties: lower first index), see the header.
+  std::vector<double> mb_costs;
+  for (const auto& mb : best) {
+    double c = 0;
+    for (std::size_t i : mb) c += scheme.work(lengths[i]);
+    mb_costs.push_back(c);
+  }
+  std::vector<std::size_t> order(best.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    if (mb_costs[x] != mb_costs[y]) return mb_costs[x] > mb_costs[y];
+    return best[x].front() < best[y].front();
+  });
+  for (std::size_t k : order) result.micro_batches.push_back(std::move(best[k]));
+  result.cost = best_cost;
+  return result;
+}
+
+}  // namespace
+
+double packing_cost(std::span<const Tokens> lengths, const std::vector<std::vector<std::size_t>>& micro_batches,
+                    const SchemeInfo& scheme) {
+  double largest = 0;
+  int count = 0;
+  for (const auto& mb : micro_batches) {
+    if (mb.empty()) continue;
+    double cost = scheme.overhead();
+    for (std::size_t i : mb) cost += scheme.work(lengths[i]);
+    largest = std::max(largest, cost);
+    ++count;
+  }
+  return count == 0 ? 0 : largest * (scheme.scheme.pp - 1 + count);
+}
+
+MicroBatchRange micro_batch_range(Tokens total, std::size_t count, const SchemeInfo& scheme) {
+  if (count == 0 || scheme.max_len <= 0 || scheme.util_len <= 0)
+    throw std::invalid_argument("hydraulis::micro_batch_range: needs sequences and positive MaxLen, UtilLen");
+  MicroBatchRange range;
+  range.lo = static_cast<int>(std::max<Tokens>(1, (total + scheme.max_len - 1) / scheme.max_len));
+  range.hi = static_cast<int>(std::min<Tokens>(static_cast<Tokens>(count), total / scheme.util_len));
+  range.hi = std::max(range.lo, range.hi);
+  return range;
+}
+
+std::vector<std::vector<std::size_t>> partition_heuristic(std::span<const Tokens> lengths,
+                                                          std::span<const double> costs, Tokens capacity, int v) {
+  if (v < 1) throw std::invalid_argument("hydraulis::partition_heuristic: v must be >= 1");
+  std::vector<std::size_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    if (costs[x] != costs[y]) return costs[x] > costs[y];
+    return lengths[x] > lengths[y];
+  });
+  std::vector<Bin> bins(static_cast<std::size_t>(v));
+  for (std::size_t i : order) {
+    std::size_t chosen = bins.size();
+    for (std::size_t b = 0; b < bins.size(); ++b) {
+      if (bins[b].tokens + lengths[i] > capacity) continue;
+      if (chosen == bins.size() || bins[b].cost < bins[chosen].cost) chosen = b;
+    }
+    if (chosen == bins.size()) return {};
+    bins[chosen].items.push_back(i);
+    bins[chosen].cost += costs[i];
+    bins[chosen].tokens += lengths[i];
+  }
+  // Each step lowers the most expensive bin or hands the maximum to a cheaper-after-the-step bin, so the sorted
+  // bin costs decrease lexicographically; the cap only bounds the work.
+  const std::size_t max_steps = 4 * lengths.size() + 16;
+  for (std::size_t step = 0; step < max_steps && improve_once(bins, lengths, costs, capacity); ++step) {
+  }
+  std::vector<std::vector<std::size_t>> out;
+  for (auto& b : bins) out.push_back(std::move(b.items));
+  return out;
+}
+
+PackingResult pack_heuristic(std::span<const Tokens> lengths, const SchemeInfo& scheme) {
+  PackingResult result = pack_with(
+      lengths, scheme,
+      [&](std::span<const Tokens> l, std::span<const double> c, int v, double, bool& optimal) {
+        optimal = false;
+        return partition_heuristic(l, c, scheme.max_len, v);
+      },
+      nullptr);
+  result.proven_optimal = false;
+  return result;
+}
+
+PackingResult pack_exact(std::span<const Tokens> lengths, const SchemeInfo& scheme, const MilpOptions& options) {
+  const PackingResult heuristic = pack_heuristic(lengths, scheme);
+  return pack_with(
+      lengths, scheme,
+      [&](std::span<const Tokens> l, std::span<const double> c, int v, double below, bool& optimal) {
+        MilpPartition solved = partition_milp(l, c, scheme.max_len, v, below, partition_heuristic(l, c, scheme.max_len, v), options);
+        optimal = solved.optimal;
+        return solved.micro_batches;
+      },
+      lengths.empty() ? nullptr : &heuristic);
+}
+
+}  // namespace lcsim::hydraulis

@@ -1,0 +1,165 @@
+// Collectives as flows. The platform gives each GPU one NVLink link to its node's NVSwitch and one InfiniBand NIC
+// (sim/platform.hpp); both are split-duplex, so what limits a GPU is the bytes it sends on its up link and the
+// bytes it receives on its down link. CM02 shares each link max-min between the flows crossing it. So a
+// collective's flows need the right per-link load, not NCCL's message-by-message schedule: simulating every
+// message of a 1024-GPU iteration costs events x active flows, for no change in what the links carry.
+//
+// Timing. The profile's fit gives a collective latency L and transfer T (size x bus factor / bus bandwidth). A
+// collective on link class c is run as: all members ready -> wait L -> flows of T x B_c bytes each, B_c the
+// per-GPU link bandwidth of c -> done. Links have no latency of their own (the fitted L includes the wire's), so
+// alone on the platform each flow takes T and the collective exactly L + T, the cost model's time. Under
+// contention a flow gets a share of B_c and the collective stretches.
+//
+// Ulysses all-to-all over n ranks. Each rank sends n-1 messages of S/n bytes and receives as many: per rank,
+// S (n-1)/n bytes up and down, which is what the bus factor counts. On a star (NVSwitch) or a non-blocking
+// fat-tree the load on each GPU's up and down link is all that sharing sees, so the n (n-1) messages are
+// collapsed into n flows, rank k -> rank k + shift, each carrying the rank's whole outgoing volume. The
+// destination's down link then receives exactly its incoming volume too.
+//
+// Ring all-gather / reduce-scatter / all-reduce. 2(n-1) (all-reduce) or n-1 steps in which every rank sends a
+// chunk to its ring successor: in steady state one flow per rank carrying the total of its steps. Collapsed into
+// that one flow; the per-step latency is inside the fitted L.
+//
+// Shift. On NVLink the ring successor (shift 1). On InfiniBand the group spans nodes and NCCL drives every NIC
+// (one per GPU), so each flow must cross the fabric: the shift is the number of members on the first member's
+// node, which sends member k to the member at the same position on the next node.
+//
+// Aggregated flows. The flows above load each member's up and down link with `bytes`. Where the platform has
+// aggregate hosts for the group (sim/platform.hpp), one flow per node does the same: within a node, one flow
+// from the up aggregate to the down aggregate crosses every member's up and down link; across nodes, with the
+// same number of members on every node, node i's up aggregate sends to node i+1's down aggregate (the shift
+// above, node by node). A collective then moves at the pace of its slowest link, as NCCL's rings do; the
+// fabric's leaf links see one flow per node instead of one per GPU, which changes nothing on a non-blocking
+// fat-tree whose leaves carry a whole node's NICs. It saves most of the simulation cost: one flow, route
+// and max-min variable per node instead of per GPU.
+//
+// Send/recv. One flow of T x B_c bytes from the sender's endpoint to the receiver's, then L.
+#include "sim/collectives.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lcsim::sim {
+namespace {
+
+std::uint64_t flow_bytes(const Platform& platform, LinkClass link, double transfer_s) {
+  if (!(transfer_s > 0)) return 0;
+  return static_cast<std::uint64_t>(std::llround(transfer_s * platform.bandwidth(link)));
+}
+
+}  // namespace
+
+namespace {
+
+/// The members split by node, in order (members are sorted by GPU index).
+std::vector<std::vector<int>> node_parts(const Platform& platform, std::vector<int> gpus) {
+  std::sort(gpus.begin(), gpus.end());
+  std::vector<std::vector<int>> parts;
+  for (int g : gpus) {
+    if (parts.empty() || platform.node_of(parts.back().front()) != platform.node_of(g)) parts.emplace_back();
+    parts.back().push_back(g);
+  }
+  return parts;
+}
+
+/// One flow per node when every part has aggregates (or is one GPU) and the parts are the same size.
+bool aggregated_flows(const Platform& platform, const CollectiveSpec& spec, FlowPlan& plan) {
+  const std::vector<std::vector<int>> parts = node_parts(platform, spec.gpus);
+  std::vector<std::pair<sg4::Host*, sg4::Host*>> ends;
+  for (const auto& part : parts) {
+    if (part.size() != parts.front().size()) return false;
+    const auto agg = part.size() == 1
+                         ? std::pair{platform.endpoint(part[0], spec.link), platform.endpoint(part[0], spec.link)}
+                         : platform.aggregate(part, spec.link);
+    if (agg.first == nullptr) return false;
+    ends.push_back(agg);
+  }
+  if (parts.size() == 1 && parts.front().size() == 1) return false;
+  for (std::size_t i = 0; i < ends.size(); ++i)
+    plan.flows.push_back({ends[i].first, ends[(i + 1) % ends.size()].second});
+  return true;
+}
+
+}  // namespace
+
+FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
+  FlowPlan plan;
+  const std::size_t n = spec.gpus.size();
+  plan.bytes = n > 1 ? flow_bytes(platform, spec.link, spec.time.transfer_s) : 0;
+  plan.delay_s = spec.time.latency_s;
+  if (plan.bytes == 0 || aggregated_flows(platform, spec, plan)) return plan;
+  std::size_t shift = 1;
+  if (spec.link == LinkClass::InfiniBand) {
+    const int node = platform.node_of(spec.gpus.front());
+    const auto same_node = static_cast<std::size_t>(
+        std::count_if(spec.gpus.begin(), spec.gpus.end(), [&](int g) { return platform.node_of(g) == node; }));
+    if (same_node < n) shift = same_node;
+  }
+  for (std::size_t k = 0; k < n; ++k)
+    plan.flows.push_back(
+        {platform.endpoint(spec.gpus[k], spec.link), platform.endpoint(spec.gpus[(k + shift) % n], spec.link)});
+  return plan;
+}
+
+CommInterval CollectiveRun::join(const Platform& platform, const CollectiveSpec& spec, double ready) {
+  const std::size_t n = spec.gpus.size();
+  if (n <= 1) {
+    // Nothing to exchange on the wire, but the cost model may still charge the time (a sharding group of one
+    // GPU that the estimate sizes for more): a local delay, no link used.
+    return {ready, ready + spec.time.seconds()};
+  }
+  if (!barrier_) barrier_ = std::make_unique<TreeBarrier>(n);
+  ready_ = std::max(ready_, ready);
+  // The last to arrive runs the collective once everyone is ready; the others are released when it is over.
+  barrier_->arrive([&] { run(platform, spec); });
+  return interval_;
+}
+
+void CollectiveRun::run(const Platform& platform, const CollectiveSpec& spec) {
+  interval_.start = std::max(ready_, sg4::Engine::get_clock());
+  const FlowPlan flows = plan_flows(platform, spec);
+  if (flows.bytes == 0) {
+    // Nothing on the wire: the collective is its latency (or a pure barrier); no need to wait for it here.
+    interval_.end = interval_.start + flows.delay_s;
+    return;
+  }
+  if (interval_.start + flows.delay_s > sg4::Engine::get_clock())
+    sg4::this_actor::sleep_until(interval_.start + flows.delay_s);
+  std::vector<sg4::CommPtr> comms;
+  comms.reserve(flows.flows.size());
+  for (const auto& flow : flows.flows) comms.push_back(start_flow(flow.from, flow.to, flows.bytes));
+  wait_all(comms);
+  interval_.end = sg4::Engine::get_clock();
+}
+
+sg4::CommPtr TransferRun::start(const Platform& platform, const TransferSpec& spec) {
+  start_ = sg4::Engine::get_clock();
+  const std::uint64_t bytes = flow_bytes(platform, spec.link, spec.time.transfer_s);
+  if (bytes == 0) return nullptr;
+  return start_flow(platform.endpoint(spec.from, spec.link), platform.endpoint(spec.to, spec.link), bytes);
+}
+
+void TransferRun::send(const Platform& platform, const TransferSpec& spec) {
+  if (receiver_waiting_) {
+    comm_ = start(platform, spec);
+    ready_->release();
+  } else {
+    sent_ = true;
+  }
+}
+
+CommInterval TransferRun::receive(const Platform& platform, const TransferSpec& spec) {
+  if (sent_) {
+    comm_ = start(platform, spec);
+  } else {
+    receiver_waiting_ = true;
+    ready_ = sg4::Semaphore::create(0);
+    ready_->acquire();
+  }
+  // The latency is paid after the data, on the receiver: alone, the transfer takes L + T.
+  if (comm_ != nullptr) comm_->wait();
+  if (spec.time.latency_s > 0) sg4::this_actor::sleep_for(spec.time.latency_s);
+  return {start_, sg4::Engine::get_clock()};
+}
+
+}  // namespace lcsim::sim

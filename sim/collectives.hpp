@@ -1,0 +1,110 @@
+#pragma once
+// Collectives and transfers as flows over the platform, so that groups sharing a link slow each other down.
+// The cost model says how long a collective takes alone (latency + transfer, from the profile's fits); the flows
+// reproduce exactly that time when nothing else uses the links, and CM02 max-min sharing stretches them when
+// something does. Algorithms (sim/collectives.cpp explains each):
+//   - Ulysses all-to-all (CP):   one flow per rank to a peer, carrying all n-1 of its messages
+//   - ring all-gather / reduce-scatter / all-reduce (TP, ZeRO): collapsed ring, one flow per rank
+//   - send/recv (pipelines):     one flow
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "sim/iteration_program.hpp"
+#include "sim/platform.hpp"
+#include "sim/simgrid_compat.hpp"
+
+namespace lcsim::sim {
+
+/// When a member's communication ran: from the moment the last member arrived to completion.
+struct CommInterval {
+  double start = 0;
+  double end = 0;
+};
+
+/// The flows of one collective instance, `bytes` each.
+struct FlowPlan {
+  struct Flow {
+    sg4::Host* from = nullptr;
+    sg4::Host* to = nullptr;
+  };
+  std::vector<Flow> flows;
+  std::uint64_t bytes = 0;
+  double delay_s = 0;  ///< the collective's latency, paid before the flows start
+};
+/// Exposed for tests: the flows that make `spec` take exactly its cost-model time on an idle platform.
+FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec);
+
+/// A reusable barrier over n actors whose cost grows linearly with n: SimGrid 3.32's Barrier does work linear in
+/// its waiting actors at every arrival, so one barrier over 1024 actors costs about a million steps per round.
+/// Arrivals form groups of kGroup in arrival order; the last of each group waits for the other groups' last ones,
+/// and the very last arrival runs `last` before anyone is released.
+class TreeBarrier {
+ public:
+  static constexpr std::size_t kGroup = 16;
+  explicit TreeBarrier(std::size_t n) : n_(n) {}
+
+  template <class Last>
+  void arrive(Last&& last) {
+    const std::size_t k = arrived_++;
+    const std::size_t group = k / kGroup;
+    const std::size_t group_size = std::min(kGroup, n_ - group * kGroup);
+    if (groups_.size() <= group) groups_.resize(group + 1);
+    if (!groups_[group]) groups_[group] = sg4::Barrier::create(static_cast<unsigned>(group_size));
+    const sg4::BarrierPtr barrier = groups_[group];
+    if (k % kGroup + 1 < group_size) {
+      barrier->wait();
+      return;
+    }
+    const std::size_t group_count = (n_ + kGroup - 1) / kGroup;
+    if (group_count > 1 && !top_) top_ = sg4::Barrier::create(static_cast<unsigned>(group_count));
+    if (k + 1 == n_) {
+      arrived_ = 0;  // nobody else arrives before `last` releases this round
+      last();
+    }
+    if (group_count > 1) top_->wait();
+    barrier->wait();
+  }
+
+ private:
+  std::size_t n_;
+  std::size_t arrived_ = 0;
+  std::vector<sg4::BarrierPtr> groups_;
+  sg4::BarrierPtr top_;
+};
+
+/// One collective instance at run time. Members join from their actors, each saying when it is ready (its queued
+/// compute may end later than now: see the executor); the last to join waits until every member is ready, runs
+/// the flows while the others wait at a barrier, and releases them: every member leaves knowing when the
+/// collective ran, and it starts when the last member is ready and ends when the last flow does (as NCCL
+/// collectives do: each rank needs data from all).
+class CollectiveRun {
+ public:
+  CommInterval join(const Platform& platform, const CollectiveSpec& spec, double ready);
+
+ private:
+  void run(const Platform& platform, const CollectiveSpec& spec);
+
+  std::unique_ptr<TreeBarrier> barrier_;
+  double ready_ = 0;
+  CommInterval interval_;
+};
+
+/// One point-to-point transfer at run time: the flow starts when both sides have arrived (NCCL send/recv is a
+/// rendezvous); the sender never waits, the receiver waits for the data.
+class TransferRun {
+ public:
+  void send(const Platform& platform, const TransferSpec& spec);
+  CommInterval receive(const Platform& platform, const TransferSpec& spec);
+
+ private:
+  sg4::CommPtr start(const Platform& platform, const TransferSpec& spec);
+
+  bool sent_ = false;
+  bool receiver_waiting_ = false;
+  double start_ = 0;
+  sg4::CommPtr comm_;
+  sg4::SemaphorePtr ready_;
+};
+
+}  // namespace lcsim::sim

@@ -1,0 +1,543 @@
+#include "sim/iteration_program.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "policies/core/errors.hpp"
+#include "policies/core/estimate.hpp"
+
+namespace lcsim::sim {
+
+const char* to_string(WorkKind kind) {
+  switch (kind) {
+    case WorkKind::Compute:
+      return "compute";
+    case WorkKind::ComputeLocal:
+      return "compute local";
+    case WorkKind::ComputeDist:
+      return "compute distributed";
+    case WorkKind::Forward:
+      return "forward";
+    case WorkKind::Backward:
+      return "backward";
+    case WorkKind::CpAllToAll:
+      return "CP all-to-all";
+    case WorkKind::TpCollective:
+      return "TP all-gather/reduce-scatter";
+    case WorkKind::GradReduceScatter:
+      return "gradient reduce-scatter";
+    case WorkKind::GradAllGather:
+      return "parameter all-gather";
+    case WorkKind::GradAllReduce:
+      return "gradient all-reduce";
+    case WorkKind::Optimizer:
+      return "optimizer step";
+    case WorkKind::Switch:
+      return "strategy switch";
+    case WorkKind::PpActivation:
+      return "pipeline activations";
+    case WorkKind::PpGradient:
+      return "pipeline gradients";
+    case WorkKind::PhaseBarrier:
+      return "phase barrier";
+  }
+  return "unknown";
+}
+
+bool is_communication(WorkKind kind) {
+  switch (kind) {
+    case WorkKind::CpAllToAll:
+    case WorkKind::TpCollective:
+    case WorkKind::GradReduceScatter:
+    case WorkKind::GradAllGather:
+    case WorkKind::GradAllReduce:
+    case WorkKind::PpActivation:
+    case WorkKind::PpGradient:
+    case WorkKind::PhaseBarrier:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+using Shares = std::vector<SequenceShare>;
+
+struct Block {
+  int layers = 0;
+  int checkpointed = 0;
+  bool last = false;  // carries the LM head on the last stage
+};
+
+std::vector<Block> make_blocks(const ParallelScheme& scheme, int layers, int per_block) {
+  // As the cost model: Full recomputation checkpoints every layer, else the scheme's first layers.
+  const int checkpointed = scheme.recompute == Recompute::Full ? layers : std::min(scheme.checkpointed_layers, layers);
+  if (per_block <= 0 || per_block >= layers) return {{layers, checkpointed, true}};
+  std::vector<Block> blocks;
+  for (int first = 0; first < layers; first += per_block) {
+    const int n = std::min(per_block, layers - first);
+    blocks.push_back({n, std::clamp(checkpointed - first, 0, n), first + n == layers});
+  }
+  return blocks;
+}
+
+/// Per-layer seconds of one list of shares on one GPU, from the cost model.
+struct ShareCost {
+  bool empty = true;
+  double plain = 0;         // forward + backward of a layer
+  double checkpointed = 0;  // ... with its forward recomputed
+  double head = 0;          // LM head, forward + backward
+  double forward = 0;       // forward of a layer (pipelines)
+  double head_forward = 0;
+
+  ShareCost(const CostModel& cost, const Shares& shares, const ParallelScheme& scheme, bool with_head) {
+    if (shares.empty()) return;
+    empty = false;
+    plain = cost.layer_seconds(shares, scheme.tp, scheme.recompute, false);
+    checkpointed = cost.layer_seconds(shares, scheme.tp, scheme.recompute, true);
+    if (with_head) head = cost.compute_seconds(shares, scheme, 0, true);
+    if (scheme.pp > 1) {
+      forward = cost.forward_seconds(shares, scheme, 1, false);
+      if (with_head) head_forward = cost.forward_seconds(shares, scheme, 0, true);
+    }
+  }
+  double block(const Block& b) const {
+    if (empty) return 0;
+    return b.checkpointed * checkpointed + (b.layers - b.checkpointed) * plain + (b.last ? head : 0.0);
+  }
+  double block_forward(const Block& b) const { return empty ? 0 : b.layers * forward + (b.last ? head_forward : 0.0); }
+  double block_backward(const Block& b) const { return block(b) - block_forward(b); }
+};
+
+Shares concat(const Shares& a, const Shares& b) {
+  Shares all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  return all;
+}
+
+CollectiveTime halve(CollectiveTime t) {
+  return {t.latency_s / 2, t.transfer_s / 2};
+}
+
+/// The CP group of TP rank t on a stage, and the TP group of CP rank j.
+std::vector<int> group_over_cp(const Replica& rep, int stage, int t) {
+  std::vector<int> gpus;
+  for (int j = 0; j < rep.scheme.cp; ++j) gpus.push_back(rep.gpu(stage, j, t));
+  return gpus;
+}
+std::vector<int> group_over_tp(const Replica& rep, int stage, int j) {
+  std::vector<int> gpus;
+  for (int t = 0; t < rep.scheme.tp; ++t) gpus.push_back(rep.gpu(stage, j, t));
+  return gpus;
+}
+
+/// A model slice's gradient-sync group: the GPUs of the phase's replicas with the same tp and pp at one stage and
+/// TP rank (they hold the same parameters), sorted; `replica` is one of those replicas.
+struct SliceGroup {
+  int replica = 0;
+  std::vector<int> gpus;
+};
+
+std::vector<SliceGroup> slice_groups(const IterationPlan& plan, const std::vector<int>& phase_replicas) {
+  const auto replica = [&](int r) -> const Replica& { return plan.replicas[static_cast<std::size_t>(r)]; };
+  std::map<std::pair<int, int>, std::vector<int>> by_shape;
+  for (int r : phase_replicas) by_shape[{replica(r).scheme.tp, replica(r).scheme.pp}].push_back(r);
+  std::vector<SliceGroup> groups;
+  for (const auto& [shape, members] : by_shape)
+    for (int stage = 0; stage < shape.second; ++stage)
+      for (int t = 0; t < shape.first; ++t) {
+        SliceGroup group{members.front(), {}};
+        for (int r : members)
+          for (int j = 0; j < replica(r).scheme.cp; ++j) group.gpus.push_back(replica(r).gpu(stage, j, t));
+        std::sort(group.gpus.begin(), group.gpus.end());
+        groups.push_back(std::move(group));
+      }
+  return groups;
+}
+
+std::map<int, std::vector<int>> replicas_by_phase(const IterationPlan& plan) {
+  std::map<int, std::vector<int>> phases;  // increasing phase order
+  for (std::size_t r = 0; r < plan.replicas.size(); ++r) phases[plan.replicas[r].phase].push_back(static_cast<int>(r));
+  return phases;
+}
+
+void check_plan(const IterationPlan& plan, const CostModel& cost) {
+  const int world = cost.cluster().world_size();
+  for (std::size_t r = 0; r < plan.replicas.size(); ++r) {
+    const auto& replica = plan.replicas[r];
+    const auto& s = replica.scheme;
+    const auto fail = [&](const std::string& what) {
+      throw PlanningError("iteration plan " + std::to_string(plan.index) + ", replica " + std::to_string(r) + ": " +
+                          what);
+    };
+    if (s.tp < 1 || s.pp < 1 || s.cp < 1 || s.checkpointed_layers < 0 || cost.model().layers % s.pp != 0 ||
+        replica.gpus.size() != static_cast<std::size_t>(s.gpus()))
+      fail("malformed parallel scheme or GPU list");
+    for (int g : replica.gpus)
+      if (g < 0 || g >= world) fail("GPU index " + std::to_string(g) + " outside the cluster");
+    for (const auto& mb : replica.micro_batches)
+      for (const auto& p : mb.placements)
+        if (p.cp_rank < Placement::kSharded || p.cp_rank >= s.cp)
+          fail("cp_rank " + std::to_string(p.cp_rank) + " outside the CP group");
+  }
+}
+
+class Builder {
+ public:
+  Builder(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options)
+      : plan_(plan), cost_(cost), options_(options) {
+    program_.gpus.resize(static_cast<std::size_t>(cost.cluster().world_size()));
+  }
+
+  IterationProgram build() {
+    bool first = true;
+    for (const auto& [phase, replicas] : replicas_by_phase(plan_)) {
+      double switch_s = 0;
+      if (!first) {
+        add_phase_barrier();
+        for (int r : replicas) switch_s = std::max(switch_s, cost_.switch_seconds(replica(r).scheme));
+      }
+      first = false;
+      for (int r : replicas) {
+        const Replica& rep = replica(r);
+        const double static_bytes = cost_.static_bytes(rep.scheme, shard_degree(cost_, rep.scheme));
+        for (int g : rep.gpus) {
+          Step set{.type = Step::Type::SetStatic, .kind = WorkKind::Compute};
+          set.bytes = static_bytes;
+          push(g, set);
+          if (switch_s > 0) push(g, compute(WorkKind::Switch, switch_s, r, -1));
+        }
+        if (rep.scheme.pp == 1)
+          add_flat_replica(r);
+        else
+          add_pipelined_replica(r);
+      }
+      add_gradient_sync(replicas);
+    }
+    return std::move(program_);
+  }
+
+ private:
+  const Replica& replica(int r) const { return plan_.replicas[static_cast<std::size_t>(r)]; }
+  void push(int gpu, const Step& step) { program_.gpus[static_cast<std::size_t>(gpu)].push_back(step); }
+  std::size_t step_count(int gpu) const { return program_.gpus[static_cast<std::size_t>(gpu)].size(); }
+  Step& step_at(int gpu, std::size_t i) { return program_.gpus[static_cast<std::size_t>(gpu)][i]; }
+
+  static Step compute(WorkKind kind, double seconds, int replica, int micro_batch) {
+    return Step{
+        .type = Step::Type::Compute, .kind = kind, .seconds = seconds, .replica = replica, .micro_batch = micro_batch};
+  }
+  static Step join(int collective, WorkKind kind, int replica, int micro_batch) {
+    return Step{.type = Step::Type::Collective,
+                .kind = kind,
+                .index = collective,
+                .replica = replica,
+                .micro_batch = micro_batch};
+  }
+
+  int add_collective(std::vector<int> gpus, LinkClass link, CollectiveTime time, WorkKind kind) {
+    program_.collectives.push_back({std::move(gpus), link, time, kind});
+    return static_cast<int>(program_.collectives.size()) - 1;
+  }
+
+  /// A collective of the cost model's calls over `gpus`, timed on the link class of the group.
+  int add_calls(std::vector<int> gpus, const std::vector<CollectiveCall>& calls, WorkKind kind, bool half = false) {
+    const LinkClass link = cost_.cluster().link_class(gpus);
+    const CollectiveTime time = cost_.collective_time(calls, link);
+    return add_collective(std::move(gpus), link, half ? halve(time) : time, kind);
+  }
+
+  void add_phase_barrier() {
+    std::vector<int> all(program_.gpus.size());
+    for (std::size_t g = 0; g < all.size(); ++g) all[g] = static_cast<int>(g);
+    const int c = add_collective(std::move(all), LinkClass::InfiniBand, {}, WorkKind::PhaseBarrier);
+    for (std::size_t g = 0; g < program_.gpus.size(); ++g)
+      push(static_cast<int>(g), join(c, WorkKind::PhaseBarrier, -1, -1));
+  }
+
+  /// The compute and CP steps of one block (or one pass of it) for one GPU.
+  void add_block_compute(int gpu, bool overlap, double local_s, double dist_s, double all_s, int cp_collective,
+                         int layers, WorkKind kind, int r, int m) {
+    if (overlap) {
+      if (cp_collective >= 0) {
+        Step s = join(cp_collective, WorkKind::CpAllToAll, r, m);
+        if (local_s > 0) {  // the step's kind names its compute part; the collective's names the communication
+          s.type = Step::Type::ComputeWithCollective;
+          s.kind = kind == WorkKind::Compute ? WorkKind::ComputeLocal : kind;
+          s.seconds = local_s;
+          s.lead_s = local_s / layers;
+        }
+        push(gpu, s);
+      } else if (local_s > 0) {
+        push(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeLocal : kind, local_s, r, m));
+      }
+      if (dist_s > 0) push(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeDist : kind, dist_s, r, m));
+    } else {
+      if (all_s > 0) push(gpu, compute(kind, all_s, r, m));
+      if (cp_collective >= 0) push(gpu, join(cp_collective, WorkKind::CpAllToAll, r, m));
+    }
+  }
+
+  void add_flat_replica(int r) {
+    const Replica& rep = replica(r);
+    const ParallelScheme& s = rep.scheme;
+    const int layers = cost_.model().layers;
+    const std::vector<Block> blocks = make_blocks(s, layers, options_.layers_per_block);
+    const double bytes_per_token = cost_.activation_bytes_per_token(s, layers, true);
+    for (std::size_t mi = 0; mi < rep.micro_batches.size(); ++mi) {
+      const int m = static_cast<int>(mi);
+      const MicroBatchWork work = split_work(rep, rep.micro_batches[mi]);
+      const bool sharded = s.cp > 1 && work.sharded_tokens > 0;
+      // cp_index[block][tp rank]: the block's all-to-all among the CP ranks of that TP rank.
+      std::vector<std::vector<int>> cp_index(blocks.size(), std::vector<int>(static_cast<std::size_t>(s.tp), -1));
+      if (sharded)
+        for (std::size_t b = 0; b < blocks.size(); ++b)
+          for (int t = 0; t < s.tp; ++t)
+            cp_index[b][static_cast<std::size_t>(t)] =
+                add_calls(group_over_cp(rep, 0, t), cost_.cp_comm_calls(work.sharded_per_gpu, s.cp, blocks[b].layers),
+                          WorkKind::CpAllToAll);
+      const ShareCost dist(cost_, work.dist, s, true);
+      for (int j = 0; j < s.cp; ++j) {
+        const Shares& local_shares = work.local[static_cast<std::size_t>(j)];
+        if (local_shares.empty() && work.dist.empty()) continue;
+        const Tokens tokens = work.gpu_tokens(j);
+        const ShareCost local(cost_, local_shares, s, true);
+        const ShareCost all = rep.overlap_cp_comm ? ShareCost(cost_, {}, s, true)
+                                                  : ShareCost(cost_, concat(local_shares, work.dist), s, true);
+        std::vector<int> tp_index(blocks.size(), -1);
+        if (s.tp > 1 && tokens > 0)
+          for (std::size_t b = 0; b < blocks.size(); ++b)
+            tp_index[b] = add_calls(group_over_tp(rep, 0, j), cost_.tp_comm_calls(tokens, s.tp, blocks[b].layers),
+                                    WorkKind::TpCollective);
+        for (int t = 0; t < s.tp; ++t) {
+          const int g = rep.gpu(0, j, t);
+          const std::size_t first = step_count(g);
+          for (std::size_t b = 0; b < blocks.size(); ++b) {
+            if (tp_index[b] >= 0) push(g, join(tp_index[b], WorkKind::TpCollective, r, m));
+            add_block_compute(g, rep.overlap_cp_comm, local.block(blocks[b]), dist.block(blocks[b]),
+                              all.block(blocks[b]), cp_index[b][static_cast<std::size_t>(t)], blocks[b].layers,
+                              WorkKind::Compute, r, m);
+          }
+          mark_in_flight(g, first, bytes_per_token * static_cast<double>(tokens));
+        }
+      }
+    }
+  }
+
+  /// Activations held from the first step of [first, end) to the end of the last one.
+  void mark_in_flight(int gpu, std::size_t first, double bytes) {
+    if (step_count(gpu) == first) return;
+    step_at(gpu, first).alloc_bytes += bytes;
+    step_at(gpu, step_count(gpu) - 1).free_bytes += bytes;
+  }
+
+  /// Collectives of one micro-batch on one stage, forward and backward pass.
+  struct PassCollectives {
+    std::vector<std::vector<int>> cp_fwd, cp_bwd;  // [block][tp rank]
+    std::vector<std::vector<int>> tp_fwd, tp_bwd;  // [cp rank][block]
+  };
+
+  void add_pipelined_replica(int r);
+  void add_gradient_sync(const std::vector<int>& replicas);
+
+  const IterationPlan& plan_;
+  const CostModel& cost_;
+  const ProgramOptions& options_;
+  IterationProgram program_;
+};
+
+void Builder::add_pipelined_replica(int r) {
+  const Replica& rep = replica(r);
+  const ParallelScheme& s = rep.scheme;
+  const int pp = s.pp;
+  const int layers = cost_.model().layers / pp;
+  const std::vector<Block> blocks = make_blocks(s, layers, options_.layers_per_block);
+  const std::size_t micro_batches = rep.micro_batches.size();
+  std::vector<MicroBatchWork> works;
+  for (const auto& mb : rep.micro_batches) works.push_back(split_work(rep, mb));
+
+  // Transfers: act[m][boundary][j * tp + t] (stage b -> b + 1) and grad[...] (b + 1 -> b); -1 when j holds nothing.
+  const auto ranks = static_cast<std::size_t>(s.cp * s.tp);
+  using Table = std::vector<std::vector<std::vector<int>>>;
+  Table act(micro_batches,
+            std::vector<std::vector<int>>(static_cast<std::size_t>(pp - 1), std::vector<int>(ranks, -1)));
+  Table grad = act;
+  for (std::size_t m = 0; m < micro_batches; ++m)
+    for (int b = 0; b + 1 < pp; ++b)
+      for (int j = 0; j < s.cp; ++j) {
+        const Tokens tokens = works[m].gpu_tokens(j);
+        if (tokens == 0) continue;
+        for (int t = 0; t < s.tp; ++t) {
+          const int lower = rep.gpu(b, j, t);
+          const int upper = rep.gpu(b + 1, j, t);
+          const int pair[] = {lower, upper};
+          const LinkClass link = cost_.cluster().link_class(pair);
+          const CollectiveTime time = cost_.collective_time(cost_.pp_transfer_calls(tokens, s.tp), link);
+          const auto k = static_cast<std::size_t>(j * s.tp + t);
+          program_.transfers.push_back({lower, upper, link, time, WorkKind::PpActivation});
+          act[m][static_cast<std::size_t>(b)][k] = static_cast<int>(program_.transfers.size()) - 1;
+          program_.transfers.push_back({upper, lower, link, time, WorkKind::PpGradient});
+          grad[m][static_cast<std::size_t>(b)][k] = static_cast<int>(program_.transfers.size()) - 1;
+        }
+      }
+
+  for (int stage = 0; stage < pp; ++stage) {
+    const bool head = stage == pp - 1;
+    const double bytes_per_token = cost_.activation_bytes_per_token(s, layers, head);
+    std::vector<PassCollectives> passes(micro_batches);
+    for (std::size_t m = 0; m < micro_batches; ++m) {
+      const MicroBatchWork& work = works[m];
+      PassCollectives& pc = passes[m];
+      pc.cp_fwd.assign(blocks.size(), std::vector<int>(static_cast<std::size_t>(s.tp), -1));
+      pc.cp_bwd = pc.cp_fwd;
+      if (s.cp > 1 && work.sharded_tokens > 0)
+        for (std::size_t b = 0; b < blocks.size(); ++b)
+          for (int t = 0; t < s.tp; ++t) {
+            const auto calls = cost_.cp_comm_calls(work.sharded_per_gpu, s.cp, blocks[b].layers);
+            pc.cp_fwd[b][static_cast<std::size_t>(t)] =
+                add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, true);
+            pc.cp_bwd[b][static_cast<std::size_t>(t)] =
+                add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, true);
+          }
+      pc.tp_fwd.assign(static_cast<std::size_t>(s.cp), std::vector<int>(blocks.size(), -1));
+      pc.tp_bwd = pc.tp_fwd;
+      for (int j = 0; j < s.cp; ++j) {
+        const Tokens tokens = work.gpu_tokens(j);
+        if (s.tp == 1 || tokens == 0) continue;
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+          const auto calls = cost_.tp_comm_calls(tokens, s.tp, blocks[b].layers);
+          pc.tp_fwd[static_cast<std::size_t>(j)][b] =
+              add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, true);
+          pc.tp_bwd[static_cast<std::size_t>(j)][b] =
+              add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, true);
+        }
+      }
+    }
+
+    // 1F1B order of this stage.
+    const std::size_t warmup = std::min(static_cast<std::size_t>(pp - 1 - stage), micro_batches);
+    std::vector<std::pair<std::size_t, bool>> order;  // (micro-batch, forward?)
+    for (std::size_t m = 0; m < warmup; ++m) order.emplace_back(m, true);
+    for (std::size_t k = 0; k + warmup < micro_batches; ++k) {
+      order.emplace_back(warmup + k, true);
+      order.emplace_back(k, false);
+    }
+    for (std::size_t m = micro_batches - warmup; m < micro_batches; ++m) order.emplace_back(m, false);
+
+    for (int j = 0; j < s.cp; ++j) {
+      const auto jj = static_cast<std::size_t>(j);
+      for (int t = 0; t < s.tp; ++t) {
+        const int g = rep.gpu(stage, j, t);
+        const auto k = static_cast<std::size_t>(j * s.tp + t);
+        std::vector<std::size_t> first_step(micro_batches, 0);
+        for (const auto& [m, forward] : order) {
+          const MicroBatchWork& work = works[m];
+          const Shares& local_shares = work.local[jj];
+          if (local_shares.empty() && work.dist.empty()) continue;
+          const int mi = static_cast<int>(m);
+          const ShareCost local(cost_, local_shares, s, head);
+          const ShareCost dist(cost_, work.dist, s, head);
+          const ShareCost all = rep.overlap_cp_comm ? ShareCost(cost_, {}, s, head)
+                                                    : ShareCost(cost_, concat(local_shares, work.dist), s, head);
+          const PassCollectives& pc = passes[m];
+          if (forward) {
+            if (stage > 0)
+              push(g, Step{.type = Step::Type::Recv,
+                           .kind = WorkKind::PpActivation,
+                           .index = act[m][static_cast<std::size_t>(stage - 1)][k],
+                           .replica = r,
+                           .micro_batch = mi});
+            first_step[m] = step_count(g);
+            for (std::size_t b = 0; b < blocks.size(); ++b) {
+              if (pc.tp_fwd[jj][b] >= 0) push(g, join(pc.tp_fwd[jj][b], WorkKind::TpCollective, r, mi));
+              add_block_compute(g, rep.overlap_cp_comm, local.block_forward(blocks[b]), dist.block_forward(blocks[b]),
+                                all.block_forward(blocks[b]), pc.cp_fwd[b][static_cast<std::size_t>(t)],
+                                blocks[b].layers, WorkKind::Forward, r, mi);
+            }
+            if (stage + 1 < pp)
+              push(g, Step{.type = Step::Type::Send,
+                           .kind = WorkKind::PpActivation,
+                           .index = act[m][static_cast<std::size_t>(stage)][k],
+                           .replica = r,
+                           .micro_batch = mi});
+          } else {
+            if (stage + 1 < pp)
+              push(g, Step{.type = Step::Type::Recv,
+                           .kind = WorkKind::PpGradient,
+                           .index = grad[m][static_cast<std::size_t>(stage)][k],
+                           .replica = r,
+                           .micro_batch = mi});
+            for (std::size_t b = blocks.size(); b-- > 0;) {
+              if (pc.tp_bwd[jj][b] >= 0) push(g, join(pc.tp_bwd[jj][b], WorkKind::TpCollective, r, mi));
+              add_block_compute(g, rep.overlap_cp_comm, local.block_backward(blocks[b]), dist.block_backward(blocks[b]),
+                                all.block_backward(blocks[b]), pc.cp_bwd[b][static_cast<std::size_t>(t)],
+                                blocks[b].layers, WorkKind::Backward, r, mi);
+            }
+            const double bytes = bytes_per_token * static_cast<double>(work.gpu_tokens(j));
+            step_at(g, first_step[m]).alloc_bytes += bytes;
+            step_at(g, step_count(g) - 1).free_bytes += bytes;
+            if (stage > 0)
+              push(g, Step{.type = Step::Type::Send,
+                           .kind = WorkKind::PpGradient,
+                           .index = grad[m][static_cast<std::size_t>(stage - 1)][k],
+                           .replica = r,
+                           .micro_batch = mi});
+          }
+        }
+      }
+    }
+  }
+}
+
+void Builder::add_gradient_sync(const std::vector<int>& replicas) {
+  for (const SliceGroup& group : slice_groups(plan_, replicas)) {
+    const ParallelScheme& scheme = replica(group.replica).scheme;
+    const int shards = shard_degree(cost_, scheme);
+    const double optimizer_s = cost_.optimizer_seconds(scheme, shards);
+    std::vector<std::pair<int, WorkKind>> syncs;
+    for (const CollectiveCall& call : cost_.gradient_sync_calls(scheme, shards)) {
+      const WorkKind kind = call.op == CollectiveOp::ReduceScatter ? WorkKind::GradReduceScatter
+                            : call.op == CollectiveOp::AllGather   ? WorkKind::GradAllGather
+                                                                   : WorkKind::GradAllReduce;
+      syncs.emplace_back(add_calls(group.gpus, {call}, kind), kind);
+    }
+    for (int g : group.gpus) {
+      // Reduce-scatter, optimizer step on the shard, all-gather; an all-reduce comes before the step.
+      for (const auto& [c, kind] : syncs)
+        if (kind != WorkKind::GradAllGather) push(g, join(c, kind, -1, -1));
+      if (optimizer_s > 0) push(g, compute(WorkKind::Optimizer, optimizer_s, -1, -1));
+      for (const auto& [c, kind] : syncs)
+        if (kind == WorkKind::GradAllGather) push(g, join(c, kind, -1, -1));
+    }
+  }
+}
+
+}  // namespace
+
+IterationProgram build_program(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options) {
+  check_plan(plan, cost);
+  return Builder(plan, cost, options).build();
+}
+
+std::vector<std::vector<int>> collective_groups(const IterationPlan& plan, const CostModel& cost) {
+  check_plan(plan, cost);
+  std::vector<std::vector<int>> groups;
+  for (const auto& [phase, replicas] : replicas_by_phase(plan)) {
+    for (int r : replicas) {
+      const Replica& rep = plan.replicas[static_cast<std::size_t>(r)];
+      for (int stage = 0; stage < rep.scheme.pp; ++stage) {
+        if (rep.scheme.cp > 1)
+          for (int t = 0; t < rep.scheme.tp; ++t) groups.push_back(group_over_cp(rep, stage, t));
+        if (rep.scheme.tp > 1)
+          for (int j = 0; j < rep.scheme.cp; ++j) groups.push_back(group_over_tp(rep, stage, j));
+      }
+    }
+    for (SliceGroup& group : slice_groups(plan, replicas)) groups.push_back(std::move(group.gpus));
+  }
+  return groups;
+}
+
+}  // namespace lcsim::sim

@@ -1,0 +1,122 @@
+#pragma once
+// An IterationPlan turned into what each GPU does, in order: compute of the cost model's seconds, collectives and
+// pipeline transfers with the cost model's latency and transfer time. Pure data, no SimGrid: the executor runs
+// it, tests read it. The semantics mirror the closed-form estimate (policies/core/estimate.cpp), step by step:
+//
+// Non-pipelined replica, micro-batch m, CP rank j (every GPU of the rank's TP group runs the same steps), per
+// block of layers (all of them when folded; see ProgramOptions):
+//   no overlap:  TP collectives  ->  compute(local_j ++ dist)  ->  CP all-to-all (when anything is sharded)
+//   overlap:     TP collectives  ->  [compute(local_j) || CP all-to-all]  ->  compute(dist)     (Skrull Eq. 2)
+//                (a rank that is ready before the others starts one layer of its local compute early)
+// A rank with nothing to do in a micro-batch has no steps for it. The CP all-to-all of a block is one collective
+// over the GPUs (stage, 0..cp-1, tp rank), so the ranks meet there as they do on real GPUs; it closes the block,
+// so without overlap a micro-batch ends when its slowest rank does, as the estimate has it. Micro-batches without
+// sharded sequences do not synchronize the CP ranks, and with overlap a rank's local compute need not wait for
+// the others: the estimate's sum of per-micro-batch maxima is then an upper bound of the simulated time.
+//
+// Pipelined replica (pp > 1): each micro-batch is a forward pass (cost.forward_seconds, half of the CP and TP
+// collectives) and a backward pass (the rest of compute_seconds, with any recomputation, and the other half), run
+// in 1F1B order on every stage: min(pp - 1 - s, M) warm-up forwards, then one forward and one backward
+// alternately, then the remaining backwards. A forward on stage s > 0 first receives its activations from stage
+// s - 1 and a backward on stage s < pp - 1 its gradients from stage s + 1 (send/recv of pp_transfer_calls);
+// sends never block the sender.
+//
+// End of the phase, per model slice (the GPUs of the phase's replicas with the same tp and pp at the same stage
+// and TP rank): ZeRO reduce-scatter of gradients -> optimizer step -> all-gather of parameters (ZeRO-0:
+// all-reduce -> optimizer), sized by gradient_sync_calls(scheme, shard_degree). Phases are separated by a
+// barrier over every GPU, then the GPUs of the new phase pay the strategy switch (switch_seconds).
+//
+// Memory: a GPU holds static_bytes of its replica's scheme plus, while a micro-batch is in flight (forward start
+// to backward end), activation_bytes_per_token x its tokens.
+#include <cstdint>
+#include <vector>
+
+#include "policies/core/cost_model.hpp"
+#include "policies/core/plan.hpp"
+
+namespace lcsim::sim {
+
+/// What a step or span is, for timelines and busy time.
+enum class WorkKind : std::uint8_t {
+  Compute,       ///< a micro-batch's forward + backward (non-pipelined)
+  ComputeLocal,  ///< Skrull: the CP rank's own sequences, overlapping the all-to-all
+  ComputeDist,   ///< Skrull: the sharded sequences, after the all-to-all
+  Forward,       ///< pipelined: forward pass
+  Backward,      ///< pipelined: backward pass (with recomputation)
+  CpAllToAll,    ///< Ulysses all-to-alls of a block
+  TpCollective,  ///< Megatron-SP all-gathers and reduce-scatters of a block
+  GradReduceScatter,
+  GradAllGather,
+  GradAllReduce,
+  Optimizer,
+  Switch,        ///< parallel-strategy switch before a phase
+  PpActivation,  ///< pipeline activations, stage s -> s + 1
+  PpGradient,    ///< pipeline gradients, stage s + 1 -> s
+  PhaseBarrier,
+};
+const char* to_string(WorkKind kind);
+bool is_communication(WorkKind kind);
+
+/// One collective instance: its members, in ring order, and the cost model's time for it.
+struct CollectiveSpec {
+  std::vector<int> gpus;
+  LinkClass link = LinkClass::NvLink;
+  CollectiveTime time;
+  WorkKind kind = WorkKind::CpAllToAll;
+};
+
+/// One point-to-point transfer (pipeline activations or gradients).
+struct TransferSpec {
+  int from = 0;
+  int to = 0;
+  LinkClass link = LinkClass::NvLink;
+  CollectiveTime time;
+  WorkKind kind = WorkKind::PpActivation;
+};
+
+struct Step {
+  enum class Type : std::uint8_t {
+    Compute,                ///< `seconds` of compute
+    Collective,             ///< join collective `index`
+    ComputeWithCollective,  ///< `seconds` of compute concurrently with collective `index`
+    Send,                   ///< start transfer `index` (does not wait)
+    Recv,                   ///< wait for transfer `index`
+    SetStatic,              ///< the GPU now holds `bytes` of parameters, gradients and optimizer states
+  };
+  Type type = Type::Compute;
+  WorkKind kind = WorkKind::Compute;  ///< of the compute part, or of the communication
+  double seconds = 0;
+  int index = -1;
+  int replica = -1;        ///< plan replica, or -1
+  int micro_batch = -1;    ///< index in the replica, or -1
+  double alloc_bytes = 0;  ///< activations the GPU starts holding when the step starts
+  double free_bytes = 0;   ///< activations it releases when the step ends
+  double bytes = 0;        ///< SetStatic
+  /// ComputeWithCollective: how much of the compute may run before the collective starts. One layer's worth: a
+  /// layer's all-to-all overlaps that layer's local compute, so a rank that arrives early gets one layer ahead.
+  double lead_s = 0;
+};
+
+struct IterationProgram {
+  std::vector<std::vector<Step>> gpus;  ///< steps per global GPU index (world-size entries)
+  std::vector<CollectiveSpec> collectives;
+  std::vector<TransferSpec> transfers;
+};
+
+struct ProgramOptions {
+  /// Layers simulated as one block of compute followed by its communication: 1 simulates every layer; 0 (or any
+  /// value >= the stage's layers) folds a stage's layers into one block. Without contention the result is the
+  /// same; with contention, finer blocks interleave flows of different groups more faithfully, at the price of
+  /// proportionally more simulated events.
+  int layers_per_block = 0;
+};
+
+/// Throws PlanningError for a plan the estimate would refuse (bad shapes, GPUs outside the cluster), and whatever
+/// the cost model throws (InputError for a profile missing a collective).
+IterationProgram build_program(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options);
+
+/// Every group of GPUs that build_program may give a collective (CP, TP and gradient-sync groups, not the phase
+/// barrier, which moves no data): the platform adds aggregate routes for them. Throws as build_program.
+std::vector<std::vector<int>> collective_groups(const IterationPlan& plan, const CostModel& cost);
+
+}  // namespace lcsim::sim

@@ -1,0 +1,62 @@
+#pragma once
+// The simulated cluster, built from the scenario's ClusterSpec inside a running SimGrid engine.
+//
+//   node n (star zone, the NVSwitch)             nodes (one-level fat-tree: one non-blocking switch)
+//     gpu-i  --nvlink-i (split duplex)--+            node-0 --leaf link--+
+//     nic-i  --ib-i     (split duplex)--+-- gw-n     node-1 --leaf link--+-- switch
+//                                                     ...
+//
+// Every GPU has two hosts: `gpu-i` runs its actor and computes, and talks NVLink to the GPUs of its node;
+// `nic-i` is its InfiniBand NIC, one per GPU, and carries its traffic to other nodes. Keeping them apart lets one
+// star zone give a GPU two different routes (a star zone has one route per member). Link bandwidths are the
+// cluster's per-direction figures; a leaf link carries a whole node's NICs (gpus_per_node x ib), so the fabric
+// is non-blocking and the NICs are where inter-node flows contend. Links have no latency: every transfer is a
+// collective or send/recv whose fitted latency in the profile already includes the wire's, and the collectives
+// pay it (sim/collectives.cpp), so the cluster's nvlink_latency_us and ib_latency_us are not added a second time.
+//
+// Aggregates. For each part, on one node, of a group of GPUs that runs collectives together, the node also gets a
+// pair of hosts whose routes cross the up links (first host) and the down links (second host) of every GPU of the
+// part: NVLink links for a group within the node, NICs for a group spanning nodes. One flow between them loads
+// each of those links exactly as one flow per GPU would, at a fraction of the simulation cost (see
+// sim/collectives.cpp).
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "policies/core/cluster.hpp"
+#include "sim/simgrid_compat.hpp"
+
+namespace lcsim::sim {
+
+class Platform {
+ public:
+  /// Creates the zones, hosts and links in the current engine (call once, before Engine::run), with aggregates
+  /// for the parts of `groups` (each a set of global GPU indices).
+  explicit Platform(const ClusterSpec& cluster, const std::vector<std::vector<int>>& groups = {});
+
+  int world_size() const { return static_cast<int>(gpus_.size()); }
+  int node_of(int rank) const { return rank / gpus_per_node_; }
+  /// The host that computes for GPU `rank` (global GPU index) and sends its NVLink traffic.
+  sg4::Host* gpu(int rank) const { return gpus_.at(static_cast<std::size_t>(rank)); }
+  /// The host that sends GPU `rank`'s InfiniBand traffic.
+  sg4::Host* nic(int rank) const { return nics_.at(static_cast<std::size_t>(rank)); }
+  /// Where a flow of link class `link` leaves and enters: the GPU host on NVLink, the NIC host on InfiniBand.
+  sg4::Host* endpoint(int rank, LinkClass link) const { return link == LinkClass::NvLink ? gpu(rank) : nic(rank); }
+  /// Bytes per second of one GPU's link of that class, per direction.
+  double bandwidth(LinkClass link) const { return link == LinkClass::NvLink ? nvlink_Bps_ : ib_Bps_; }
+  /// The aggregate hosts (up, down) of `gpus`, sorted GPUs of one node, for `link`; {nullptr, nullptr} when the
+  /// platform has none (a part of no registered group, or a single GPU).
+  std::pair<sg4::Host*, sg4::Host*> aggregate(const std::vector<int>& gpus, LinkClass link) const;
+  /// Host speed in flop/s. The executor times compute with waits, so the figure only has to be positive.
+  static constexpr double kHostSpeed = 1e12;
+
+ private:
+  std::vector<sg4::Host*> gpus_;  // by global GPU index: Engine::get_all_hosts() has no useful order
+  std::vector<sg4::Host*> nics_;
+  std::map<std::pair<LinkClass, std::vector<int>>, std::pair<sg4::Host*, sg4::Host*>> aggregates_;
+  int gpus_per_node_ = 1;
+  double nvlink_Bps_ = 0;
+  double ib_Bps_ = 0;
+};
+
+}  // namespace lcsim::sim

@@ -1,0 +1,204 @@
+#include "sim/simulate_scenario.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "policies/core/errors.hpp"
+#include "policies/core/estimate.hpp"
+#include "policies/core/metrics.hpp"
+#include "sim/timeline.hpp"
+#include "traces/evaluation.hpp"
+#include "traces/results_io.hpp"
+
+namespace lcsim::sim {
+namespace {
+
+std::vector<int> used_gpus(const IterationPlan& plan, int world) {
+  std::vector<char> used(static_cast<std::size_t>(world), 0);
+  for (const auto& replica : plan.replicas)
+    for (int g : replica.gpus)
+      if (g >= 0 && g < world) used[static_cast<std::size_t>(g)] = 1;
+  std::vector<int> out;
+  for (int g = 0; g < world; ++g)
+    if (used[static_cast<std::size_t>(g)]) out.push_back(g);
+  return out;
+}
+
+/// One policy's iteration from the simulation, in the results schema.
+IterationResult iteration_result(const IterationPlan& plan, std::size_t index, const IterationOutcome& outcome,
+                                 const CostModel& cost) {
+  const int world = cost.cluster().world_size();
+  IterationEstimate simulated;  // the simulated figures, in the shape compute_metrics reads
+  simulated.seconds = outcome.seconds;
+  simulated.busy_seconds = outcome.busy_seconds;
+  simulated.peak_bytes = outcome.peak_bytes;
+  const double capacity = cost.capacity_bytes();
+  simulated.oom_gpus = static_cast<int>(
+      std::count_if(outcome.peak_bytes.begin(), outcome.peak_bytes.end(), [&](double b) { return b > capacity; }));
+  IterationResult it;
+  it.index = static_cast<int>(index);
+  it.label = plan.label;
+  it.seconds = outcome.seconds;
+  it.tokens = plan.tokens();
+  it.sequences = plan.sequence_count();
+  it.oom = simulated.out_of_memory();
+  it.peak_bytes =
+      outcome.peak_bytes.empty() ? 0.0 : *std::max_element(outcome.peak_bytes.begin(), outcome.peak_bytes.end());
+  it.metrics = compute_metrics(plan, simulated, world);
+  it.busy_seconds = outcome.busy_seconds;
+  return it;
+}
+
+std::string format(const char* spec, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, spec, value);
+  return text;
+}
+
+}  // namespace
+
+SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateSettings& settings) {
+  const CostModel& cost = *loaded.cost;
+  const int world = loaded.scenario.cluster.world_size();
+  SimulationReport report;
+  report.results = results_header(loaded, "simulate");
+  report.layers_per_block = settings.program.layers_per_block;
+  report.world_size = world;
+
+  std::vector<PolicyPlans> planned;
+  for (const PolicySpec* spec : select_policies(loaded.scenario, settings.policies))
+    planned.push_back(plan_policy(loaded, *spec));
+
+  // All plans of all policies, in order, and where each one belongs.
+  std::vector<const IterationPlan*> plans;
+  std::vector<std::pair<std::size_t, std::size_t>> owner;  // (policy, iteration)
+  for (std::size_t p = 0; p < planned.size(); ++p) {
+    PolicyResult result;
+    result.label = planned[p].spec->label;
+    result.kind = planned[p].kind;
+    result.planning_ms = planned[p].planning_ms;
+    report.results.policies.push_back(std::move(result));
+    report.extras.emplace_back();
+    for (std::size_t i = 0; i < planned[p].plans.size(); ++i) {
+      plans.push_back(&planned[p].plans[i]);
+      owner.emplace_back(p, i);
+    }
+  }
+
+  std::unique_ptr<TimelineWriter> timeline;
+  if (!settings.trace_file.empty())
+    timeline = std::make_unique<TimelineWriter>(settings.trace_file, loaded.scenario.cluster);
+
+  SimulationOptions options;
+  options.program = settings.program;
+  options.record_spans = timeline != nullptr;
+  std::size_t done = 0;
+  simulate(plans, cost, options, [&](IterationOutcome&& outcome) {
+    const auto [p, i] = owner[outcome.index];
+    const IterationPlan& plan = *plans[outcome.index];
+    PolicyResult& result = report.results.policies[p];
+    SimulatedPolicyExtras& extra = report.extras[p];
+    extra.wall_s += outcome.wall_s;
+    extra.cpu_s += outcome.cpu_s;
+    result.iterations.push_back(iteration_result(plan, i, outcome, cost));
+    std::vector<double> idle;
+    for (double busy : outcome.busy_seconds) idle.push_back(std::max(0.0, outcome.seconds - busy));
+    extra.idle_seconds.push_back(std::move(idle));
+    const std::vector<int> used = used_gpus(plan, world);
+    double busy_max = 0, busy_min = used.empty() ? 0 : outcome.busy_seconds[static_cast<std::size_t>(used[0])];
+    for (int g : used) {
+      busy_max = std::max(busy_max, outcome.busy_seconds[static_cast<std::size_t>(g)]);
+      busy_min = std::min(busy_min, outcome.busy_seconds[static_cast<std::size_t>(g)]);
+    }
+    extra.busy_max_mean_s += busy_max;
+    extra.busy_min_mean_s += busy_min;
+    if (timeline) timeline->add_iteration(result.label, i, plan, outcome);
+    if (settings.progress) settings.progress(++done, plans.size(), result.label);
+  });
+  if (timeline) timeline->close();
+
+  for (std::size_t p = 0; p < planned.size(); ++p) {
+    PolicyResult& result = report.results.policies[p];
+    SimulatedPolicyExtras& extra = report.extras[p];
+    summarize(result);
+    const auto n = static_cast<double>(std::max<std::size_t>(1, result.iterations.size()));
+    extra.busy_max_mean_s /= n;
+    extra.busy_min_mean_s /= n;
+    double estimate = 0;
+    for (const auto& plan : planned[p].plans) estimate += estimate_iteration(plan, cost).seconds;
+    extra.estimate_mean_s = estimate / n;
+  }
+  apply_baseline(report.results);
+  return report;
+}
+
+nlohmann::ordered_json simulation_to_json(const SimulationReport& report) {
+  nlohmann::ordered_json j = results_to_json(report.results);
+  auto& policies = j["policies"];
+  for (std::size_t p = 0; p < report.extras.size(); ++p) {
+    auto& iterations = policies[p]["iterations"];
+    for (std::size_t i = 0; i < report.extras[p].idle_seconds.size(); ++i) {
+      // Same rounding as every other number of the file: identical runs write identical bytes.
+      nlohmann::ordered_json idle = nlohmann::ordered_json::array();
+      for (double s : report.extras[p].idle_seconds[i]) idle.push_back(std::strtod(format("%.9g", s).c_str(), nullptr));
+      iterations[i]["idle_s"] = std::move(idle);
+    }
+  }
+  return j;
+}
+
+void write_simulation_json(const SimulationReport& report, const std::string& file) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(file + ": cannot open for writing");
+  out << simulation_to_json(report).dump(2) << '\n';
+  out.flush();
+  if (!out) throw InputError(file + ": write failed");
+}
+
+void print_simulation_table(const SimulationReport& report, std::ostream& out) {
+  const RunResults& r = report.results;
+  out << "scenario  " << r.scenario << " (" << r.scenario_file << ")\n";
+  out << "mode      simulate (SimGrid: " << report.world_size << " GPUs, "
+      << (report.layers_per_block > 0 ? std::to_string(report.layers_per_block) + " layer(s) per simulated block"
+                                      : std::string("each stage's layers folded into one block"))
+      << ")\n";
+  out << "dataset   " << r.dataset_label << '\n';
+  out << "baseline  " << r.baseline << '\n';
+  out << "profile   " << r.profile_label << '\n';
+
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup", "busy max s", "busy min s", "OOM iters",
+                  "estimate s", "wall s/iter", "cpu s/iter"});
+  for (std::size_t p = 0; p < r.policies.size(); ++p) {
+    const PolicyResult& pr = r.policies[p];
+    const SimulatedPolicyExtras& ex = report.extras[p];
+    const double iterations = static_cast<double>(std::max<std::size_t>(1, pr.iterations.size()));
+    rows.push_back({pr.label, format("%.4f", pr.mean_iteration_s), format("%.4f", pr.p50_iteration_s),
+                    format("%.4f", pr.p99_iteration_s), format("%.0f", pr.tokens_per_s),
+                    format("%.2fx", pr.speedup_vs_baseline), format("%.4f", ex.busy_max_mean_s),
+                    format("%.4f", ex.busy_min_mean_s),
+                    std::to_string(pr.oom_iterations) + "/" + std::to_string(pr.iterations.size()),
+                    format("%.4f", ex.estimate_mean_s), format("%.3f", ex.wall_s / iterations),
+                    format("%.3f", ex.cpu_s / iterations)});
+  }
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
+    }
+    out << line << '\n';
+  }
+  out << "speedup: tokens/s over " << r.baseline
+      << "'s; busy max/min: busiest and least busy GPU of the plan (compute + collectives; waits and pipeline\n"
+         "transfers are idle), mean over iterations; estimate s: closed-form estimate of the same plans (lcsim plan);\n"
+         "wall s/iter, cpu s/iter: wall and CPU time to simulate one iteration (the CPU time is the wall time on a\n"
+         "dedicated core; neither is written to files)\n";
+}
+
+}  // namespace lcsim::sim

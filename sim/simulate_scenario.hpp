@@ -1,0 +1,57 @@
+#pragma once
+// `lcsim simulate` without the command line: every selected policy of a scenario plans the same data window
+// (the plans `lcsim plan` validates and estimates), then all plans run in one SimGrid simulation, policy after
+// policy. Results use the schema of `lcsim plan` (traces/results_io.hpp) with mode "simulate", plus per-GPU idle
+// time; the table adds what only a simulation knows (busy time of the slowest and fastest GPU) next to the
+// closed-form estimate of the same plans.
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "policies/core/results.hpp"
+#include "sim/executor.hpp"
+#include "traces/scenario_loader.hpp"
+
+namespace lcsim::sim {
+
+struct SimulateSettings {
+  std::vector<std::string> policies;  ///< labels to simulate (the baseline is always added); empty: all
+  ProgramOptions program;
+  std::string trace_file;  ///< Chrome trace JSON to write; empty: none
+  /// Called after each simulated iteration with (iterations done, iterations in total, policy label).
+  std::function<void(std::size_t, std::size_t, const std::string&)> progress;
+};
+
+/// What the simulation adds to a policy's results, beyond PolicyResult.
+struct SimulatedPolicyExtras {
+  double estimate_mean_s = 0;                     ///< closed-form estimate of the same plans, mean iteration seconds
+  double busy_max_mean_s = 0;                     ///< busy time of the busiest GPU, mean over iterations
+  double busy_min_mean_s = 0;                     ///< ... of the least busy GPU (0 when a plan leaves a GPU unused)
+  double wall_s = 0;                              ///< wall time simulating its iterations (not in files)
+  double cpu_s = 0;                               ///< CPU time of the same (not in files)
+  std::vector<std::vector<double>> idle_seconds;  ///< per iteration, per GPU: iteration time - busy time
+};
+
+struct SimulationReport {
+  RunResults results;
+  std::vector<SimulatedPolicyExtras> extras;  ///< parallel to results.policies
+  int layers_per_block = 0;
+  int world_size = 0;
+};
+
+/// Plans, validates (plan_policy) and simulates. Throws like plan_policy, and InputError when the trace file
+/// cannot be written.
+SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateSettings& settings);
+
+/// The results JSON of `lcsim plan`'s schema, mode "simulate", with "idle_s" (per GPU) after each iteration's
+/// "busy_s".
+nlohmann::ordered_json simulation_to_json(const SimulationReport& report);
+void write_simulation_json(const SimulationReport& report, const std::string& file);
+/// Header lines and one row per policy: mean/p50/p99 iteration seconds, tokens/s, speedup over the baseline,
+/// busiest and least busy GPU's busy seconds, OOM iterations, the closed-form estimate and the wall time.
+void print_simulation_table(const SimulationReport& report, std::ostream& out);
+
+}  // namespace lcsim::sim

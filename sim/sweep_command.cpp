@@ -1,0 +1,220 @@
+// `lcsim sweep`: every point of a sweep file run as its own `lcsim plan|simulate` process (the SimGrid engine
+// is one per process, and processes give --jobs parallelism for free), then merged into one CSV and JSON.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "policies/core/json_reader.hpp"
+#include "sim/cli.hpp"
+#include "traces/sweep_results.hpp"
+
+extern char** environ;
+
+namespace lcsim {
+namespace {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+constexpr const char* kSweepUsage = "Usage: lcsim sweep SWEEP.json [options]\n";
+
+po::options_description sweep_options() {
+  po::options_description options("Options", 110, 60);
+  options.add_options()                                                                                      //
+      ("help,h", "print this help")                                                                          //
+      ("jobs,j", po::value<int>()->default_value(1)->value_name("N"), "points run in parallel (processes)")  //
+      ("out,o", po::value<std::string>()->value_name("DIR"),
+       "folder for the points' scenarios, results and logs (default: SWEEP's name + .out in the working folder)")  //
+      ("csv", po::value<std::string>()->value_name("FILE"),
+       "write one row per point and policy (default DIR/sweep.csv)")(
+          "json", po::value<std::string>()->value_name("FILE"), "write the merged results (default DIR/sweep.json)")  //
+      ("quiet,q", "do not print the summary table");
+  return options;
+}
+
+std::string sweep_help() {
+  std::ostringstream text;
+  text << kSweepUsage
+       << "\nRuns `lcsim plan` or `lcsim simulate` (the sweep's \"mode\") on every point of the cartesian product of\n"
+          "the sweep's axes over its base scenario, each point in its own process, --jobs at a time. Writes each\n"
+          "point's scenario, results and log under DIR, then one CSV row per point and policy and a merged JSON\n"
+          "(schema lcsim-sweep/1). Sweep format: traces/sweep.hpp and scenarios/README.md.\n\n"
+       << sweep_options();
+  return text.str();
+}
+
+struct Running {
+  std::size_t point;
+  pid_t pid;
+};
+
+pid_t spawn_point(const std::string& exe, const std::string& mode, const fs::path& scenario, const fs::path& results,
+                  const fs::path& log) {
+  std::vector<std::string> argv_strings = {exe, mode, scenario.string(), "--json", results.string(), "--quiet"};
+  std::vector<char*> argv;
+  for (auto& a : argv_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("sweep: cannot start " + exe + ": " + std::strerror(rc));
+  return pid;
+}
+
+void progress(std::size_t done, std::size_t total) {
+  if (!isatty(STDERR_FILENO)) return;
+  constexpr int kWidth = 40;
+  const auto filled = static_cast<int>(kWidth * done / total);
+  std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
+            << std::string(static_cast<std::size_t>(kWidth - filled), '.') << "] " << done << "/" << total << " points"
+            << (done == total ? "\n" : "") << std::flush;
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  std::ofstream out(file);
+  if (!out) throw InputError(file.string() + ": cannot write");
+  out << text;
+}
+
+void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& results, std::ostream& out) {
+  const auto& first = results.front().results;
+  out << "sweep     " << sweep.name << " (" << sweep.file << "), mode " << sweep.mode << ", " << results.size()
+      << " points\n";
+  out << "dataset   " << first.value("dataset", "") << "\n";
+  out << "profile   " << first["profile"].value("label", "") << "\n";
+  out << std::left << std::setw(44) << "point" << std::setw(20) << "policy" << std::right << std::setw(10) << "mean s"
+      << std::setw(12) << "tokens/s" << std::setw(9) << "speedup" << std::setw(6) << "OOM"
+      << "\n";
+  for (const auto& r : results) {
+    std::string where;
+    for (const auto& [axis, value] : r.point->coordinates)
+      where += (where.empty() ? "" : " ") + axis + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+    for (const auto& policy : r.results.at("policies")) {
+      const auto number = [&](const char* key, int precision) {
+        std::ostringstream s;
+        const auto& v = policy.at(key);
+        if (v.is_number())
+          s << std::fixed << std::setprecision(precision) << v.get<double>();
+        else
+          s << "-";
+        return s.str();
+      };
+      out << std::left << std::setw(44) << where << std::setw(20) << policy.at("name").get<std::string>() << std::right
+          << std::setw(10) << number("mean_iteration_s", 4) << std::setw(12) << number("tokens_per_s", 0)
+          << std::setw(8) << number("speedup_vs_baseline", 2) << "x" << std::setw(6)
+          << policy.at("oom_iterations").get<int>() << "\n";
+    }
+  }
+}
+
+}  // namespace
+
+void run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description hidden;
+  hidden.add_options()("sweep", po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(sweep_options()).add(hidden);
+  po::positional_options_description positional;
+  positional.add("sweep", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("sweep: ") + e.what(), sweep_help());
+  }
+  if (vm.count("help")) {
+    out << sweep_help();
+    return;
+  }
+  if (!vm.count("sweep") || vm["sweep"].as<std::vector<std::string>>().size() != 1)
+    throw UsageError("sweep: expected exactly one SWEEP file", sweep_help());
+  const int jobs = vm["jobs"].as<int>();
+  if (jobs < 1) throw UsageError("sweep: --jobs must be at least 1, got " + std::to_string(jobs), sweep_help());
+
+  const Sweep sweep = load_sweep(vm["sweep"].as<std::vector<std::string>>().front());
+  const std::vector<SweepPoint> points = expand_sweep(sweep);
+  const fs::path dir =
+      vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path(fs::path(sweep.file).stem().string() + ".out");
+  std::error_code made;
+  fs::create_directories(dir, made);
+  if (made) throw InputError(dir.string() + ": cannot create the output folder: " + made.message());
+  const std::string exe = fs::read_symlink("/proc/self/exe").string();
+
+  const auto name_of = [&](std::size_t i, const char* suffix) {
+    std::ostringstream name;
+    name << "point-" << std::setw(4) << std::setfill('0') << i << suffix;
+    return dir / name.str();
+  };
+  for (std::size_t i = 0; i < points.size(); ++i) write_text(name_of(i, ".json"), points[i].scenario.dump(2) + "\n");
+
+  // A small process pool: start up to --jobs children, reap one, start the next.
+  std::map<pid_t, std::size_t> running;
+  std::vector<int> status(points.size(), -1);
+  std::size_t next = 0, done = 0;
+  progress(0, points.size());
+  while (done < points.size()) {
+    while (next < points.size() && running.size() < static_cast<std::size_t>(jobs)) {
+      running[spawn_point(exe, sweep.mode, name_of(next, ".json"), name_of(next, ".results.json"),
+                          name_of(next, ".log"))] = next;
+      ++next;
+    }
+    int wstatus = 0;
+    const pid_t pid = waitpid(-1, &wstatus, 0);
+    if (pid < 0) throw std::runtime_error("sweep: waitpid failed");
+    const auto it = running.find(pid);
+    if (it == running.end()) continue;
+    status[it->second] = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    running.erase(it);
+    progress(++done, points.size());
+  }
+
+  std::string failures;
+  int worst = 0;
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (status[i] != 0) {
+      failures += "\n  point " + std::to_string(i) + ": exit " + std::to_string(status[i]) + ", see " +
+                  name_of(i, ".log").string();
+      worst = std::max(worst, status[i]);
+    }
+  if (!failures.empty()) {
+    const std::string message = sweep.file + ": points failed:" + failures;
+    if (worst == kExitPlanning) throw PlanningError(message);
+    throw InputError(message);
+  }
+
+  std::vector<SweepPointResult> results;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const fs::path file = name_of(i, ".results.json");
+    std::ifstream in(file);
+    std::ostringstream text;
+    text << in.rdbuf();
+    results.push_back({&points[i], name_of(i, ".json").string(), nlohmann::ordered_json::parse(text.str())});
+  }
+  const fs::path csv = vm.count("csv") ? fs::path(vm["csv"].as<std::string>()) : dir / "sweep.csv";
+  const fs::path json = vm.count("json") ? fs::path(vm["json"].as<std::string>()) : dir / "sweep.json";
+  write_text(csv, sweep_results_to_csv(sweep, results));
+  write_text(json, sweep_results_to_json(sweep, results).dump(2) + "\n");
+  if (!vm.count("quiet")) {
+    print_summary(sweep, results, out);
+    out << "wrote " << csv.string() << " and " << json.string() << "\n";
+  }
+}
+
+}  // namespace lcsim

@@ -1,0 +1,110 @@
+// The built `lcsim-gpu` binary, where the build has one (CUDA toolkit found): help, exit codes, the no-GPU error,
+// and the offline refit. GPU commands run with CUDA_VISIBLE_DEVICES="" so the no-GPU path is what is tested on
+// any machine, with or without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "calibrate/host/measurements.hpp"
+#include "policies/core/profile.hpp"
+#include "tests/calibrate_fixtures.hpp"
+
+namespace lcsim {
+namespace {
+
+// lcsim-gpu sits in <build>/calibrate, lcsim in <build>/sim.
+const std::filesystem::path kGpuBinary =
+    std::filesystem::path(LCSIM_BINARY).parent_path().parent_path() / "calibrate" / "lcsim-gpu";
+
+struct GpuRun {
+  int exit_code = -1;
+  std::string output;
+};
+
+GpuRun run(const std::string& arguments) {
+  GpuRun r;
+  const std::string command = "CUDA_VISIBLE_DEVICES= '" + kGpuBinary.string() + "' " + arguments + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class CalibrateGpuCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(kGpuBinary)) {
+      GTEST_SKIP() << kGpuBinary << " not built (no CUDA toolkit at configure time)";
+    }
+    dir_ = std::filesystem::temp_directory_path() / ("lcsim-gpu-cli-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(CalibrateGpuCli, HelpListsTheCommands) {
+  const GpuRun r = run("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* part : {"calibrate --model M", "selftest", "bench-attention", "fit --measurements", "exit status"}) {
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+  }
+}
+
+TEST_F(CalibrateGpuCli, WithoutAGpuEveryGpuCommandSaysSoAndExits2) {
+  for (const char* command :
+       {"calibrate --model Qwen2.5-0.5B", "selftest --seed 3", "bench-attention --model Qwen2.5-7B"}) {
+    const GpuRun r = run(command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find("no usable CUDA GPU"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("run it on a GPU node"), std::string::npos) << r.output;
+  }
+}
+
+TEST_F(CalibrateGpuCli, BadInputExits2BeforeTouchingTheGpu) {
+  GpuRun r = run("calibrate --model NoSuchModel");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown model 'NoSuchModel'"), std::string::npos) << r.output;
+  r = run("calibrate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--model is required"), std::string::npos) << r.output;
+  r = run("calibrate --model Qwen2.5-7B --seed x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--seed: not a valid number"), std::string::npos) << r.output;
+  r = run("frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run("");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST_F(CalibrateGpuCli, FitRefitsAProfileFromMeasurementsWithoutAGpu) {
+  const auto measurements = (dir_ / "m.json").string();
+  const auto profile = (dir_ / "p.json").string();
+  save_measurements(testing::synthetic_measurements(named_model("Qwen2.5-7B"), 2), measurements);
+  const GpuRun r = run("fit --measurements '" + measurements + "' --out '" + profile + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("held-out MAPE"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("all_reduce n=2"), std::string::npos) << r.output;
+  const Profile p = load_profile(profile);
+  EXPECT_TRUE(p.provenance.calibrated);
+  EXPECT_EQ(p.gpu, "H100-SXM");
+  EXPECT_NEAR(p.compute.layer_overhead_us, 55, 1e-6);
+
+  const GpuRun bad = run("fit --measurements '" + (dir_ / "none.json").string() + "' --out '" + profile + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("none.json"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace lcsim

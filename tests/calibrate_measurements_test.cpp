@@ -1,0 +1,121 @@
+// The measurements file lcsim-gpu calibrate writes next to a profile ("lcsim-measurements/1").
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include <unistd.h>
+
+#include "calibrate/host/measurements.hpp"
+#include "policies/core/errors.hpp"
+#include "tests/calibrate_fixtures.hpp"
+
+namespace lcsim {
+namespace {
+
+nlohmann::json as_json(const Measurements& m) {
+  return nlohmann::json::parse(measurements_to_json(m).dump());
+}
+
+/// The InputError message of reading `document`, or "" when it reads fine.
+std::string read_error(const nlohmann::json& document) {
+  try {
+    measurements_from_json(document, "m.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CalibrateMeasurementsJson, RoundTripsEveryField) {
+  const Measurements m = testing::synthetic_measurements(named_model("Qwen2.5-7B"), 2);
+  const Measurements back = measurements_from_json(as_json(m), "m.json");
+  EXPECT_EQ(back.device.name, m.device.name);
+  EXPECT_EQ(back.device.gpu_kind, "H100-SXM");
+  EXPECT_EQ(back.device.count, 2);
+  EXPECT_EQ(back.device.date, m.device.date);
+  EXPECT_EQ(back.device.nccl, "2.28.9");
+  EXPECT_EQ(back.model, "Qwen2.5-7B");
+  EXPECT_EQ(back.repetitions, 20);
+  ASSERT_EQ(back.gemm.size(), m.gemm.size());
+  EXPECT_EQ(back.gemm[3].tokens, m.gemm[3].tokens);
+  EXPECT_DOUBLE_EQ(back.gemm[3].backward.kernel_seconds, m.gemm[3].backward.kernel_seconds);
+  EXPECT_EQ(back.gemm[3].forward.kernels, 4);
+  ASSERT_EQ(back.attention.size(), m.attention.size());
+  EXPECT_EQ(back.attention[0].sequences, 256);
+  ASSERT_EQ(back.layers.size(), m.layers.size());
+  EXPECT_EQ(back.layers[5].seqlens, m.layers[5].seqlens);
+  EXPECT_EQ(back.layers[5].recompute, m.layers[5].recompute);
+  ASSERT_EQ(back.memory.size(), m.memory.size());
+  EXPECT_EQ(back.memory[4].peak_bytes, m.memory[4].peak_bytes);
+  ASSERT_EQ(back.collectives.size(), m.collectives.size());
+  EXPECT_EQ(back.collectives.back().op, CollectiveOp::SendRecv);
+  EXPECT_DOUBLE_EQ(back.collectives[0].samples[7].seconds, m.collectives[0].samples[7].seconds);
+  ASSERT_EQ(back.ulysses.size(), 3u);
+  EXPECT_EQ(back.optimizer.size(), 5u);
+  EXPECT_EQ(as_json(back), as_json(m));
+}
+
+TEST(CalibrateMeasurementsJson, FilesRoundTripAndNameTheFileOnErrors) {
+  const auto dir = std::filesystem::temp_directory_path() / ("lcsim-measurements-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "m.json").string();
+  Measurements m = testing::synthetic_measurements(named_model("Qwen2.5-0.5B"), 1);
+  m.warnings = {"skipped: something"};
+  save_measurements(m, file);
+  const Measurements back = load_measurements(file);
+  EXPECT_EQ(back.warnings, m.warnings);
+  EXPECT_EQ(back.memory.size(), m.memory.size());
+  try {
+    load_measurements((dir / "missing.json").string());
+    FAIL() << "no error for a missing file";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.json"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CalibrateMeasurementsJson, UnknownAndMissingKeysAreErrorsWithTheirPath) {
+  const nlohmann::json good = as_json(testing::synthetic_measurements(named_model("Qwen2.5-0.5B"), 1));
+  EXPECT_EQ(read_error(good), "");
+  auto extra = good;
+  extra["gemm"][0]["forward"]["median"] = 1;
+  EXPECT_NE(read_error(extra).find("m.json: gemm[0].forward.median"), std::string::npos) << read_error(extra);
+  auto missing = good;
+  missing["device"].erase("date");
+  EXPECT_NE(read_error(missing).find("device.date: missing required field"), std::string::npos);
+  auto format = good;
+  format["format"] = "lcsim-measurements/2";
+  EXPECT_NE(read_error(format).find("format"), std::string::npos);
+}
+
+TEST(CalibrateMeasurementsJson, ValuesAreChecked) {
+  const nlohmann::json good = as_json(testing::synthetic_measurements(named_model("Qwen2.5-0.5B"), 2));
+  auto negative = good;
+  negative["attention"][2]["backward"]["kernel_s"] = -1e-3;
+  EXPECT_NE(read_error(negative).find("attention[2].backward.kernel_s"), std::string::npos);
+  auto mode = good;
+  mode["layers"][0]["recompute"] = "partial";
+  EXPECT_NE(read_error(mode).find("unknown recomputation 'partial'"), std::string::npos);
+  auto op = good;
+  op["collectives"][0]["op"] = "broadcast";
+  EXPECT_NE(read_error(op).find("collectives[0].op: unknown collective 'broadcast'"), std::string::npos);
+  auto lengths = good;
+  lengths["memory"][1]["peak_bytes"].erase(0);
+  EXPECT_NE(read_error(lengths).find("memory[1].peak_bytes: needs one value per entry of layers"), std::string::npos);
+  auto seqlen = good;
+  seqlen["layers"][3]["seqlens"][0] = 0;
+  EXPECT_NE(read_error(seqlen).find("layers[3].seqlens[0]"), std::string::npos);
+  auto group = good;
+  group["collectives"][0]["group_size"] = 1;
+  EXPECT_NE(read_error(group).find("collectives[0].group_size"), std::string::npos);
+}
+
+TEST(CalibrateMeasurementsJson, NamesParse) {
+  EXPECT_EQ(parse_recompute("selective", "x"), Recompute::Selective);
+  EXPECT_EQ(parse_collective_op("all_to_all", "x"), CollectiveOp::AllToAll);
+  EXPECT_THROW(parse_collective_op("alltoall", "x"), InputError);
+}
+
+}  // namespace
+}  // namespace lcsim

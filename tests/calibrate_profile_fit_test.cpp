@@ -1,0 +1,256 @@
+// Fitting calibration measurements into a profile: synthetic measurements made from known coefficients must give
+// those coefficients back, held-out errors must be measured on points the fit did not see, and the profile must
+// say what was measured and what was kept from the prior.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "calibrate/host/profile_fit.hpp"
+#include "policies/core/errors.hpp"
+#include "tests/calibrate_fixtures.hpp"
+
+namespace lcsim {
+namespace {
+
+using testing::synthetic_measurements;
+using testing::Truth;
+
+Profile h100_prior() {
+  return derive_default_profile(named_gpu("H100-SXM"));
+}
+
+const FitReportLine& line(const FittedProfile& f, const std::string& what) {
+  for (const auto& l : f.report) {
+    if (l.what.find(what) != std::string::npos) return l;
+  }
+  throw std::runtime_error("no report line " + what);
+}
+
+const CollectiveFit& entry(const Profile& p, CollectiveOp op, LinkClass link, int n) {
+  for (const auto& c : p.collectives) {
+    if (c.op == op && c.link == link && c.group_size == n) return c;
+  }
+  throw std::runtime_error("no collective entry");
+}
+
+TEST(CalibrateProfileFit, RecoversComputeCoefficients) {
+  const Truth truth;
+  const auto& model = named_model("Qwen2.5-7B");
+  const auto fitted = fit_profile(synthetic_measurements(model, 8, truth), model, h100_prior());
+  const auto& c = fitted.profile.compute;
+  ASSERT_EQ(c.gemm_efficiency.x.size(), 9u);
+  for (std::size_t i = 0; i < c.gemm_efficiency.x.size(); ++i) {
+    EXPECT_NEAR(c.gemm_efficiency.y[i], 0.20 + 0.06 * static_cast<double>(i), 1e-12);
+    EXPECT_NEAR(c.attention_efficiency.y[i], 0.10 + 0.05 * static_cast<double>(i), 1e-12);
+  }
+  ASSERT_TRUE(c.gemm_efficiency.fit_mape.has_value());
+  EXPECT_LT(*c.gemm_efficiency.fit_mape, 1e-12);
+  EXPECT_LT(*c.attention_efficiency.fit_mape, 1e-12);
+  EXPECT_NEAR(c.attention_backward_ratio, 2.3, 1e-9);
+  EXPECT_NEAR(c.layer_overhead_us, 55, 1e-6);
+  ASSERT_TRUE(c.layer_overhead_fit_mape.has_value());
+  EXPECT_LT(*c.layer_overhead_fit_mape, 1e-9);
+  EXPECT_NEAR(c.optimizer_us_per_mparam, 9.95, 1e-6);
+  EXPECT_NEAR(std::stod(line(fitted, "GEMM backward").result), 2.1, 1e-3);
+  EXPECT_EQ(c.peak_tflops, 989);  // kept from the prior: the efficiencies refer to it
+}
+
+TEST(CalibrateProfileFit, RecoversActivationCoefficientsFromTheHighWaterMarkSlope) {
+  const Truth truth;
+  const auto& model = named_model("Qwen2.5-0.5B");
+  const auto fitted = fit_profile(synthetic_measurements(model, 1, truth), model, h100_prior());
+  const auto& m = fitted.profile.memory;
+  EXPECT_NEAR(m.activations_none.per_hidden, 14, 1e-6);
+  EXPECT_NEAR(m.activations_none.per_kv_hidden, 4, 1e-6);
+  EXPECT_NEAR(m.activations_none.per_ffn, 6, 1e-6);
+  EXPECT_NEAR(m.activations_selective.per_hidden, 10, 1e-6);
+  EXPECT_NEAR(m.activations_selective.per_ffn, 4, 1e-6);
+  EXPECT_NEAR(m.activations_full.per_hidden, 2, 1e-6);
+  EXPECT_NEAR(m.activations_full.per_kv_hidden, 0, 1e-6);
+  EXPECT_NEAR(m.activations_full.per_ffn, 0, 1e-6);
+  ASSERT_TRUE(m.fit_mape.has_value());
+  EXPECT_LT(*m.fit_mape, 1e-9);
+  // 9 model shapes, every third interior one held out: 1, 4, 7.
+  EXPECT_EQ(line(fitted, "recompute none").points, 9);
+  EXPECT_EQ(line(fitted, "recompute none").held_out, 3);
+  // Not measurable on a GPU: kept from the prior.
+  EXPECT_EQ(m.logits_bytes_per_token_per_vocab, h100_prior().memory.logits_bytes_per_token_per_vocab);
+  EXPECT_EQ(m.reserve_bytes, h100_prior().memory.reserve_bytes);
+}
+
+TEST(CalibrateProfileFit, CurveErrorIsMeasuredInTimeOnHeldOutPoints) {
+  auto m = synthetic_measurements(named_model("Qwen2.5-7B"), 1);
+  // Point 1 (256 tokens) is held out; 10 % slower there means the curve, built without it, predicts a time
+  // 1/1.1 of the measured one: |1/1.1 - 1| on one of the three held-out points.
+  m.gemm[1].forward.kernel_seconds *= 1.1;
+  const auto fitted = fit_profile(m, named_model("Qwen2.5-7B"), h100_prior());
+  EXPECT_NEAR(*fitted.profile.compute.gemm_efficiency.fit_mape, (1 - 1 / 1.1) / 3, 1e-9);
+  // A fitted point (index 2) moved instead changes the interpolation of its held-out neighbours.
+  auto m2 = synthetic_measurements(named_model("Qwen2.5-7B"), 1);
+  m2.gemm[2].forward.kernel_seconds *= 1.1;
+  const auto fitted2 = fit_profile(m2, named_model("Qwen2.5-7B"), h100_prior());
+  EXPECT_GT(*fitted2.profile.compute.gemm_efficiency.fit_mape, 0.001);
+  // The stored curve keeps every measured point.
+  EXPECT_NEAR(fitted2.profile.compute.gemm_efficiency.y[2], (0.20 + 0.12) / 1.1, 1e-12);
+}
+
+TEST(CalibrateProfileFit, MeasuredCollectivesReplaceThePriorOnTheirGroupSizesOnly) {
+  const Truth truth;
+  const auto& model = named_model("Qwen2.5-7B");
+  const auto fitted = fit_profile(synthetic_measurements(model, 4, truth), model, h100_prior());
+  const auto& p = fitted.profile;
+  for (int n : {2, 4}) {
+    const auto& e = entry(p, CollectiveOp::AllReduce, LinkClass::NvLink, n);
+    EXPECT_TRUE(e.measured);
+    ASSERT_EQ(e.segments.size(), 1u);
+    EXPECT_NEAR(e.segments[0].latency_us, 20, 1e-6);
+    EXPECT_NEAR(e.segments[0].bus_GBps, 300, 1e-6);
+    ASSERT_TRUE(e.fit_mape.has_value());
+    EXPECT_LT(*e.fit_mape, 1e-9);
+  }
+  // Group size 8 was not measurable on 4 GPUs: the prior stays, marked not measured.
+  const auto& prior8 = entry(h100_prior(), CollectiveOp::AllReduce, LinkClass::NvLink, 8);
+  const auto& kept8 = entry(p, CollectiveOp::AllReduce, LinkClass::NvLink, 8);
+  EXPECT_FALSE(kept8.measured);
+  EXPECT_EQ(kept8.segments[0].bus_GBps, prior8.segments[0].bus_GBps);
+  EXPECT_FALSE(entry(p, CollectiveOp::AllGather, LinkClass::InfiniBand, 16).measured);
+  EXPECT_TRUE(entry(p, CollectiveOp::SendRecv, LinkClass::NvLink, 2).measured);
+  // The strategy switch moves 4 bytes per parameter at the send_recv rate: 4e6 B / 350 GB/s = 11.43 us.
+  EXPECT_NEAR(p.compute.hot_switch_us_per_mparam, 4e6 / 350e9 * 1e6, 1e-6);
+  // The Ulysses exchange is predicted by the fitted all_to_all exactly (the synthetic data follows it).
+  EXPECT_LT(*line(fitted, "Ulysses").held_out_mape, 1e-9);
+  EXPECT_EQ(p.collectives.size(), h100_prior().collectives.size());  // replaced in place, nothing duplicated
+}
+
+TEST(CalibrateProfileFit, OneGpuKeepsEveryPriorCollectiveMarkedNotMeasured) {
+  const auto& model = named_model("Qwen2.5-0.5B");
+  const Profile prior = h100_prior();
+  const auto fitted = fit_profile(synthetic_measurements(model, 1), model, prior);
+  ASSERT_EQ(fitted.profile.collectives.size(), prior.collectives.size());
+  for (std::size_t i = 0; i < prior.collectives.size(); ++i) {
+    EXPECT_FALSE(fitted.profile.collectives[i].measured);
+    EXPECT_EQ(fitted.profile.collectives[i].segments.size(), prior.collectives[i].segments.size());
+    EXPECT_EQ(fitted.profile.collectives[i].segments[0].bus_GBps, prior.collectives[i].segments[0].bus_GBps);
+  }
+  EXPECT_EQ(fitted.profile.compute.hot_switch_us_per_mparam, prior.compute.hot_switch_us_per_mparam);
+  EXPECT_NE(fitted.profile.provenance.notes.find("1 GPU visible"), std::string::npos);
+  EXPECT_NE(fitted.profile.provenance.notes.find("measured: false"), std::string::npos);
+}
+
+TEST(CalibrateProfileFit, ProvenanceNamesDeviceStackDateAndModel) {
+  const auto& model = named_model("Qwen2.5-7B");
+  const auto m = synthetic_measurements(model, 8);
+  const auto fitted = fit_profile(m, model, h100_prior());
+  const auto& pv = fitted.profile.provenance;
+  EXPECT_TRUE(pv.calibrated);
+  EXPECT_EQ(pv.source, "lcsim-gpu calibrate");
+  EXPECT_NE(pv.device.find("NVIDIA H100 80GB HBM3 x8"), std::string::npos);
+  EXPECT_NE(pv.device.find("gpu-node-1"), std::string::npos);
+  EXPECT_EQ(pv.date, "2026-11-22T04:00:00Z");
+  EXPECT_EQ(pv.driver, "580.159.04");
+  EXPECT_EQ(pv.cuda, "13.0");
+  EXPECT_EQ(pv.nccl, "2.28.9");
+  EXPECT_EQ(pv.model, "Qwen2.5-7B");
+  EXPECT_EQ(pv.tool_version, LCSIM_VERSION);
+  EXPECT_EQ(fitted.profile.gpu, "H100-SXM");
+  EXPECT_NE(pv.notes.find("kernel timing: cupti"), std::string::npos);
+  EXPECT_EQ(fitted.profile.label(), "calibrated on " + pv.device + ", " + pv.date);
+  // The written profile is valid: it survives the strict reader.
+  const Profile again = profile_from_json(profile_to_json(fitted.profile), "fitted.json");
+  EXPECT_EQ(again.provenance.device, pv.device);
+  EXPECT_EQ(again.compute.gemm_efficiency.y, fitted.profile.compute.gemm_efficiency.y);
+
+  auto other = m;
+  other.device.name = "NVIDIA L40S";
+  other.device.gpu_kind = "";
+  EXPECT_EQ(fit_profile(other, model, h100_prior()).profile.gpu, "NVIDIA L40S");
+}
+
+TEST(CalibrateProfileFit, NegativeOverheadIsStoredAsZeroAndReported) {
+  Truth truth;
+  truth.layer_overhead_us = -20;  // the layer ran faster than its GEMM and attention terms alone
+  const auto& model = named_model("Qwen2.5-7B");
+  const auto fitted = fit_profile(synthetic_measurements(model, 1, truth), model, h100_prior());
+  EXPECT_EQ(fitted.profile.compute.layer_overhead_us, 0);
+  EXPECT_NE(line(fitted, "layer time").result.find("-20.0 us < 0: stored 0"), std::string::npos);
+  EXPECT_NE(fitted.profile.provenance.notes.find("stored as 0"), std::string::npos);
+  EXPECT_GT(*fitted.profile.compute.layer_overhead_fit_mape, 0);
+}
+
+TEST(CalibrateProfileFit, InconsistentMeasurementsAreInputErrors) {
+  const auto& model = named_model("Qwen2.5-7B");
+  const auto good = synthetic_measurements(model, 1);
+  auto too_fast = good;
+  too_fast.gemm.back().forward.kernel_seconds /= 10;  // 0.68 x 10 of peak
+  EXPECT_THROW(
+      {
+        try {
+          fit_profile(too_fast, model, h100_prior());
+        } catch (const InputError& e) {
+          EXPECT_NE(std::string(e.what()).find("peak"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      InputError);
+  auto no_gemm = good;
+  no_gemm.gemm.clear();
+  EXPECT_THROW(fit_profile(no_gemm, model, h100_prior()), InputError);
+  auto no_attention = good;
+  no_attention.attention.clear();
+  EXPECT_THROW(fit_profile(no_attention, model, h100_prior()), InputError);
+  EXPECT_THROW(fit_profile(good, named_model("Qwen2.5-0.5B"), h100_prior()), InputError);
+  auto one_depth = good;
+  one_depth.memory[0].layers = {2, 2, 2};
+  EXPECT_THROW(fit_profile(one_depth, model, h100_prior()), InputError);
+  auto duplicate = good;
+  duplicate.gemm[1].tokens = duplicate.gemm[0].tokens;
+  EXPECT_THROW(fit_profile(duplicate, model, h100_prior()), InputError);
+}
+
+TEST(CalibrateProfileFit, UnmeasuredPartsKeepThePriorAndSaySo) {
+  const auto& model = named_model("Qwen2.5-7B");
+  auto m = synthetic_measurements(model, 1);
+  m.layers.clear();
+  m.memory.clear();
+  m.optimizer.clear();
+  const Profile prior = h100_prior();
+  const auto fitted = fit_profile(m, model, prior);
+  EXPECT_EQ(fitted.profile.compute.layer_overhead_us, prior.compute.layer_overhead_us);
+  EXPECT_EQ(fitted.profile.memory.activations_none.per_ffn, prior.memory.activations_none.per_ffn);
+  EXPECT_EQ(fitted.profile.compute.optimizer_us_per_mparam, prior.compute.optimizer_us_per_mparam);
+  EXPECT_EQ(line(fitted, "layer overhead").result, "not measured: prior kept");
+  EXPECT_NE(fitted.profile.provenance.notes.find("layer_overhead_us (no layer measurements)"), std::string::npos);
+}
+
+TEST(CalibrateActivationFit, DropsANegativeCoefficientAndRefits) {
+  // bytes = 3 h - 0.5 kv + 1 f cannot be matched with non-negative coefficients: kv is fixed at 0 and h, f refitted.
+  std::vector<ActivationSample> samples;
+  for (const auto& m : named_models()) {
+    samples.push_back(
+        {double(m.hidden), double(m.kv_hidden()), double(m.ffn), 3.0 * m.hidden - 0.5 * m.kv_hidden() + 1.0 * m.ffn});
+  }
+  const auto fit = fit_activation_coefficients(samples, 3);
+  EXPECT_EQ(fit.coefficients.per_kv_hidden, 0);
+  EXPECT_GT(fit.coefficients.per_hidden, 0);
+  EXPECT_GT(fit.coefficients.per_ffn, 0);
+  EXPECT_GT(*fit.held_out_mape, 0);
+  EXPECT_EQ(fit.points, 9);
+  EXPECT_EQ(fit.held_out, 3);
+}
+
+TEST(CalibrateActivationFit, TooFewShapesIsAnInputError) {
+  const std::vector<ActivationSample> samples = {{896, 128, 4864, 20000}, {3584, 512, 18944, 80000}};
+  EXPECT_THROW(fit_activation_coefficients(samples, 0), InputError);
+}
+
+TEST(CalibrateEfficiencyCurve, SortsPointsAndRejectsDuplicates) {
+  const Curve c = efficiency_curve({1024, 128, 512}, {0.5, 0.2, 0.4}, 0, "test");
+  EXPECT_EQ(c.x, (std::vector<double>{128, 512, 1024}));
+  EXPECT_EQ(c.y, (std::vector<double>{0.2, 0.4, 0.5}));
+  EXPECT_FALSE(c.fit_mape.has_value());
+  EXPECT_THROW(efficiency_curve({128, 128}, {0.2, 0.3}, 0, "test"), InputError);
+}
+
+}  // namespace
+}  // namespace lcsim

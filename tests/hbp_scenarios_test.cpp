@@ -1,0 +1,55 @@
+// The shipped HBP scenarios (scenarios/hbp/) load, plan without running out of memory, and show the qualitative
+// result of HBP Table 6: hierarchical packing cuts the communication ratio, balance sorting the attention imbalance.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "traces/evaluation.hpp"
+
+namespace lcsim {
+namespace {
+
+const std::string kSourceDir = LCSIM_SOURCE_DIR;
+
+const PolicyResult& by_label(const RunResults& results, const std::string& label) {
+  const auto it = std::find_if(results.policies.begin(), results.policies.end(),
+                               [&](const PolicyResult& p) { return p.label == label; });
+  if (it == results.policies.end()) throw std::runtime_error("no policy " + label);
+  return *it;
+}
+
+class HbpScenarios : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HbpScenarios, PlanAndShowTableSixsOrdering) {
+  const LoadedScenario loaded = load_and_prepare(kSourceDir + "/scenarios/hbp/" + GetParam(), 40);
+  EXPECT_EQ(loaded.scenario.baseline, "isf-128k");
+  const RunResults results = evaluate_plans(loaded, {});
+  for (const auto& p : results.policies) EXPECT_EQ(p.oom_iterations, 0) << p.label;
+
+  const BalanceMetrics& isf = by_label(results, "isf-128k").metrics;
+  const BalanceMetrics& flat = by_label(results, "hbp-isf-128k").metrics;
+  const BalanceMetrics& hierarchical = by_label(results, "hbp-hierarchical").metrics;
+  const BalanceMetrics& hbp = by_label(results, "hbp").metrics;
+  // Every 128K pack is sharded over an SP group, short samples included.
+  EXPECT_DOUBLE_EQ(isf.cr, 1.0);
+  EXPECT_DOUBLE_EQ(flat.cr, 1.0);
+  EXPECT_LT(hierarchical.cr, 0.5);
+  EXPECT_DOUBLE_EQ(hbp.cr, hierarchical.cr);
+  EXPECT_LT(hbp.abr, hierarchical.abr);
+  EXPECT_LT(hbp.abr, isf.abr);
+  EXPECT_LT(hbp.abr, 0.05);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, HbpScenarios,
+                         ::testing::Values("llama3.1-8b-tulu3-longcite.json", "llama3.1-70b-tulu3-longcite.json",
+                                           "qwen2.5-32b-tulu3-longcite.json"),
+                         [](const auto& param_info) {
+                           std::string name = param_info.param.substr(0, param_info.param.find("-tulu3"));
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace lcsim

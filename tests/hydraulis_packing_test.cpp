@@ -1,0 +1,183 @@
+// Hydraulis stage 2: packing inside a pipeline (Eq. 1, Appendix C) -- the V range, the heuristic, the CBC MILP,
+// and the heuristic's gap to the exact solution on random small instances.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <limits>
+
+#include "policies/core/random.hpp"
+#include "policies/hydraulis/packing.hpp"
+
+namespace lcsim::hydraulis {
+namespace {
+
+SchemeInfo make_scheme(int pp, Tokens max_len, Tokens util_len, double a, double b, double c) {
+  SchemeInfo s;
+  s.scheme.tp = 1;
+  s.scheme.pp = pp;
+  s.max_len = max_len;
+  s.util_len = util_len;
+  s.latency.a = a;
+  s.latency.b = b;
+  s.latency.c = c;
+  return s;
+}
+
+void expect_valid(std::span<const Tokens> lengths, const PackingResult& r, const SchemeInfo& s) {
+  std::vector<int> seen(lengths.size(), 0);
+  for (const auto& mb : r.micro_batches) {
+    ASSERT_FALSE(mb.empty());
+    Tokens tokens = 0;
+    for (std::size_t i : mb) {
+      ++seen[i];
+      tokens += lengths[i];
+    }
+    EXPECT_TRUE(tokens <= s.max_len || mb.size() == 1) << "micro-batch over MaxLen";
+  }
+  for (int n : seen) EXPECT_EQ(n, 1);
+  EXPECT_NEAR(r.cost, packing_cost(lengths, r.micro_batches, s), 1e-12 * r.cost);
+}
+
+/// Eq. 1 by brute force over every set partition with V in the pruned range (tiny instances only).
+double brute_force(std::span<const Tokens> lengths, const SchemeInfo& s) {
+  Tokens total = 0;
+  for (Tokens l : lengths) total += l;
+  const MicroBatchRange range = micro_batch_range(total, lengths.size(), s);
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<int> label(lengths.size(), 0);
+  std::function<void(std::size_t, int)> go = [&](std::size_t i, int used) {
+    if (i == lengths.size()) {
+      if (used < range.lo || used > range.hi) return;
+      std::vector<std::vector<std::size_t>> mbs(static_cast<std::size_t>(used));
+      for (std::size_t k = 0; k < lengths.size(); ++k) mbs[static_cast<std::size_t>(label[k])].push_back(k);
+      for (const auto& mb : mbs) {
+        Tokens t = 0;
+        for (std::size_t k : mb) t += lengths[k];
+        if (t > s.max_len) return;
+      }
+      best = std::min(best, packing_cost(lengths, mbs, s));
+      return;
+    }
+    for (int b = 0; b <= used && b < range.hi; ++b) {
+      label[i] = b;
+      go(i + 1, std::max(used, b + 1));
+    }
+  };
+  go(0, 0);
+  return best;
+}
+
+TEST(HydraulisPacking, MicroBatchRangeOfAppendixC) {
+  const SchemeInfo s = make_scheme(2, 8000, 1000, 0, 1e-3, 0);
+  // 10 sequences, 20,500 tokens: at least ceil(20500 / 8000) = 3, at most min(20500 / 1000, 10) = 10.
+  EXPECT_EQ(micro_batch_range(20500, 10, s).lo, 3);
+  EXPECT_EQ(micro_batch_range(20500, 10, s).hi, 10);
+  // 4 sequences, 3,500 tokens: [1, 3].
+  EXPECT_EQ(micro_batch_range(3500, 4, s).lo, 1);
+  EXPECT_EQ(micro_batch_range(3500, 4, s).hi, 3);
+  // Fewer tokens than UtilLen: the upper end is raised to the lower.
+  EXPECT_EQ(micro_batch_range(500, 2, s).hi, 1);
+}
+
+TEST(HydraulisPacking, HandWorkedPipeline) {
+  // PP 2, cost per micro-batch 0.1 + l / 1000. Lengths 3000, 3000, 2000, 2000 (10,000 tokens), MaxLen 6000,
+  // UtilLen 2000: V in [2, 4].
+  //   V = 2: {3000, 2000} x 2 -> (0.1 + 5) x 3 = 15.3
+  //   V = 3: best max {3000, 2000}? no: {3000}, {3000}, {2000, 2000} -> (0.1 + 4) x 4 = 16.4
+  //   V = 4: (0.1 + 3) x 5 = 15.5
+  const SchemeInfo s = make_scheme(2, 6000, 2000, 0, 1e-3, 0.1);
+  const std::vector<Tokens> lengths{3000, 2000, 3000, 2000};
+  for (const PackingResult& r : {pack_heuristic(lengths, s), pack_exact(lengths, s, {})}) {
+    expect_valid(lengths, r, s);
+    EXPECT_NEAR(r.cost, 15.3, 1e-9);
+    ASSERT_EQ(r.micro_batches.size(), 2u);
+  }
+  EXPECT_TRUE(pack_exact(lengths, s, {}).proven_optimal);
+}
+
+TEST(HydraulisPacking, OverlongSequenceRunsAlone) {
+  const SchemeInfo s = make_scheme(1, 1000, 100, 0, 1e-3, 0);
+  const std::vector<Tokens> lengths{1500, 400, 300};
+  const PackingResult r = pack_heuristic(lengths, s);
+  ASSERT_EQ(r.micro_batches.size(), 2u);
+  EXPECT_EQ(r.micro_batches[0], (std::vector<std::size_t>{0}));  // most expensive first
+  EXPECT_EQ(r.micro_batches[1], (std::vector<std::size_t>{1, 2}));
+}
+
+TEST(HydraulisPacking, PartitionsRespectCapacity) {
+  Rng rng(5);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<Tokens> lengths(1 + rng.below(40));
+    std::vector<double> costs;
+    for (auto& l : lengths) {
+      l = 1 + static_cast<Tokens>(rng.below(8000));
+      costs.push_back(static_cast<double>(l) * (1 + static_cast<double>(l) / 4000));
+    }
+    const int v = 1 + static_cast<int>(rng.below(lengths.size()));
+    const auto part = partition_heuristic(lengths, costs, 8000, v);
+    if (part.empty()) continue;  // no fit found for this V
+    ASSERT_EQ(part.size(), static_cast<std::size_t>(v));
+    std::vector<int> seen(lengths.size(), 0);
+    for (const auto& mb : part) {
+      Tokens t = 0;
+      for (std::size_t i : mb) {
+        ++seen[i];
+        t += lengths[i];
+      }
+      EXPECT_LE(t, 8000);
+    }
+    for (int n : seen) EXPECT_EQ(n, 1);
+  }
+}
+
+TEST(HydraulisPacking, ExactMatchesBruteForceOnTinyInstances) {
+  Rng rng(17);
+  for (int round = 0; round < 40; ++round) {
+    const SchemeInfo s = make_scheme(1 + static_cast<int>(rng.below(4)), 6000, 800, 2e-10, 1e-4, 0.02);
+    std::vector<Tokens> lengths(2 + rng.below(5));
+    for (auto& l : lengths) l = 100 + static_cast<Tokens>(rng.below(4000));
+    const PackingResult exact = pack_exact(lengths, s, {});
+    expect_valid(lengths, exact, s);
+    EXPECT_TRUE(exact.proven_optimal);
+    EXPECT_NEAR(exact.cost, brute_force(lengths, s), 1e-9 * exact.cost);
+  }
+}
+
+TEST(HydraulisPacking, HeuristicGapToExactOnRandomSmallInstances) {
+  // 200 random pipelines of 4..10 sequences: the heuristic is never better than the MILP (which starts from
+  // it), and its mean gap stays small. The figures are printed and recorded.
+  Rng rng(23);
+  double sum_gap = 0;
+  double max_gap = 0;
+  int optimal = 0;
+  constexpr int kRounds = 200;
+  for (int round = 0; round < kRounds; ++round) {
+    const int pp = 1 << rng.below(3);
+    const SchemeInfo s = make_scheme(pp, 12000, 1500, 3e-10, 8e-5, 0.01);
+    std::vector<Tokens> lengths(4 + rng.below(7));
+    for (auto& l : lengths) l = 64 + static_cast<Tokens>(rng.below(rng.below(4) == 0 ? 11000 : 3000));
+    const PackingResult heuristic = pack_heuristic(lengths, s);
+    const PackingResult exact = pack_exact(lengths, s, {});
+    expect_valid(lengths, heuristic, s);
+    expect_valid(lengths, exact, s);
+    ASSERT_LE(exact.cost, heuristic.cost * (1 + 1e-12));
+    const double gap = heuristic.cost / exact.cost - 1;
+    sum_gap += gap;
+    max_gap = std::max(max_gap, gap);
+    optimal += exact.proven_optimal ? 1 : 0;
+  }
+  const double mean_gap = sum_gap / kRounds;
+  std::printf("[ HydraulisPacking ] heuristic vs exact on %d instances: mean gap %.3f%%, max gap %.3f%%, %d proven "
+              "optimal\n",
+              kRounds, 100 * mean_gap, 100 * max_gap, optimal);
+  RecordProperty("mean_gap_percent", std::to_string(100 * mean_gap));
+  RecordProperty("max_gap_percent", std::to_string(100 * max_gap));
+  EXPECT_LT(mean_gap, 0.02);
+  EXPECT_LT(max_gap, 0.15);
+  EXPECT_GE(optimal, kRounds * 9 / 10);
+}
+
+}  // namespace
+}  // namespace lcsim::hydraulis

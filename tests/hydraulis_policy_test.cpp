@@ -1,0 +1,175 @@
+// The hydraulis policy end to end: plans, the plan mapping, determinism, options.
+#include <gtest/gtest.h>
+
+#include "policies/core/cost_views.hpp"
+#include "policies/core/errors.hpp"
+#include "policies/core/estimate.hpp"
+#include "policies/core/validator.hpp"
+#include "policies/hydraulis/hydraulis_policy.hpp"
+#include "tests/policy_test_fixtures.hpp"
+
+namespace lcsim::hydraulis {
+namespace {
+
+struct Bench {
+  CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 2);  // 16 GPUs
+  PlanningContext context;
+  std::vector<GlobalBatch> batches;
+
+  explicit Bench(std::uint64_t seed = 3, Tokens tokens_per_iteration = 60000, int iterations = 4) {
+    context.cost = &cost;
+    context.layout.dp = 16;
+    context.training.tokens_per_iteration = tokens_per_iteration;
+    context.training.context_length = 32 * kKiloTokens;
+    context.seed = seed;
+    const auto& d = named_distribution("github");
+    const Dataset data = sample_dataset("github", {MixComponent{&d, 1.0}}, 2000, seed);
+    batches = cut_global_batches(data.sequences(), context.training, false);
+    batches.resize(static_cast<std::size_t>(iterations));
+  }
+};
+
+std::unique_ptr<Policy> hydraulis(nlohmann::json options = nlohmann::json::object()) {
+  PolicySpec spec;
+  spec.kind = "hydraulis";
+  spec.label = "hydraulis";
+  spec.options = std::move(options);
+  spec.file = "test.json";
+  spec.path = "policies[0]";
+  return make_policy(spec);
+}
+
+TEST(HydraulisPolicy, PlansAreValidHeterogeneousPipelines) {
+  Bench s;
+  auto policy = hydraulis();
+  ASSERT_TRUE(policy->keeps_global_batches());
+  const auto plans = policy->plan(s.context, s.batches);
+  ASSERT_EQ(plans.size(), s.batches.size());
+  const auto& chosen = dynamic_cast<const HydraulisPolicy&>(*policy).choices();
+  const SchemeSpace space(s.cost, 16, Recompute::Selective, 0.85);
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const auto report = validate_plan(plans[i], s.batches[i], s.cost);
+    EXPECT_TRUE(report.structurally_valid()) << report.summary();
+    EXPECT_FALSE(report.out_of_memory()) << report.summary();  // micro-batches within MaxLen fit the estimate too
+    EXPECT_NE(plans[i].label.find(chosen[i].strategy.describe(space)), std::string::npos) << plans[i].label;
+    double estimate = 0;
+    for (const auto& r : plans[i].replicas) {
+      EXPECT_EQ(r.scheme.cp, 1);
+      EXPECT_EQ(r.phase, 0);
+      const auto k = space.find(r.scheme.tp, r.scheme.pp);
+      ASSERT_TRUE(k);
+      // The two-stage estimate is Eq. 1's objective of the plan's own micro-batches.
+      std::vector<Tokens> lengths;
+      std::vector<std::vector<std::size_t>> micro_batches;
+      for (const auto& mb : r.micro_batches) {
+        micro_batches.emplace_back();
+        for (const auto& p : mb.placements) {
+          EXPECT_EQ(p.cp_rank, Placement::kSharded);
+          micro_batches.back().push_back(lengths.size());
+          lengths.push_back(p.tokens);
+        }
+        EXPECT_LE(mb.tokens(), space[*k].max_len);
+      }
+      estimate = std::max(estimate, packing_cost(lengths, micro_batches, space[*k]));
+    }
+    EXPECT_NEAR(estimate, chosen[i].estimate, 1e-9 * estimate);
+    EXPECT_GT(chosen[i].candidates, 0);
+  }
+}
+
+TEST(HydraulisPolicy, Deterministic) {
+  Bench s;
+  const auto a = hydraulis()->plan(s.context, s.batches);
+  const auto b = hydraulis()->plan(s.context, s.batches);
+  EXPECT_EQ(a, b);
+}
+
+TEST(HydraulisPolicy, EvaluatingEveryCandidateIsNeverWorse) {
+  Bench s;
+  auto screened = hydraulis({{"finalists", 2}});
+  auto all = hydraulis({{"finalists", 0}});
+  screened->plan(s.context, s.batches);
+  all->plan(s.context, s.batches);
+  const auto& x = dynamic_cast<const HydraulisPolicy&>(*screened).choices();
+  const auto& y = dynamic_cast<const HydraulisPolicy&>(*all).choices();
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_LE(y[i].estimate, x[i].estimate * (1 + 1e-12));
+}
+
+TEST(HydraulisPolicy, ExactPackingIsNeverWorse) {
+  Bench s(5, 30000, 2);
+  auto heuristic = hydraulis();
+  auto exact = hydraulis({{"packing", "exact"}, {"exact_max_sequences", 12}});
+  heuristic->plan(s.context, s.batches);
+  const auto plans = exact->plan(s.context, s.batches);
+  const auto& h = dynamic_cast<const HydraulisPolicy&>(*heuristic).choices();
+  const auto& e = dynamic_cast<const HydraulisPolicy&>(*exact).choices();
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    EXPECT_LE(e[i].estimate, h[i].estimate * (1 + 1e-12));
+    EXPECT_TRUE(validate_plan(plans[i], s.batches[i], s.cost).structurally_valid());
+  }
+}
+
+TEST(HydraulisPolicy, ExplicitStrategiesAndTheFallback) {
+  Bench s;
+  // Only 16 x <1,1>: the long github files do not fit it. The scheme space is then the explicit schemes alone,
+  // so those iterations fall back to all the <1,1> pipelines again, with the long file alone in its micro-batch:
+  // an out-of-memory iteration, labelled as such.
+  auto policy = hydraulis(nlohmann::json::parse(R"({"strategies": [[{"tp": 1, "pp": 1, "count": 16}]]})"));
+  const auto plans = policy->plan(s.context, s.batches);
+  const Tokens small = HydraulisView(s.cost, 16).max_len(ParallelScheme{});
+  int fallbacks = 0;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    Tokens longest = 0;
+    for (const auto& seq : s.batches[i]) longest = std::max(longest, seq.tokens);
+    const bool fits = longest <= small;
+    EXPECT_EQ(plans[i].replicas.size(), 16u);
+    EXPECT_EQ(plans[i].label.find("no candidate") == std::string::npos, fits) << plans[i].label;
+    fallbacks += fits ? 0 : 1;
+    const auto report = validate_plan(plans[i], s.batches[i], s.cost);
+    EXPECT_TRUE(report.structurally_valid());
+    EXPECT_EQ(report.out_of_memory(), !fits);
+  }
+  EXPECT_GT(fallbacks, 0);  // github at 32K context has long files in these batches
+  // A strategy larger than the cluster.
+  EXPECT_THROW(hydraulis(nlohmann::json::parse(R"({"strategies": [[{"tp": 8, "pp": 1, "count": 3}]]})"))->plan(s.context, s.batches),
+               InputError);
+}
+
+TEST(HydraulisPolicy, OptionsAreChecked) {
+  EXPECT_THROW(hydraulis({{"bogus", 1}}), InputError);
+  EXPECT_THROW(hydraulis({{"trials", 0}}), InputError);
+  EXPECT_THROW(hydraulis({{"packing", "ilp"}}), InputError);
+  EXPECT_THROW(hydraulis({{"util_threshold", 1.5}}), InputError);
+  EXPECT_THROW(hydraulis({{"gpu_step", 0}}), InputError);
+  EXPECT_THROW(hydraulis({{"recompute", "partial"}}), InputError);
+  EXPECT_THROW(hydraulis({{"strategies", nlohmann::json::array()}}), InputError);
+  EXPECT_THROW(hydraulis(nlohmann::json::parse(R"({"strategies": [[{"tp": 1, "pp": 1}]]})")), InputError);  // count missing
+  EXPECT_THROW(hydraulis(nlohmann::json::parse(R"({"strategies": [[{"tp": 1, "pp": 1, "count": 1, "cp": 2}]]})")), InputError);
+  try {
+    hydraulis({{"finalists", -1}});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("test.json: policies[0].options.finalists"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(hydraulis({{"trials", 10},
+                             {"finalists", 0},
+                             {"screen_trials", 2},
+                             {"packing", "exact"},
+                             {"exact_max_sequences", 8},
+                             {"milp_time_limit_s", 0.1},
+                             {"milp_max_nodes", 100},
+                             {"util_threshold", 0.9},
+                             {"length_step_tokens", 256},
+                             {"gpu_step", 0.25},
+                             {"proposal_precision", 0.01},
+                             {"recompute", "full"}}));
+}
+
+TEST(HydraulisPolicy, RecomputeOptionReachesTheSchemes) {
+  Bench s(3, 30000, 1);
+  const auto plans = hydraulis({{"recompute", "full"}})->plan(s.context, s.batches);
+  for (const auto& r : plans[0].replicas) EXPECT_EQ(r.scheme.recompute, Recompute::Full);
+}
+
+}  // namespace
+}  // namespace lcsim::hydraulis

@@ -1,0 +1,140 @@
+// Hydraulis scheme space, UtilLen, strategies and their GPU layout.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "policies/core/cost_views.hpp"
+#include "policies/core/errors.hpp"
+#include "policies/hydraulis/strategy.hpp"
+#include "tests/policy_test_fixtures.hpp"
+
+namespace lcsim::hydraulis {
+namespace {
+
+SchemeInfo scheme(int tp, int pp, Tokens max_len) {
+  SchemeInfo s;
+  s.scheme.tp = tp;
+  s.scheme.pp = pp;
+  s.max_len = max_len;
+  s.util_len = 1;
+  s.latency.b = 1e-3;
+  return s;
+}
+
+TEST(HydraulisStrategy, DegreesFollowTheNodeAndTheLayers) {
+  EXPECT_EQ(tp_degrees(8, 64), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(tp_degrees(8, 4), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(tp_degrees(6, 64), (std::vector<int>{1, 2}));  // 4 does not divide 6: a TP group could cross nodes
+  EXPECT_EQ(pp_degrees(60, 16), (std::vector<int>{1, 2, 3, 4, 5, 6, 10, 12, 15}));
+  EXPECT_EQ(pp_degrees(32, 64), (std::vector<int>{1, 2, 4, 8, 16, 32}));
+}
+
+TEST(HydraulisStrategy, SchemeSpaceOfLlama7bOnTwoNodes) {
+  const CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 2);
+  const SchemeSpace space(cost, 16, Recompute::Selective, 0.85);
+  const HydraulisView view(cost, 16);
+  std::set<std::pair<int, int>> seen;
+  for (const auto& s : space.schemes()) {
+    EXPECT_EQ(s.scheme.cp, 1);
+    EXPECT_LE(s.gpus(), 16);
+    EXPECT_EQ(32 % s.scheme.pp, 0);
+    EXPECT_EQ(8 % s.scheme.tp, 0);
+    EXPECT_GT(s.max_len, 0);
+    EXPECT_EQ(s.max_len, view.max_len(s.scheme));
+    EXPECT_GE(s.util_len, 128);
+    // The fit is the view's, and T grows with the length where the scheme is used.
+    EXPECT_EQ(s.latency.a, view.latency(s.scheme).a);
+    EXPECT_LT(s.seconds(1024), s.seconds(4096));
+    seen.insert({s.scheme.tp, s.scheme.pp});
+  }
+  // TP 1, 2, 4, 8 x PP 1..16 within 16 GPUs: 5 + 4 + 3 + 2 = 14 schemes, minus those without memory for activations.
+  EXPECT_LE(space.size(), 14u);
+  EXPECT_TRUE(seen.count({8, 2}));
+  EXPECT_TRUE(seen.count({2, 1}));
+  // More TP holds longer sequences.
+  EXPECT_LT(space[*space.find(1, 1)].max_len, space[*space.find(8, 1)].max_len);
+  EXPECT_EQ(space[space.longest()].max_len, std::max_element(space.schemes().begin(), space.schemes().end(),
+                                                             [](const auto& x, const auto& y) {
+                                                               return x.max_len < y.max_len;
+                                                             })->max_len);
+}
+
+TEST(HydraulisStrategy, UtilLenIsWhereThroughputReachesTheThreshold) {
+  const CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 1);
+  const HydraulisView view(cost, 8);
+  ParallelScheme s;
+  s.tp = 4;
+  auto throughput = [&](Tokens l) { return static_cast<double>(l) / view.stage_seconds(s, l); };
+  double best = 0;
+  for (Tokens l = 128; l <= view.max_len(s); l = l * 11 / 10) best = std::max(best, throughput(l));
+  const Tokens util = view.util_len(s, 0.85);
+  EXPECT_GE(throughput(util), 0.85 * best * 0.999);
+  EXPECT_LT(throughput(util - 1), throughput(util));
+  EXPECT_LT(throughput(util - 1), 0.85 * best * 1.001);
+  EXPECT_LE(view.util_len(s, 0.5), util);
+  EXPECT_THROW(view.util_len(s, 0), std::invalid_argument);
+}
+
+TEST(HydraulisStrategy, ExplicitSchemesMustBeInTheSpace) {
+  const CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 1);
+  const SchemeSpace space(cost, 8, Recompute::Selective, 0.85, {{8, 1}, {2, 1}, {8, 1}});
+  EXPECT_EQ(space.size(), 2u);
+  EXPECT_THROW(SchemeSpace(cost, 8, Recompute::Selective, 0.85, {{3, 1}}), InputError);   // TP not a power of 2
+  EXPECT_THROW(SchemeSpace(cost, 8, Recompute::Selective, 0.85, {{1, 3}}), InputError);   // 3 does not divide 32
+  EXPECT_THROW(SchemeSpace(cost, 8, Recompute::Selective, 0.85, {{8, 2}}), InputError);   // 16 GPUs > 8
+}
+
+TEST(HydraulisStrategy, MakeStrategyMergesAndDescribes) {
+  const SchemeSpace space({scheme(1, 1, 1000), scheme(8, 1, 9000), scheme(2, 2, 4000)}, 32, 8);
+  const Strategy s = make_strategy({{0, 4}, {1, 1}, {0, 2}, {2, 0}});
+  EXPECT_EQ(s.counts, (std::vector<std::pair<std::size_t, int>>{{0, 6}, {1, 1}}));
+  EXPECT_EQ(s.gpus(space), 14);
+  EXPECT_EQ(s.pipelines(), 7);
+  EXPECT_EQ(s.max_len(space), 9000);
+  EXPECT_EQ(s.describe(space), "1x<8,1> + 6x<1,1>");
+}
+
+TEST(HydraulisStrategy, LayOutKeepsTpGroupsInsideNodesAndOrdersByMaxLen) {
+  // 2x<1,1>, 1x<2,2>, 1x<4,1>, 1x<8,1> (18 GPUs) on 3 nodes of 8: in the given order the <8,1> would cross nodes.
+  const SchemeSpace space({scheme(1, 1, 1000), scheme(2, 2, 5000), scheme(4, 1, 6000), scheme(8, 1, 9000)}, 24, 8);
+  const auto pipelines = lay_out(make_strategy({{0, 2}, {1, 1}, {2, 1}, {3, 1}}), space);
+  ASSERT_EQ(pipelines.size(), 5u);
+  std::set<int> used;
+  Tokens previous = std::numeric_limits<Tokens>::max();
+  for (const auto& p : pipelines) {
+    const auto& s = space[p.scheme];
+    EXPECT_LE(s.max_len, previous);  // dispatch order
+    previous = s.max_len;
+    ASSERT_EQ(p.gpus.size(), static_cast<std::size_t>(s.gpus()));
+    for (int stage = 0; stage < s.scheme.pp; ++stage) {
+      const int first = p.gpus[static_cast<std::size_t>(stage * s.scheme.tp)];
+      for (int t = 0; t < s.scheme.tp; ++t) {
+        const int g = p.gpus[static_cast<std::size_t>(stage * s.scheme.tp + t)];
+        EXPECT_EQ(g / 8, first / 8) << "TP group across nodes";
+        EXPECT_TRUE(used.insert(g).second);
+      }
+    }
+  }
+  EXPECT_EQ(used.size(), 18u);
+  EXPECT_EQ(*used.rbegin(), 17);                                                     // contiguous from GPU 0
+  EXPECT_EQ(pipelines.front().gpus, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));  // <8,1> first, on node 0
+  EXPECT_THROW(lay_out(make_strategy({{3, 4}}), space), PlanningError);                // 32 GPUs > 24
+}
+
+TEST(HydraulisStrategy, SharedSpaceIsReusedForTheSameInputsOnly) {
+  const CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 1);
+  const auto a = shared_scheme_space(cost, 8, Recompute::Selective, 0.85);
+  const auto b = shared_scheme_space(cost, 8, Recompute::Selective, 0.85);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_NE(a.get(), shared_scheme_space(cost, 8, Recompute::Full, 0.85).get());
+  EXPECT_NE(a.get(), shared_scheme_space(cost, 8, Recompute::Selective, 0.9).get());
+  Profile other = testing::plausible_profile();
+  other.compute.layer_overhead_us += 1;
+  const CostModel changed(cost.model(), cost.cluster(), other);
+  const auto c = shared_scheme_space(changed, 8, Recompute::Selective, 0.85);
+  EXPECT_NE(a.get(), c.get());
+  EXPECT_NE(a->schemes().front().latency.c, c->schemes().front().latency.c);
+}
+
+}  // namespace
+}  // namespace lcsim::hydraulis

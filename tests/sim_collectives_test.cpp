@@ -1,0 +1,145 @@
+// Collectives as flows on the platform: alone they take the cost model's time, sharing links they stretch.
+// Each test starts its own SimGrid engine in a child process (sim_test_support.hpp).
+#include "sim/collectives.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <sstream>
+
+#include "sim/platform.hpp"
+#include "tests/sim_test_support.hpp"
+
+namespace lcsim {
+namespace {
+
+using sim::CollectiveRun;
+using sim::CollectiveSpec;
+using sim::Platform;
+namespace sg4 = simgrid::s4u;
+
+ClusterSpec cluster(int nodes, int gpus_per_node) {
+  ClusterSpec c;
+  c.gpu.name = "toy";
+  c.nodes = nodes;
+  c.gpus_per_node = gpus_per_node;
+  c.nvlink_GBps = 400;
+  c.ib_GBps = 50;
+  return c;
+}
+
+CollectiveSpec spec(std::vector<int> gpus, LinkClass link, double latency_s, double transfer_s) {
+  CollectiveSpec s;
+  s.gpus = std::move(gpus);
+  s.link = link;
+  s.time = {latency_s, transfer_s};
+  return s;
+}
+
+/// Every collective of `specs` joined at time 0 by one actor per member GPU; returns each one's end time.
+std::vector<double> run_concurrently(const ClusterSpec& c, const std::vector<CollectiveSpec>& specs, bool aggregates) {
+  const std::string text = testing::in_child_process([&] {
+    sim::quiet_simgrid_logs();
+    std::string name = "test";
+    int argc = 1;
+    char* argv[] = {name.data(), nullptr};
+    sg4::Engine engine(&argc, argv);
+    sim::set_network_model();
+    std::vector<std::vector<int>> groups;
+    if (aggregates)
+      for (const auto& s : specs) groups.push_back(s.gpus);
+    const Platform platform(c, groups);
+    std::vector<CollectiveRun> runs(specs.size());
+    std::vector<double> ends(specs.size(), -1);
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      for (int g : specs[i].gpus)
+        sg4::Actor::create("member", platform.gpu(g), [&, i] {
+          const sim::CommInterval interval = runs[i].join(platform, specs[i], 0.0);
+          // Members leave when the collective is over: their clock is its end.
+          ends[i] = std::max(interval.end, sg4::Engine::get_clock());
+        });
+    engine.run();
+    std::ostringstream out;
+    out.precision(17);
+    for (double e : ends) out << e << ' ';
+    return out.str();
+  });
+  std::vector<double> ends;
+  std::istringstream in(text);
+  for (double e = 0; in >> e;) ends.push_back(e);
+  return ends;
+}
+
+TEST(SimCollectives, AloneACollectiveTakesItsLatencyPlusTransfer) {
+  for (bool aggregates : {false, true}) {
+    const auto ends = run_concurrently(cluster(1, 4), {spec({0, 1, 2, 3}, LinkClass::NvLink, 1e-3, 2e-3)}, aggregates);
+    ASSERT_EQ(ends.size(), 1u);
+    EXPECT_NEAR(ends[0], 3e-3, 1e-9) << "aggregates " << aggregates;
+  }
+}
+
+TEST(SimCollectives, CollectivesSharingGpusShareTheirLinks) {
+  // Two collectives on GPUs {0, 1} at once: every NVLink link carries two flows, each at half the bandwidth.
+  // A third on {2, 3} uses other links and is not slowed.
+  for (bool aggregates : {false, true}) {
+    const auto ends =
+        run_concurrently(cluster(1, 4),
+                         {spec({0, 1}, LinkClass::NvLink, 1e-3, 2e-3), spec({0, 1}, LinkClass::NvLink, 1e-3, 2e-3),
+                          spec({2, 3}, LinkClass::NvLink, 1e-3, 2e-3)},
+                         aggregates);
+    ASSERT_EQ(ends.size(), 3u);
+    EXPECT_NEAR(ends[0], 1e-3 + 4e-3, 1e-9) << "aggregates " << aggregates;
+    EXPECT_NEAR(ends[1], 1e-3 + 4e-3, 1e-9) << "aggregates " << aggregates;
+    EXPECT_NEAR(ends[2], 3e-3, 1e-9) << "aggregates " << aggregates;
+  }
+}
+
+TEST(SimCollectives, InfiniBandCollectivesContendOnTheNics) {
+  // Two nodes of two GPUs. A group over all four GPUs and one over GPUs 0 and 2 share the NICs of GPUs 0 and 2;
+  // a group over 1 and 3 started beside the first shares the NICs of 1 and 3.
+  for (bool aggregates : {false, true}) {
+    const auto alone =
+        run_concurrently(cluster(2, 2), {spec({0, 1, 2, 3}, LinkClass::InfiniBand, 1e-3, 2e-3)}, aggregates);
+    ASSERT_EQ(alone.size(), 1u);
+    EXPECT_NEAR(alone[0], 3e-3, 1e-9);
+    const auto shared = run_concurrently(
+        cluster(2, 2),
+        {spec({0, 1, 2, 3}, LinkClass::InfiniBand, 1e-3, 2e-3), spec({0, 2}, LinkClass::InfiniBand, 1e-3, 2e-3)},
+        aggregates);
+    ASSERT_EQ(shared.size(), 2u);
+    EXPECT_NEAR(shared[1], 1e-3 + 4e-3, 1e-9) << "aggregates " << aggregates;
+    // The four-GPU collective ends with its slowest flow, which shared a NIC.
+    EXPECT_NEAR(shared[0], 1e-3 + 4e-3, 1e-9) << "aggregates " << aggregates;
+  }
+}
+
+TEST(SimCollectives, FlowPlansUseOneFlowPerNodeWhereTheyCan) {
+  const std::string text = testing::in_child_process([] {
+    sim::quiet_simgrid_logs();
+    std::string name = "test";
+    int argc = 1;
+    char* argv[] = {name.data(), nullptr};
+    sg4::Engine engine(&argc, argv);
+    sim::set_network_model();
+    const Platform platform(cluster(2, 4), {{0, 1, 2, 3}, {0, 1, 4, 5}});
+    std::ostringstream out;
+    // Registered, one node: one flow from the up aggregate to the down aggregate.
+    const auto within = sim::plan_flows(platform, spec({0, 1, 2, 3}, LinkClass::NvLink, 1e-3, 1e-3));
+    out << within.flows.size() << ' ' << within.bytes << ' ';
+    // Registered, two nodes of two: one flow per node, node 0 -> node 1 and back.
+    const auto across = sim::plan_flows(platform, spec({0, 1, 4, 5}, LinkClass::InfiniBand, 1e-3, 1e-3));
+    out << across.flows.size() << ' ' << (across.flows[0].from != across.flows[1].from) << ' ';
+    // Not registered: one flow per member, each to a member on the other node.
+    const auto plain = sim::plan_flows(platform, spec({0, 2, 4, 6}, LinkClass::InfiniBand, 1e-3, 1e-3));
+    out << plain.flows.size() << ' ' << (plain.flows[0].to == platform.nic(4)) << ' ';
+    // No transfer: no flow, the latency only.
+    const auto empty = sim::plan_flows(platform, spec({0, 1}, LinkClass::NvLink, 1e-3, 0));
+    out << empty.flows.size() << ' ' << empty.delay_s;
+    return out.str();
+  });
+  // 1 ms at 400 GB/s: 4e8 bytes.
+  EXPECT_EQ(text, "1 400000000 2 1 4 1 0 0.001");
+}
+
+}  // namespace
+}  // namespace lcsim

@@ -1,0 +1,187 @@
+// The SimGrid executor end to end. Each test runs one simulation in a child process (sim_test_support.hpp).
+#include "sim/executor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "policies/core/estimate.hpp"
+#include "policies/core/profile.hpp"
+#include "tests/sim_test_support.hpp"
+
+namespace lcsim {
+namespace {
+
+using testing::micro_batch;
+using testing::on_rank;
+using testing::replica;
+using testing::scheme;
+using testing::sharded;
+using testing::sim_tiny_cost;
+using testing::simulate_in_child;
+using testing::tiny_profile;
+
+/// Qwen2.5-0.5B on one node of 8 H100s with the shipped default profile: realistic sizes.
+CostModel one_node_cost() {
+  ClusterSpec cluster;
+  cluster.gpu = named_gpu("H100-SXM");
+  cluster.nodes = 1;
+  cluster.gpus_per_node = 8;
+  cluster.nvlink_GBps = 450;
+  cluster.ib_GBps = 50;
+  return CostModel(named_model("Qwen2.5-0.5B"), cluster,
+                   load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json"));
+}
+
+std::vector<int> gpus(int n) {
+  std::vector<int> out(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = i;
+  return out;
+}
+
+void expect_relative(double simulated, double expected, double tolerance, const std::string& what) {
+  EXPECT_NEAR(simulated, expected, tolerance * std::max(1e-12, std::abs(expected))) << what;
+}
+
+TEST(SimExecutor, MatchesTheClosedFormEstimateOnOneNodeWithoutContention) {
+  const CostModel cost = one_node_cost();
+  std::vector<IterationPlan> plans(3);
+  // DeepSpeed-Ulysses: one sharded sequence per micro-batch, CP = 8.
+  plans[0].replicas = {replica(scheme(1, 1, 8), gpus(8),
+                               {micro_batch({sharded(1, 8192)}), micro_batch({sharded(2, 32768)}),
+                                micro_batch({sharded(3, 2048)}), micro_batch({sharded(4, 65536)})})};
+  // TP 2 x CP 4, local and sharded sequences mixed (every micro-batch shards something, so the ranks meet).
+  plans[1].replicas = {replica(scheme(2, 1, 4), gpus(8),
+                               {micro_batch({sharded(5, 16384), on_rank(6, 4096, 1), on_rank(7, 2048, 3)}),
+                                micro_batch({sharded(8, 8192), on_rank(9, 1024, 0)})})};
+  // Two DP replicas of CP 4 with ZeRO sync between them, and Skrull's overlap on one micro-batch each.
+  plans[2].replicas = {replica(scheme(1, 1, 4), {0, 1, 2, 3},
+                               {micro_batch({sharded(10, 16384), on_rank(11, 8192, 2), on_rank(12, 512, 0)})}, true),
+                       replica(scheme(1, 1, 4), {4, 5, 6, 7}, {micro_batch({sharded(13, 4096)})}, true)};
+  const auto outcomes = simulate_in_child(plans, cost);
+  ASSERT_EQ(outcomes.size(), plans.size());
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const IterationEstimate estimate = estimate_iteration(plans[i], cost);
+    // The issue asks for 1%; the design is exact (flows alone take the cost model's time), up to byte rounding.
+    expect_relative(outcomes[i].seconds, estimate.seconds, 1e-6, "plan " + std::to_string(i));
+    ASSERT_EQ(outcomes[i].busy_seconds.size(), 8u);
+    for (std::size_t g = 0; g < 8; ++g) {
+      expect_relative(outcomes[i].busy_seconds[g], estimate.busy_seconds[g], 1e-6,
+                      "busy, plan " + std::to_string(i) + ", GPU " + std::to_string(g));
+      expect_relative(outcomes[i].peak_bytes[g], estimate.peak_bytes[g], 1e-9,
+                      "peak, plan " + std::to_string(i) + ", GPU " + std::to_string(g));
+    }
+  }
+  // Iterations follow each other on one clock.
+  EXPECT_NEAR(outcomes[1].start_s, outcomes[0].start_s + outcomes[0].seconds, 1e-9);
+}
+
+TEST(SimExecutor, OverlappedRanksStartOneLayerOfLocalWorkEarly) {
+  // CP 2, overlap, toy model (2 layers). Micro-batch 0: rank 0 has a local sequence of 30 tokens, micro-batch 1:
+  // rank 1 has. Local compute of 30 tokens 377.28 s, the 4-token sharded sequence 19.328 s, its all-to-alls
+  // 18.56 s (16 of them 1 s latency each), gradient sync 0.5 s.
+  //   micro-batch 0: all-to-all [0, 18.56]; rank 0 ends at 377.28 + 19.328 = 396.608, rank 1 at 37.888.
+  //   micro-batch 1: the all-to-all waits for rank 0: [396.608, 415.168]. Rank 1 may run one layer (188.64 s)
+  //   of its local compute before it: from 396.608 - 188.64 = 207.968 to 585.248, then its shard: 604.576.
+  //   iteration: 604.576 + 0.5 = 605.076 s. The estimate sums per-micro-batch maxima: 2 x 396.608 + 0.5.
+  const CostModel cost = sim_tiny_cost(1, 2);
+  std::vector<IterationPlan> plans(1);
+  plans[0].replicas = {replica(
+      scheme(1, 1, 2), {0, 1},
+      {micro_batch({sharded(1, 4), on_rank(2, 30, 0)}), micro_batch({sharded(3, 4), on_rank(4, 30, 1)})}, true)};
+  const auto outcomes = simulate_in_child(plans, cost);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_NEAR(outcomes[0].seconds, 605.076, 1e-6);
+  EXPECT_NEAR(estimate_iteration(plans[0], cost).seconds, 793.716, 1e-6);
+  // Busy: rank 1 overlaps micro-batch 1's all-to-all with its local compute; rank 0 does not wait-count.
+  EXPECT_NEAR(outcomes[0].busy_seconds[0], 377.28 + 2 * 19.328 + 18.56 + 0.5, 1e-6);
+  EXPECT_NEAR(outcomes[0].busy_seconds[1], 18.56 + 377.28 + 2 * 19.328 + 0.5, 1e-6);
+}
+
+TEST(SimExecutor, OneForwardOneBackwardPipelineIsPacedByItsSlowestStage) {
+  // Two stages of one toy layer; four equal micro-batches of 10 tokens; free transfers. Stage 0: forward 14.4 s
+  // (GEMM 12.8 + attention 1.6), backward 29.6 s; stage 1 adds the head: 59.36 s per micro-batch in all. The
+  // last stage runs back to back once fed: 14.4 + 4 x 59.36 + 29.6 = 281.44 s (the estimate's fill and drain
+  // charge a whole slowest slot instead: 5 x 59.36 = 296.8 s).
+  Profile profile = tiny_profile();
+  for (auto& fit : profile.collectives)
+    if (fit.op == CollectiveOp::SendRecv) fit.segments[0].latency_us = 0;
+  const CostModel cost = sim_tiny_cost(1, 2, profile);
+  std::vector<IterationPlan> plans(1);
+  std::vector<MicroBatch> mbs;
+  for (int m = 0; m < 4; ++m) mbs.push_back(micro_batch({on_rank(m, 10, 0)}));
+  plans[0].replicas = {replica(scheme(1, 2, 1), {0, 1}, mbs)};
+  const auto outcomes = simulate_in_child(plans, cost);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_NEAR(outcomes[0].seconds, 281.44, 1e-6);
+  EXPECT_NEAR(estimate_iteration(plans[0], cost).seconds, 296.8, 1e-6);
+  // Busy: stage 0 computes 4 x 44 s, stage 1 4 x 59.36 s; pipeline waits are idle.
+  EXPECT_NEAR(outcomes[0].busy_seconds[0], 176.0, 1e-6);
+  EXPECT_NEAR(outcomes[0].busy_seconds[1], 237.44, 1e-6);
+  // 1F1B keeps two micro-batches alive on stage 0 (8 bytes per token), one on stage 1 (8 + 16 bytes of logits
+  // per token); the toy has no static bytes. The estimate's peaks agree.
+  EXPECT_NEAR(outcomes[0].peak_bytes[0], 2 * 10 * 8, 1e-9);
+  EXPECT_NEAR(outcomes[0].peak_bytes[1], 10 * 24, 1e-9);
+  const auto peaks = estimate_peak_bytes(plans[0], cost);
+  EXPECT_NEAR(outcomes[0].peak_bytes[0], peaks[0], 1e-9);
+  EXPECT_NEAR(outcomes[0].peak_bytes[1], peaks[1], 1e-9);
+}
+
+TEST(SimExecutor, PhasesRunInOrderWithTheStrategySwitch) {
+  Profile profile = tiny_profile();
+  profile.compute.hot_switch_us_per_mparam = 1e6;
+  const CostModel cost = sim_tiny_cost(1, 2, profile);
+  std::vector<IterationPlan> plans(1);
+  plans[0].replicas = {replica(scheme(1, 1, 1), {0}, {micro_batch({on_rank(1, 10, 0)})}, false, 0),
+                       replica(scheme(1, 1, 1), {1}, {micro_batch({on_rank(2, 30, 0)})}, false, 0),
+                       replica(scheme(1, 1, 2), {0, 1}, {micro_batch({sharded(3, 20)})}, false, 1)};
+  const auto outcomes = simulate_in_child(plans, cost);
+  ASSERT_EQ(outcomes.size(), 1u);
+  const IterationEstimate estimate = estimate_iteration(plans[0], cost);
+  EXPECT_NEAR(outcomes[0].seconds, estimate.seconds, 1e-6 * estimate.seconds);
+  EXPECT_NEAR(outcomes[0].busy_seconds[0], estimate.busy_seconds[0], 1e-6 * estimate.seconds);
+}
+
+TEST(SimExecutor, PeakMemoryAboveCapacityIsMeasuredNotFatal) {
+  // 50 bytes of GPU memory: any micro-batch overflows it. The simulation still completes.
+  const CostModel cost = sim_tiny_cost(1, 2, tiny_profile(), 50);
+  std::vector<IterationPlan> plans(1);
+  plans[0].replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({sharded(1, 64)})})};
+  const auto outcomes = simulate_in_child(plans, cost);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_GT(outcomes[0].seconds, 0);
+  EXPECT_GT(outcomes[0].peak_bytes[0], cost.capacity_bytes());
+  EXPECT_NEAR(outcomes[0].peak_bytes[0], estimate_peak_bytes(plans[0], cost)[0], 1e-9);
+}
+
+TEST(SimExecutor, SpansTellComputeFromCommunication) {
+  const CostModel cost = sim_tiny_cost(1, 2);
+  std::vector<IterationPlan> plans(1);
+  plans[0].replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 10, 0), sharded(2, 20)})})};
+  sim::SimulationOptions options;
+  options.record_spans = true;
+  const auto outcomes = simulate_in_child(plans, cost, options);
+  ASSERT_EQ(outcomes.size(), 1u);
+  std::vector<sim::GpuSpan> gpu0;
+  for (const auto& s : outcomes[0].spans)
+    if (s.gpu == 0) gpu0.push_back(s);
+  // Compute 217.92 s, all-to-all 28.8 s, reduce-scatter and all-gather 0.25 s each (estimate_test.cpp's figures).
+  ASSERT_EQ(gpu0.size(), 4u);
+  EXPECT_EQ(gpu0[0].kind, sim::WorkKind::Compute);
+  EXPECT_NEAR(gpu0[0].end_s - gpu0[0].start_s, 217.92, 1e-9);
+  EXPECT_EQ(gpu0[0].micro_batch, 0);
+  EXPECT_EQ(gpu0[1].kind, sim::WorkKind::CpAllToAll);
+  EXPECT_NEAR(gpu0[1].start_s, gpu0[0].end_s, 1e-9);
+  EXPECT_NEAR(gpu0[1].end_s - gpu0[1].start_s, 28.8, 1e-6);
+  EXPECT_EQ(gpu0[2].kind, sim::WorkKind::GradReduceScatter);
+  EXPECT_EQ(gpu0[3].kind, sim::WorkKind::GradAllGather);
+  // Rank 1 computes for 114.56 s, then waits for rank 0: its all-to-all span starts when rank 0 is ready.
+  for (const auto& s : outcomes[0].spans)
+    if (s.gpu == 1 && s.kind == sim::WorkKind::CpAllToAll) {
+      EXPECT_NEAR(s.start_s, gpu0[1].start_s, 1e-9);
+    }
+}
+
+}  // namespace
+}  // namespace lcsim

@@ -1,0 +1,114 @@
+#pragma once
+// Helpers for the simulator tests. SimGrid allows one engine per process: ctest already runs every test in its own
+// process (gtest_discover_tests), and tests that start an engine also fork a child for it, so the test binary
+// stays correct when run as a whole.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/executor.hpp"
+#include "tests/policy_test_fixtures.hpp"
+
+namespace lcsim::testing {
+
+/// The toy cost model of policy_test_fixtures.hpp on a cluster with link bandwidths (the platform needs them).
+inline CostModel sim_tiny_cost(int nodes, int gpus_per_node, Profile profile = tiny_profile(),
+                               double memory_bytes = 500, int layers = 2) {
+  ClusterSpec cluster = tiny_cluster(nodes, gpus_per_node, memory_bytes);
+  cluster.nvlink_GBps = 450;
+  cluster.ib_GBps = 50;
+  return CostModel(tiny_model(layers), cluster, std::move(profile));
+}
+
+/// Runs `body` in a child process and returns what it returned; a crash, an exception or a non-zero exit fails
+/// the calling test (and returns "").
+inline std::string in_child_process(const std::function<std::string()>& body) {
+  std::cout.flush();
+  std::fflush(nullptr);
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe() failed";
+    return "";
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string out;
+    int code = 0;
+    try {
+      out = body();
+    } catch (const std::exception& e) {
+      out = std::string("exception: ") + e.what();
+      code = 3;
+    }
+    for (std::size_t done = 0; done < out.size();) {
+      const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ::close(fds[1]);
+    ::_exit(code);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buffer[65536];
+  ssize_t n = 0;
+  while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ADD_FAILURE() << "child process failed (status " << status << "): " << out;
+    return "";
+  }
+  return out;
+}
+
+/// simulate() in a child process; the outcomes come back through JSON (spans included).
+inline std::vector<sim::IterationOutcome> simulate_in_child(const std::vector<IterationPlan>& plans,
+                                                            const CostModel& cost,
+                                                            const sim::SimulationOptions& options = {}) {
+  const std::string text = in_child_process([&] {
+    std::vector<const IterationPlan*> pointers;
+    for (const auto& p : plans) pointers.push_back(&p);
+    nlohmann::json out = nlohmann::json::array();
+    sim::simulate(pointers, cost, options, [&](sim::IterationOutcome&& o) {
+      nlohmann::json spans = nlohmann::json::array();
+      for (const auto& s : o.spans)
+        spans.push_back({s.gpu, s.start_s, s.end_s, static_cast<int>(s.kind), s.replica, s.micro_batch});
+      out.push_back({{"index", o.index},
+                     {"start", o.start_s},
+                     {"seconds", o.seconds},
+                     {"busy", o.busy_seconds},
+                     {"peak", o.peak_bytes},
+                     {"spans", spans}});
+    });
+    return out.dump();
+  });
+  std::vector<sim::IterationOutcome> outcomes;
+  if (text.empty()) return outcomes;
+  for (const auto& j : nlohmann::json::parse(text)) {
+    sim::IterationOutcome o;
+    o.index = j["index"].get<std::size_t>();
+    o.start_s = j["start"].get<double>();
+    o.seconds = j["seconds"].get<double>();
+    o.busy_seconds = j["busy"].get<std::vector<double>>();
+    o.peak_bytes = j["peak"].get<std::vector<double>>();
+    for (const auto& s : j["spans"])
+      o.spans.push_back({s[0].get<int>(), s[1].get<double>(), s[2].get<double>(),
+                         static_cast<sim::WorkKind>(s[3].get<int>()), s[4].get<int>(), s[5].get<int>()});
+    outcomes.push_back(std::move(o));
+  }
+  return outcomes;
+}
+
+}  // namespace lcsim::testing

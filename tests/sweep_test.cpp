@@ -1,0 +1,101 @@
+// Sweep files: strict parsing, cartesian expansion in axis order, each axis changing the right scenario field,
+// and impossible points rejected before anything runs.
+#include <gtest/gtest.h>
+
+#include "policies/core/errors.hpp"
+#include "traces/scenario.hpp"
+#include "traces/sweep.hpp"
+
+namespace lcsim {
+namespace {
+
+using Json = nlohmann::json;
+const std::string kSourceDir = LCSIM_SOURCE_DIR;
+
+Json sweep_doc(Json axes) {
+  return Json{{"name", "t"}, {"base", kSourceDir + "/scenarios/default.json"}, {"mode", "plan"}, {"axes", axes}};
+}
+
+std::string error_of(const Json& doc) {
+  try {
+    expand_sweep(sweep_from_json(doc, "s.json"));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError";
+  return "";
+}
+
+TEST(Sweep, CartesianProductInAxisOrderLastAxisFastest) {
+  const Sweep sweep = sweep_from_json(sweep_doc(Json::parse(R"([
+      {"name": "gpus", "values": [8, 32]},
+      {"name": "dataset", "values": ["wikipedia", "chatqa2-long-sft", "tulu3"]}])")),
+                                      "s.json");
+  const auto points = expand_sweep(sweep);
+  ASSERT_EQ(points.size(), 6U);
+  EXPECT_EQ(points[1].coordinates[0].second, 8);
+  EXPECT_EQ(points[1].coordinates[1].second, "chatqa2-long-sft");
+  EXPECT_EQ(points[3].coordinates[0].second, 32);
+  EXPECT_EQ(points[3].coordinates[1].second, "wikipedia");
+  // gpus=8 with cp=8: one node, dp=1; gpus=32: four nodes, dp=4.
+  EXPECT_EQ(points[0].scenario["cluster"]["nodes"], 1);
+  EXPECT_EQ(points[0].scenario["parallel"]["dp"], 1);
+  EXPECT_EQ(points[4].scenario["cluster"]["nodes"], 4);
+  EXPECT_EQ(points[4].scenario["parallel"]["dp"], 4);
+  EXPECT_EQ(points[4].scenario["dataset"]["distribution"], "chatqa2-long-sft");
+  // The base's relative profile path is made absolute, so the point parses from anywhere.
+  const Scenario parsed = scenario_from_json(points[4].scenario, "/elsewhere/point.json");
+  EXPECT_EQ(parsed.profile_path, kSourceDir + "/calibrate/profiles/h100-sxm-default.json");
+  EXPECT_EQ(parsed.layout.dp, 4);
+}
+
+TEST(Sweep, BatchSizePerDpScalesWithTheGpuAxis) {
+  const auto points = expand_sweep(sweep_from_json(
+      sweep_doc(Json::parse(R"([{"name": "batch_size_per_dp", "values": [8]}, {"name": "gpus", "values": [16, 64]}])")),
+      "s.json"));
+  ASSERT_EQ(points.size(), 2U);
+  EXPECT_EQ(points[0].scenario["training"]["global_batch_sequences"], 16);   // dp 2 x 8
+  EXPECT_EQ(points[1].scenario["training"]["global_batch_sequences"], 64);   // dp 8 x 8
+}
+
+TEST(Sweep, TrainingAxesReplaceTheirFields) {
+  const auto points = expand_sweep(sweep_from_json(sweep_doc(Json::parse(R"([
+      {"name": "tokens_per_iteration", "values": [100000]},
+      {"name": "bucket_size_tokens", "values": [8192]},
+      {"name": "model", "values": ["Qwen2.5-7B"]}])")),
+                                                   "s.json"));
+  const Json& t = points[0].scenario["training"];
+  EXPECT_EQ(t["tokens_per_iteration"], 100000);
+  EXPECT_FALSE(t.contains("global_batch_sequences"));
+  EXPECT_EQ(t["bucket_size_tokens"], 8192);
+  EXPECT_EQ(points[0].scenario["model"], "Qwen2.5-7B");
+}
+
+TEST(Sweep, IterationsOverrideEveryPoint) {
+  Json doc = sweep_doc(Json::parse(R"([{"name": "gpus", "values": [8]}])"));
+  doc["iterations"] = 3;
+  EXPECT_EQ(expand_sweep(sweep_from_json(doc, "s.json"))[0].scenario["training"]["iterations"], 3);
+}
+
+TEST(Sweep, StrictFileAndImpossiblePoints) {
+  EXPECT_NE(error_of(sweep_doc(Json::parse(R"([{"name": "gpu", "values": [8]}])"))).find("s.json: axes[0].name"),
+            std::string::npos);
+  Json extra = sweep_doc(Json::parse(R"([{"name": "gpus", "values": [8]}])"));
+  extra["bogus"] = 1;
+  EXPECT_NE(error_of(extra).find("s.json: bogus: unknown key"), std::string::npos);
+  Json bad_mode = sweep_doc(Json::parse(R"([{"name": "gpus", "values": [8]}])"));
+  bad_mode["mode"] = "fast";
+  EXPECT_NE(error_of(bad_mode).find("mode"), std::string::npos);
+  // 12 GPUs are not whole nodes of 8; 4 GPUs cannot hold the CP group of 8.
+  EXPECT_NE(error_of(sweep_doc(Json::parse(R"([{"name": "gpus", "values": [12]}])"))).find("point 0 (gpus=12)"),
+            std::string::npos);
+  EXPECT_NE(error_of(sweep_doc(Json::parse(R"([{"name": "gpus", "values": [4]}])"))).find("cp x tp x pp"),
+            std::string::npos);
+  // A dataset name the scenario parser rejects names the point.
+  const std::string message = error_of(sweep_doc(Json::parse(R"([{"name": "dataset", "values": ["nope"]}])")));
+  EXPECT_NE(message.find("point 0 (dataset=\"nope\")"), std::string::npos) << message;
+  EXPECT_NE(message.find("dataset.distribution"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace lcsim

@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""Plots from the files lcsim writes.
+
+  lcsim_plot.py timeline TRACE.json --out timeline.png [--start S] [--end S]
+      per-GPU Gantt chart from a Chrome trace (`lcsim simulate --trace`): one row per GPU, compute /
+      communication / idle spans coloured, micro-batch labels on the spans wide enough to hold them
+  lcsim_plot.py speedup RESULTS.json --out speedup.png
+      one bar per policy (speedup over the baseline) from a results file (`lcsim plan|simulate --json`), with the
+      scenario's declared paper figures drawn beside the simulated bars
+  lcsim_plot.py scaling SWEEP.json --out scaling.png [--x gpus] [--y tokens_per_s|mean_iteration_s|speedup_vs_baseline]
+      one line per policy over a sweep axis, from `lcsim sweep --json`
+
+Every figure's caption repeats the results' profile and dataset labels, so a plot of uncalibrated or synthetic
+numbers says so. Uses Debian's python3-matplotlib with the headless Agg backend.
+"""
+import argparse
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLOURS = {"compute": "#4C72B0", "comm": "#DD8452", "idle": "#D9D9D9", "other": "#8C8C8C"}
+
+
+class PlotError(Exception):
+    """Bad input file: the message names the file and what is wrong."""
+
+
+def load_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise PlotError(f"{path}: cannot read: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise PlotError(f"{path}: not valid JSON: {e}") from e
+
+
+def span_class(event):
+    """compute / comm / idle from the event's category (falling back to its name)."""
+    text = (event.get("cat", "") + " " + event.get("name", "")).lower()
+    for key in ("idle", "comm", "compute"):
+        if key in text:
+            return key
+    return "other"
+
+
+def timeline_tracks(trace, path):
+    """{(pid, tid): {"name": str, "spans": [(start_s, dur_s, class, label)]}} from Chrome trace events."""
+    events = trace.get("traceEvents") if isinstance(trace, dict) else trace
+    if not isinstance(events, list):
+        raise PlotError(f"{path}: expected a Chrome trace (an object with traceEvents, or an array of events)")
+    tracks = {}
+    for i, event in enumerate(events):
+        if not isinstance(event, dict) or "ph" not in event:
+            raise PlotError(f"{path}: traceEvents[{i}]: not a trace event")
+        key = (event.get("pid", 0), event.get("tid", 0))
+        if event["ph"] == "M" and event.get("name") == "thread_name":
+            tracks.setdefault(key, {"name": None, "spans": []})["name"] = event.get("args", {}).get("name")
+        elif event["ph"] == "X":
+            for field in ("ts", "dur"):
+                if not isinstance(event.get(field), (int, float)):
+                    raise PlotError(f"{path}: traceEvents[{i}].{field}: expected a number")
+            track = tracks.setdefault(key, {"name": None, "spans": []})
+            track["spans"].append((event["ts"] * 1e-6, event["dur"] * 1e-6, span_class(event), event.get("name", "")))
+    tracks = {k: v for k, v in tracks.items() if v["spans"]}
+    if not tracks:
+        raise PlotError(f"{path}: no complete (ph \"X\") events to draw")
+    return tracks
+
+
+def plot_timeline(trace_path, out, start=None, end=None):
+    trace = load_json(trace_path)
+    tracks = timeline_tracks(trace, trace_path)
+    keys = sorted(tracks)
+    fig, ax = plt.subplots(figsize=(12, 0.35 * len(keys) + 1.6))
+    t0 = min(s[0] for t in tracks.values() for s in t["spans"])
+    t1 = max(s[0] + s[1] for t in tracks.values() for s in t["spans"])
+    lo = t0 if start is None else start
+    hi = t1 if end is None else end
+    for row, key in enumerate(keys):
+        for s0, dur, cls, label in tracks[key]["spans"]:
+            if s0 + dur < lo or s0 > hi:
+                continue
+            ax.broken_barh([(s0, dur)], (row - 0.4, 0.8), facecolors=COLOURS[cls], edgecolor="none")
+            if dur > (hi - lo) / 40 and label:
+                ax.text(s0 + dur / 2, row, label, ha="center", va="center", fontsize=6, clip_on=True)
+    ax.set_yticks(range(len(keys)))
+    ax.set_yticklabels([tracks[k]["name"] or f"{k[0]}/{k[1]}" for k in keys], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("simulated time (s)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[c]) for c in ("compute", "comm", "idle")]
+    ax.legend(handles, ["compute", "communication", "idle"], loc="upper right", fontsize=7, ncol=3)
+    meta = trace.get("metadata", {}) if isinstance(trace, dict) else {}
+    caption = " | ".join(str(meta[k]) for k in ("scenario", "policy", "profile", "dataset") if k in meta)
+    ax.set_title(caption or trace_path, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    return fig, ax
+
+
+def caption_of(results):
+    profile = results.get("profile", {})
+    label = profile.get("label", "") if isinstance(profile, dict) else str(profile)
+    return f"{results.get('scenario', '')} ({results.get('mode', '')}) | {results.get('dataset', '')} | {label}"
+
+
+def plot_speedup(results_path, out):
+    results = load_json(results_path)
+    policies = results.get("policies")
+    if not isinstance(policies, list) or not policies:
+        raise PlotError(f"{results_path}: policies: expected a non-empty array (lcsim-results/1)")
+    names = [p["name"] for p in policies]
+    values = [p.get("speedup_vs_baseline") or 0.0 for p in policies]
+    paper = {f["policy"]: f for f in results.get("paper_figures", [])}
+    fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(names) + 1), 4))
+    width = 0.38 if paper else 0.7
+    xs = list(range(len(names)))
+    bars = ax.bar([x - (width / 2 if paper else 0) for x in xs], values, width, color="#4C72B0", label="lcsim")
+    for bar, value in zip(bars, values):
+        ax.text(bar.get_x() + bar.get_width() / 2, value, f"{value:.2f}x", ha="center", va="bottom", fontsize=7)
+    if paper:
+        px = [x + width / 2 for x, n in zip(xs, names) if n in paper]
+        pv = [paper[n]["speedup"] for n in names if n in paper]
+        ax.bar(px, pv, width, color="#C44E52", label="paper")
+    ax.axhline(1.0, color="black", linewidth=0.6)
+    ax.set_xticks(xs)
+    ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel(f"speedup over {results.get('baseline', 'baseline')} (tokens/s)")
+    ax.set_title(caption_of(results), fontsize=7)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    return fig, ax
+
+
+def plot_scaling(sweep_path, out, x="gpus", y="tokens_per_s"):
+    sweep = load_json(sweep_path)
+    points = sweep.get("points")
+    if sweep.get("schema") != "lcsim-sweep/1" or not isinstance(points, list) or not points:
+        raise PlotError(f"{sweep_path}: expected an lcsim-sweep/1 document with points")
+    lines = {}
+    for i, point in enumerate(points):
+        xv = point["gpus"] if x == "gpus" else point.get("coordinates", {}).get(x)
+        if xv is None:
+            raise PlotError(f"{sweep_path}: points[{i}]: no value for axis '{x}'")
+        for policy in point["results"]["policies"]:
+            if y not in policy:
+                raise PlotError(f"{sweep_path}: points[{i}].results.policies: no field '{y}'")
+            lines.setdefault(policy["name"], []).append((xv, policy[y]))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, pts in lines.items():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    if x == "gpus":
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.set_title(f"{sweep.get('sweep', '')} | {caption_of(points[0]['results'])}", fontsize=7)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    return fig, ax
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("timeline", help="per-GPU Gantt chart from a Chrome trace")
+    t.add_argument("trace")
+    t.add_argument("--out", required=True)
+    t.add_argument("--start", type=float)
+    t.add_argument("--end", type=float)
+    s = sub.add_parser("speedup", help="speedup bars from a results file")
+    s.add_argument("results")
+    s.add_argument("--out", required=True)
+    c = sub.add_parser("scaling", help="lines per policy over a sweep axis")
+    c.add_argument("sweep")
+    c.add_argument("--out", required=True)
+    c.add_argument("--x", default="gpus")
+    c.add_argument("--y", default="tokens_per_s")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "timeline":
+            plot_timeline(args.trace, args.out, args.start, args.end)
+        elif args.command == "speedup":
+            plot_speedup(args.results, args.out)
+        else:
+            plot_scaling(args.sweep, args.out, args.x, args.y)
+    except PlotError as e:
+        print(f"lcsim_plot: error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""Headless tests of tools/lcsim_plot.py: each plot is written, is a PNG, and holds what it should."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lcsim_plot  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def chrome_trace(gpus):
+    events = []
+    for g in range(gpus):
+        events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": g, "args": {"name": f"GPU {g}"}})
+        events.append({"ph": "X", "name": "mb0 compute", "cat": "compute", "pid": 0, "tid": g, "ts": 0, "dur": 500})
+        events.append({"ph": "X", "name": "mb0 all-to-all", "cat": "comm", "pid": 0, "tid": g, "ts": 500, "dur": 200})
+        events.append({"ph": "X", "name": "idle", "cat": "idle", "pid": 0, "tid": g, "ts": 700, "dur": 100 * g})
+    return {"traceEvents": events, "metadata": {"scenario": "t", "profile": "uncalibrated (derived from public figures)"}}
+
+
+def results(speedups, paper=None):
+    return {
+        "schema": "lcsim-results/1", "mode": "simulate", "scenario": "t", "dataset": "synthetic wikipedia",
+        "profile": {"label": "uncalibrated (derived from public figures)", "calibrated": False},
+        "baseline": "deepspeed",
+        "policies": [{"name": n, "kind": n, "speedup_vs_baseline": s, "tokens_per_s": 1000 * s,
+                      "mean_iteration_s": 1 / s} for n, s in speedups.items()],
+        "paper_figures": paper or [],
+    }
+
+
+class PlotTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir.name, name)
+
+    def write(self, name, doc):
+        with open(self.path(name), "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        return self.path(name)
+
+    def assert_png(self, path):
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(8), PNG_MAGIC)
+        self.assertGreater(os.path.getsize(path), 1000)
+
+    def test_timeline_has_one_track_per_gpu(self):
+        trace = self.write("trace.json", chrome_trace(6))
+        fig, ax = lcsim_plot.plot_timeline(trace, self.path("t.png"))
+        self.assert_png(self.path("t.png"))
+        self.assertEqual([t.get_text() for t in ax.get_yticklabels()], [f"GPU {g}" for g in range(6)])
+        # compute, comm and idle spans: 3 per GPU except GPU 0's zero-length idle still drawn as a collection
+        self.assertEqual(len(ax.collections), 18)
+
+    def test_speedup_has_one_bar_per_policy_and_the_paper_figures(self):
+        doc = results({"deepspeed": 1.0, "sorted": 1.5, "skrull": 3.0},
+                      [{"policy": "skrull", "speedup": 3.76, "source": "Skrull Sec. 5"}])
+        fig, ax = lcsim_plot.plot_speedup(self.write("r.json", doc), self.path("s.png"))
+        self.assert_png(self.path("s.png"))
+        heights = sorted(round(p.get_height(), 2) for p in ax.patches)
+        self.assertEqual(heights, [1.0, 1.5, 3.0, 3.76])
+        self.assertIn("uncalibrated", ax.get_title())
+
+    def test_scaling_has_one_line_per_policy(self):
+        points = []
+        for i, gpus in enumerate([64, 256, 1024]):
+            points.append({"index": i, "coordinates": {"gpus": gpus}, "gpus": gpus,
+                           "results": results({"deepspeed": 1.0, "skrull": 2.0 + i})})
+        sweep = {"schema": "lcsim-sweep/1", "sweep": "scale", "points": points}
+        fig, ax = lcsim_plot.plot_scaling(self.write("sw.json", sweep), self.path("c.png"), y="speedup_vs_baseline")
+        self.assert_png(self.path("c.png"))
+        lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
+        self.assertEqual(lines, {"deepspeed": [1.0, 1.0, 1.0], "skrull": [2.0, 3.0, 4.0]})
+
+    def test_bad_input_names_the_file_and_exits_two(self):
+        bad = self.write("bad.json", {"policies": []})
+        run = subprocess.run([sys.executable, lcsim_plot.__file__, "speedup", bad, "--out", self.path("x.png")],
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 2)
+        self.assertIn(bad + ": policies", run.stderr)
+        self.assertFalse(os.path.exists(self.path("x.png")))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,165 @@
+#include "traces/sweep.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "policies/core/errors.hpp"
+#include "policies/core/json_reader.hpp"
+#include "traces/scenario.hpp"
+
+namespace lcsim {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string describe(const std::vector<std::pair<std::string, Json>>& coordinates) {
+  std::string out;
+  for (const auto& [axis, value] : coordinates) out += (out.empty() ? "" : ", ") + axis + "=" + value.dump();
+  return out;
+}
+
+int int_of(const Json& document, const char* a, const char* b, int fallback) {
+  return document.contains(a) && document[a].contains(b) ? document[a][b].get<int>() : fallback;
+}
+
+// Applies one axis value to a scenario document. Messages about the value name the axis; the scenario parser
+// checks everything else afterwards.
+void apply_axis(Json& doc, const std::string& axis, const Json& value, const std::string& where) {
+  const auto need_number = [&]() {
+    if (!value.is_number_integer() || value.get<std::int64_t>() <= 0)
+      throw InputError(where + ": axis " + axis + " takes positive integers, got " + value.dump());
+  };
+  if (axis == "gpus") {
+    need_number();
+    const int gpus = value.get<int>();
+    const int per_node = doc["cluster"].value("gpus_per_node", 8);
+    const int cp = int_of(doc, "parallel", "cp", 1), tp = int_of(doc, "parallel", "tp", 1),
+              pp = int_of(doc, "parallel", "pp", 1);
+    if (gpus < per_node) {
+      doc["cluster"]["gpus_per_node"] = gpus;
+      doc["cluster"]["nodes"] = 1;
+    } else if (gpus % per_node != 0) {
+      throw InputError(where + ": gpus=" + std::to_string(gpus) + " is not a multiple of cluster.gpus_per_node (" +
+                       std::to_string(per_node) + ")");
+    } else {
+      doc["cluster"]["nodes"] = gpus / per_node;
+    }
+    if (gpus % (cp * tp * pp) != 0)
+      throw InputError(where + ": gpus=" + std::to_string(gpus) + " is not a multiple of cp x tp x pp (" +
+                       std::to_string(cp * tp * pp) + ")");
+    doc["parallel"]["dp"] = gpus / (cp * tp * pp);
+  } else if (axis == "context_length_tokens" || axis == "bucket_size_tokens") {
+    need_number();
+    doc["training"][axis] = value;
+  } else if (axis == "tokens_per_iteration" || axis == "global_batch_sequences") {
+    need_number();
+    doc["training"].erase("tokens_per_iteration");
+    doc["training"].erase("global_batch_sequences");
+    doc["training"][axis] = value;
+  } else if (axis == "batch_size_per_dp") {
+    need_number();
+    doc["training"].erase("tokens_per_iteration");
+    doc["training"]["global_batch_sequences"] = value.get<int>() * int_of(doc, "parallel", "dp", 1);
+  } else if (axis == "dataset" || axis == "model") {
+    if (!value.is_string()) throw InputError(where + ": axis " + axis + " takes names, got " + value.dump());
+    if (axis == "dataset") {
+      const bool truncate = doc["dataset"].value("truncate_to_context", false);
+      doc["dataset"] = Json{{"distribution", value}};
+      if (truncate) doc["dataset"]["truncate_to_context"] = true;
+    } else {
+      doc["model"] = value;
+    }
+  }
+}
+
+// Paths in the base scenario are relative to its folder; a point is written elsewhere, so make them absolute.
+Json absolute_paths(Json doc, const std::string& base_file) {
+  const auto absolute = [&](const Json& relative) {
+    return std::filesystem::absolute(resolve_scenario_path(base_file, relative.get<std::string>())).lexically_normal();
+  };
+  if (doc.contains("profile") && doc["profile"].is_string()) doc["profile"] = absolute(doc["profile"]).string();
+  if (doc.contains("dataset") && doc["dataset"].is_object() && doc["dataset"].contains("trace") &&
+      doc["dataset"]["trace"].is_string())
+    doc["dataset"]["trace"] = absolute(doc["dataset"]["trace"]).string();
+  return doc;
+}
+
+}  // namespace
+
+const std::vector<std::string>& sweep_axis_names() {
+  static const std::vector<std::string> names = {"gpus",          "context_length_tokens", "tokens_per_iteration",
+                                                 "global_batch_sequences", "batch_size_per_dp",
+                                                 "bucket_size_tokens",     "dataset",  "model"};
+  return names;
+}
+
+Sweep sweep_from_json(const Json& document, const std::string& file) {
+  JsonObjectReader root(document, file);
+  Sweep sweep;
+  sweep.file = file;
+  sweep.name = root.required<std::string>("name");
+  sweep.description = root.optional<std::string>("description", "");
+  sweep.base_file = resolve_scenario_path(file, root.required<std::string>("base"));
+  sweep.mode = root.optional<std::string>("mode", "simulate");
+  if (sweep.mode != "simulate" && sweep.mode != "plan") root.fail("mode", "expected \"simulate\" or \"plan\"");
+  if (root.has("iterations")) sweep.iterations = static_cast<int>(root.integer_in("iterations", 1, 1000000));
+  const Json& axes = root.value("axes");
+  if (!axes.is_array() || axes.empty()) root.fail("axes", "expected a non-empty array of {name, values}");
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    JsonObjectReader item = root.child(axes[i], root.path("axes") + "[" + std::to_string(i) + "]");
+    SweepAxis axis;
+    axis.name = item.required<std::string>("name");
+    const auto& names = sweep_axis_names();
+    if (std::find(names.begin(), names.end(), axis.name) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      item.fail("name", "unknown axis '" + axis.name + "' (known: " + known + ")");
+    }
+    for (const auto& existing : sweep.axes)
+      if (existing.name == axis.name) item.fail("name", "axis '" + axis.name + "' appears twice");
+    const Json& values = item.value("values");
+    if (!values.is_array() || values.empty()) item.fail("values", "expected a non-empty array");
+    axis.values.assign(values.begin(), values.end());
+    item.finish();
+    sweep.axes.push_back(std::move(axis));
+  }
+  root.finish();
+  return sweep;
+}
+
+Sweep load_sweep(const std::string& file) { return sweep_from_json(parse_json_file(file), file); }
+
+std::vector<SweepPoint> expand_sweep(const Sweep& sweep) {
+  const Json base = absolute_paths(parse_json_file(sweep.base_file), sweep.base_file);
+  std::size_t total = 1;
+  for (const auto& axis : sweep.axes) total *= axis.values.size();
+
+  std::vector<SweepPoint> points;
+  points.reserve(total);
+  for (std::size_t flat = 0; flat < total; ++flat) {
+    SweepPoint point;
+    point.index = static_cast<int>(flat);
+    std::size_t rest = flat;
+    std::vector<std::size_t> digits(sweep.axes.size());
+    for (std::size_t a = sweep.axes.size(); a-- > 0;) {
+      digits[a] = rest % sweep.axes[a].values.size();
+      rest /= sweep.axes[a].values.size();
+    }
+    for (std::size_t a = 0; a < sweep.axes.size(); ++a)
+      point.coordinates.emplace_back(sweep.axes[a].name, sweep.axes[a].values[digits[a]]);
+
+    const std::string where = sweep.file + ": point " + std::to_string(flat) + " (" + describe(point.coordinates) + ")";
+    point.scenario = base;
+    // GPU count first: batch_size_per_dp depends on the dp it sets.
+    for (const char* first : {"gpus", ""})
+      for (const auto& [axis, value] : point.coordinates)
+        if ((axis == "gpus") == (*first != '\0')) apply_axis(point.scenario, axis, value, where);
+    if (sweep.iterations > 0) point.scenario["training"]["iterations"] = sweep.iterations;
+    point.scenario["name"] = base.value("name", std::string("scenario")) + " [" + describe(point.coordinates) + "]";
+    scenario_from_json(point.scenario, where);  // throws naming the point and its coordinates
+    points.push_back(std::move(point));
+  }
+  return points;
+}
+
+}  // namespace lcsim

@@ -1,0 +1,62 @@
+#pragma once
+// Sweep files: a base scenario plus axes; every point of their cartesian product is a scenario of its own.
+//
+// {
+//   "name": "skrull-batch-size",
+//   "description": "...",                           (optional)
+//   "base": "skrull/case-study-dp1.json",          (relative to the sweep file)
+//   "mode": "simulate" | "plan",                    (default "simulate")
+//   "iterations": 5,                                (optional: overrides training.iterations at every point)
+//   "axes": [ {"name": "batch_size_per_dp", "values": [8, 16, 32, 64]}, ... ]
+// }
+//
+// Axes (each changes the point's scenario JSON):
+//   gpus                   cluster nodes = gpus / gpus_per_node (one smaller node when gpus < gpus_per_node);
+//                          parallel.dp = gpus / (cp tp pp)
+//   context_length_tokens  training.context_length_tokens
+//   tokens_per_iteration   training.tokens_per_iteration (replaces global_batch_sequences)
+//   global_batch_sequences training.global_batch_sequences (replaces tokens_per_iteration)
+//   batch_size_per_dp      training.global_batch_sequences = dp x value (Skrull's BatchSize)
+//   bucket_size_tokens     training.bucket_size_tokens
+//   dataset                dataset = {"distribution": value}
+//   model                  model = value (a built-in model name)
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lcsim {
+
+struct SweepAxis {
+  std::string name;
+  std::vector<nlohmann::json> values;  ///< numbers or strings, as the axis takes
+};
+
+struct SweepPoint {
+  int index = 0;
+  std::vector<std::pair<std::string, nlohmann::json>> coordinates;  ///< axis name -> value, in axis order
+  nlohmann::json scenario;  ///< the point's scenario document (paths made absolute)
+};
+
+struct Sweep {
+  std::string file;
+  std::string name;
+  std::string description;
+  std::string base_file;  ///< resolved against the sweep file
+  std::string mode = "simulate";
+  int iterations = 0;     ///< 0: keep each point's training.iterations
+  std::vector<SweepAxis> axes;
+};
+
+/// Strict parsing (InputError naming file and JSON path).
+Sweep sweep_from_json(const nlohmann::json& document, const std::string& file);
+Sweep load_sweep(const std::string& file);
+/// The axis names a sweep may use.
+const std::vector<std::string>& sweep_axis_names();
+
+/// Every point, in row-major order of the axes (the last axis varies fastest). Each point's scenario is checked
+/// by the scenario parser, so an impossible combination (e.g. a GPU count the layout does not divide) is an
+/// InputError naming the sweep file, the point and the axis values before anything runs.
+std::vector<SweepPoint> expand_sweep(const Sweep& sweep);
+
+}  // namespace lcsim
