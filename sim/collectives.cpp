@@ -47,10 +47,6 @@ std::uint64_t flow_bytes(const Platform& platform, LinkClass link, double transf
   return static_cast<std::uint64_t>(std::llround(transfer_s * platform.bandwidth(link)));
 }
 
-}  // namespace
-
-namespace {
-
 /// The members split by node, in order (members are sorted by GPU index).
 std::vector<std::vector<int>> node_parts(const Platform& platform, std::vector<int> gpus) {
   std::sort(gpus.begin(), gpus.end());

@@ -77,7 +77,8 @@ TEST(HydraulisBaselines, MegatronPacksToTheContextAndDealsEvenly) {
   for (const auto& r : plans[0].replicas) packs += r.micro_batches.size();
   EXPECT_GE(packs, 4u);
 
-  const auto tp8 = make("megatron", R"({"tp": 8, "pp": 1, "packing_length_tokens": 16384})")->plan(s.context, s.batches);
+  const auto tp8 =
+      make("megatron", R"({"tp": 8, "pp": 1, "packing_length_tokens": 16384})")->plan(s.context, s.batches);
   EXPECT_EQ(tp8[0].replicas.size(), 2u);
   for (const auto& r : tp8[0].replicas)
     for (const auto& mb : r.micro_batches) EXPECT_LE(mb.tokens(), 16384);

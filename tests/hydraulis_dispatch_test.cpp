@@ -29,6 +29,22 @@ TEST(HydraulisDispatch, LowerBoundOfEq2) {
   EXPECT_EQ(dispatch_lower_bound({}, s), 0.0);
 }
 
+TEST(HydraulisDispatch, SyncCountsForEveryPipeline) {
+  // As HandWorkedBatch, but P1 pays 0.5 s of sync after propagation: it takes 400 alone (2 x 0.4 + 0.5 = 1.3)
+  // and P0 the rest, 800 + 400 + 200 = 1.4 (P1 with 400 + 200 would reach 2 x 0.6 + 0.5 = 1.7).
+  SchemeInfo p0 = linear(2, 1, 1000, 1e-3);
+  SchemeInfo p1 = linear(1, 1, 500, 2e-3);
+  p1.sync = 0.5;
+  const SchemeSpace space({p0, p1}, 3, 8);
+  const std::vector<Tokens> lengths{400, 800, 200, 400};
+  const DispatchResult r = dispatch(lengths, std::vector<std::size_t>{0, 1}, space, 100, 7);
+  EXPECT_DOUBLE_EQ(r.objective, 1.4);
+  EXPECT_EQ(r.per_pipeline[1].size(), 1u);
+  EXPECT_DOUBLE_EQ(dispatch_lower_bound({}, p1), 0.5);
+  // Nothing to dispatch: the sync alone.
+  EXPECT_DOUBLE_EQ(dispatch({}, std::vector<std::size_t>{0, 1}, space, 5, 1).objective, 0.5);
+}
+
 TEST(HydraulisDispatch, HandWorkedBatch) {
   // P0 = <2,1> holds 1000 tokens, P1 = <1,1> holds 500 at twice the cost per token. 800 fits only P0; then the
   // greedy balances the rest: P0 {800, 400} = 1.2, P1 {400, 200} = 2 x 0.6 = 1.2, the optimum of Eq. 3.

@@ -169,9 +169,10 @@ TEST(HydraulisPacking, HeuristicGapToExactOnRandomSmallInstances) {
     optimal += exact.proven_optimal ? 1 : 0;
   }
   const double mean_gap = sum_gap / kRounds;
-  std::printf("[ HydraulisPacking ] heuristic vs exact on %d instances: mean gap %.3f%%, max gap %.3f%%, %d proven "
-              "optimal\n",
-              kRounds, 100 * mean_gap, 100 * max_gap, optimal);
+  std::printf(
+      "[ HydraulisPacking ] heuristic vs exact on %d instances: mean gap %.3f%%, max gap %.3f%%, %d proven "
+      "optimal\n",
+      kRounds, 100 * mean_gap, 100 * max_gap, optimal);
   RecordProperty("mean_gap_percent", std::to_string(100 * mean_gap));
   RecordProperty("max_gap_percent", std::to_string(100 * max_gap));
   EXPECT_LT(mean_gap, 0.02);

@@ -2,6 +2,7 @@
 // Eq. 4 on random small instances, dominance and rounding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -186,6 +187,32 @@ TEST(HydraulisProposal, RoundingKeepsNearbyIntegerStrategiesThatFit) {
   EXPECT_EQ(short_data[1], make_strategy({{0, 8}, {1, 1}}));
   // Integral counts are kept as they are.
   EXPECT_EQ(round_relaxed({{1, 2.0}}, 5000, space), (std::vector<Strategy>{make_strategy({{1, 2}})}));
+}
+
+TEST(HydraulisProposal, KeptRoundingsAreAmongAllRoundings) {
+  // Three schemes on 16 GPUs and a spread of lengths.
+  const SchemeSpace space({make_scheme(1, 1, 2000, 1e-9, 1e-3, 0.01), make_scheme(2, 1, 6000, 1e-9, 6e-4, 0.01),
+                           make_scheme(8, 1, 20000, 1e-9, 2e-4, 0.02)},
+                          16, 8);
+  Rng rng(3);
+  std::vector<Tokens> lengths(300);
+  for (auto& l : lengths) l = 1 + static_cast<Tokens>(rng.below(rng.below(10) == 0 ? 20000 : 2000));
+  // And a relaxed solution with two fractional schemes: every rounding is a candidate with "all", one with "best".
+  const auto rounded =
+      round_relaxed({{0, 7.6}, {1, 0.4}}, 800,
+                    SchemeSpace({make_scheme(1, 1, 1000, 0, 1e-3, 0), make_scheme(8, 1, 8000, 0, 2e-4, 0)}, 16, 8));
+  EXPECT_EQ(rounded.size(), 2u);
+  ProposalOptions best_options;
+  best_options.roundings_per_length = 1;
+  ProposalOptions all_options;
+  all_options.roundings_per_length = 0;
+  const Proposal best = propose_strategies(lengths, 3.0, space, best_options);
+  const Proposal all = propose_strategies(lengths, 3.0, space, all_options);
+  EXPECT_GE(all.strategies.size(), best.strategies.size());
+  EXPECT_LE(best.strategies.size(), best.relaxed.size());  // at most one per L
+  for (const auto& s : best.strategies)
+    EXPECT_NE(std::find(all.strategies.begin(), all.strategies.end(), s), all.strategies.end()) << s.describe(space);
+  for (const auto& s : all.strategies) EXPECT_LE(s.gpus(space), 16);
 }
 
 TEST(HydraulisProposal, NothingHoldsTheData) {

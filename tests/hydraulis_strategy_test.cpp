@@ -31,7 +31,7 @@ TEST(HydraulisStrategy, DegreesFollowTheNodeAndTheLayers) {
 
 TEST(HydraulisStrategy, SchemeSpaceOfLlama7bOnTwoNodes) {
   const CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 2);
-  const SchemeSpace space(cost, 16, Recompute::Selective, 0.85);
+  const SchemeSpace space(cost, 16, SpaceOptions{});
   const HydraulisView view(cost, 16);
   std::set<std::pair<int, int>> seen;
   for (const auto& s : space.schemes()) {
@@ -53,10 +53,10 @@ TEST(HydraulisStrategy, SchemeSpaceOfLlama7bOnTwoNodes) {
   EXPECT_TRUE(seen.count({2, 1}));
   // More TP holds longer sequences.
   EXPECT_LT(space[*space.find(1, 1)].max_len, space[*space.find(8, 1)].max_len);
-  EXPECT_EQ(space[space.longest()].max_len, std::max_element(space.schemes().begin(), space.schemes().end(),
-                                                             [](const auto& x, const auto& y) {
-                                                               return x.max_len < y.max_len;
-                                                             })->max_len);
+  EXPECT_EQ(space[space.longest()].max_len,
+            std::max_element(space.schemes().begin(), space.schemes().end(), [](const auto& x, const auto& y) {
+              return x.max_len < y.max_len;
+            })->max_len);
 }
 
 TEST(HydraulisStrategy, UtilLenIsWhereThroughputReachesTheThreshold) {
@@ -75,13 +75,30 @@ TEST(HydraulisStrategy, UtilLenIsWhereThroughputReachesTheThreshold) {
   EXPECT_THROW(view.util_len(s, 0), std::invalid_argument);
 }
 
+TEST(HydraulisStrategy, SyncIsTheEstimatesReplicaTail) {
+  const CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 2);
+  const SchemeSpace serial(cost, 16, SpaceOptions{});
+  SpaceOptions options;
+  options.serial_optimization = false;
+  const SchemeSpace hidden(cost, 16, options);
+  for (std::size_t k = 0; k < serial.size(); ++k) {
+    const ParallelScheme& s = serial[k].scheme;
+    const int shards = 16 / s.gpus();  // every TP x PP of the space divides 16 here
+    EXPECT_DOUBLE_EQ(serial[k].sync,
+                     cost.gradient_sync_seconds(s, shards, LinkClass::InfiniBand) + cost.optimizer_seconds(s, shards));
+    EXPECT_EQ(hidden[k].sync, 0.0);
+  }
+  // A <1,1> pipeline synchronises the whole model, a <8,2> one a sixteenth of it.
+  EXPECT_GT(serial[*serial.find(1, 1)].sync, 8 * serial[*serial.find(8, 2)].sync);
+}
+
 TEST(HydraulisStrategy, ExplicitSchemesMustBeInTheSpace) {
   const CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 1);
-  const SchemeSpace space(cost, 8, Recompute::Selective, 0.85, {{8, 1}, {2, 1}, {8, 1}});
+  const SchemeSpace space(cost, 8, SpaceOptions{}, {{8, 1}, {2, 1}, {8, 1}});
   EXPECT_EQ(space.size(), 2u);
-  EXPECT_THROW(SchemeSpace(cost, 8, Recompute::Selective, 0.85, {{3, 1}}), InputError);   // TP not a power of 2
-  EXPECT_THROW(SchemeSpace(cost, 8, Recompute::Selective, 0.85, {{1, 3}}), InputError);   // 3 does not divide 32
-  EXPECT_THROW(SchemeSpace(cost, 8, Recompute::Selective, 0.85, {{8, 2}}), InputError);   // 16 GPUs > 8
+  EXPECT_THROW(SchemeSpace(cost, 8, SpaceOptions{}, {{3, 1}}), InputError);  // TP not a power of 2
+  EXPECT_THROW(SchemeSpace(cost, 8, SpaceOptions{}, {{1, 3}}), InputError);  // 3 does not divide 32
+  EXPECT_THROW(SchemeSpace(cost, 8, SpaceOptions{}, {{8, 2}}), InputError);  // 16 GPUs > 8
 }
 
 TEST(HydraulisStrategy, MakeStrategyMergesAndDescribes) {
@@ -116,22 +133,30 @@ TEST(HydraulisStrategy, LayOutKeepsTpGroupsInsideNodesAndOrdersByMaxLen) {
     }
   }
   EXPECT_EQ(used.size(), 18u);
-  EXPECT_EQ(*used.rbegin(), 17);                                                     // contiguous from GPU 0
+  EXPECT_EQ(*used.rbegin(), 17);                                                  // contiguous from GPU 0
   EXPECT_EQ(pipelines.front().gpus, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));  // <8,1> first, on node 0
-  EXPECT_THROW(lay_out(make_strategy({{3, 4}}), space), PlanningError);                // 32 GPUs > 24
+  EXPECT_THROW(lay_out(make_strategy({{3, 4}}), space), PlanningError);           // 32 GPUs > 24
 }
 
 TEST(HydraulisStrategy, SharedSpaceIsReusedForTheSameInputsOnly) {
   const CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 1);
-  const auto a = shared_scheme_space(cost, 8, Recompute::Selective, 0.85);
-  const auto b = shared_scheme_space(cost, 8, Recompute::Selective, 0.85);
+  const SpaceOptions base;
+  const auto a = shared_scheme_space(cost, 8, base);
+  const auto b = shared_scheme_space(cost, 8, base);
   EXPECT_EQ(a.get(), b.get());
-  EXPECT_NE(a.get(), shared_scheme_space(cost, 8, Recompute::Full, 0.85).get());
-  EXPECT_NE(a.get(), shared_scheme_space(cost, 8, Recompute::Selective, 0.9).get());
+  SpaceOptions full = base;
+  full.recompute = Recompute::Full;
+  SpaceOptions util = base;
+  util.util_threshold = 0.9;
+  SpaceOptions hidden = base;
+  hidden.serial_optimization = false;
+  EXPECT_NE(a.get(), shared_scheme_space(cost, 8, full).get());
+  EXPECT_NE(a.get(), shared_scheme_space(cost, 8, util).get());
+  EXPECT_NE(a.get(), shared_scheme_space(cost, 8, hidden).get());
   Profile other = testing::plausible_profile();
   other.compute.layer_overhead_us += 1;
   const CostModel changed(cost.model(), cost.cluster(), other);
-  const auto c = shared_scheme_space(changed, 8, Recompute::Selective, 0.85);
+  const auto c = shared_scheme_space(changed, 8, base);
   EXPECT_NE(a.get(), c.get());
   EXPECT_NE(a->schemes().front().latency.c, c->schemes().front().latency.c);
 }

@@ -48,7 +48,7 @@ TEST_F(SimCliTest, SimulatesTheDefaultScenarioAndWritesResultsAndTimeline) {
   const auto csv = dir_ / "r.csv";
   const auto trace = dir_ / "t.json";
   const CliRun run = run_lcsim("simulate '" + kDefaultScenario + "' -n 1 --policy packing --json '" + json.string() +
-                            "' --csv '" + csv.string() + "' --trace '" + trace.string() + "'");
+                               "' --csv '" + csv.string() + "' --trace '" + trace.string() + "'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("simulate (SimGrid: 32 GPUs"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("deepspeed"), std::string::npos) << "the baseline is always simulated";

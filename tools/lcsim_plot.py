@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Plots from the files lcsim writes.
 
-  lcsim_plot.py timeline TRACE.json --out timeline.png [--start S] [--end S]
-      per-GPU Gantt chart from a Chrome trace (`lcsim simulate --trace`): one row per GPU, compute /
-      communication / idle spans coloured, micro-batch labels on the spans wide enough to hold them
+  lcsim_plot.py timeline TRACE.json --out timeline.png [--policy LABEL] [--iteration K]
+      per-GPU Gantt chart of one iteration from a Chrome trace (`lcsim simulate --trace`): one row per GPU,
+      compute / communication / idle spans coloured, micro-batch labels on the spans wide enough to hold them
   lcsim_plot.py speedup RESULTS.json --out speedup.png
       one bar per policy (speedup over the baseline) from a results file (`lcsim plan|simulate --json`), with the
       scenario's declared paper figures drawn beside the simulated bars
@@ -48,56 +48,74 @@ def span_class(event):
     return "other"
 
 
-def timeline_tracks(trace, path):
-    """{(pid, tid): {"name": str, "spans": [(start_s, dur_s, class, label)]}} from Chrome trace events."""
+def read_trace(trace, path):
+    """GPU rows and iteration windows from `lcsim simulate --trace` (one process per GPU, threads for compute and
+    communication, plus an "iterations" process whose spans carry the policy and iteration label)."""
     events = trace.get("traceEvents") if isinstance(trace, dict) else trace
     if not isinstance(events, list):
         raise PlotError(f"{path}: expected a Chrome trace (an object with traceEvents, or an array of events)")
-    tracks = {}
+    names, rows, iterations = {}, {}, []
     for i, event in enumerate(events):
         if not isinstance(event, dict) or "ph" not in event:
             raise PlotError(f"{path}: traceEvents[{i}]: not a trace event")
-        key = (event.get("pid", 0), event.get("tid", 0))
-        if event["ph"] == "M" and event.get("name") == "thread_name":
-            tracks.setdefault(key, {"name": None, "spans": []})["name"] = event.get("args", {}).get("name")
+        if event["ph"] == "M" and event.get("name") == "process_name":
+            names[event.get("pid", 0)] = event.get("args", {}).get("name", "")
         elif event["ph"] == "X":
             for field in ("ts", "dur"):
                 if not isinstance(event.get(field), (int, float)):
                     raise PlotError(f"{path}: traceEvents[{i}].{field}: expected a number")
-            track = tracks.setdefault(key, {"name": None, "spans": []})
-            track["spans"].append((event["ts"] * 1e-6, event["dur"] * 1e-6, span_class(event), event.get("name", "")))
-    tracks = {k: v for k, v in tracks.items() if v["spans"]}
-    if not tracks:
-        raise PlotError(f"{path}: no complete (ph \"X\") events to draw")
-    return tracks
+            start, dur = event["ts"] * 1e-6, event["dur"] * 1e-6
+            if event.get("cat") == "iteration":
+                iterations.append((start, dur, event.get("args", {}).get("policy", ""), event.get("name", "")))
+            else:
+                rows.setdefault(event.get("pid", 0), []).append((start, dur, span_class(event), event.get("name", "")))
+    if not rows:
+        raise PlotError(f"{path}: no compute or communication spans to draw")
+    return names, rows, iterations
 
 
-def plot_timeline(trace_path, out, start=None, end=None):
+def plot_timeline(trace_path, out, policy=None, iteration=0):
+    """One row per GPU; compute in the upper half, communication in the lower half (they overlap under Skrull's
+    DACP), idle grey behind. The window is one iteration of one policy when the trace marks iterations."""
     trace = load_json(trace_path)
-    tracks = timeline_tracks(trace, trace_path)
-    keys = sorted(tracks)
-    fig, ax = plt.subplots(figsize=(12, 0.35 * len(keys) + 1.6))
-    t0 = min(s[0] for t in tracks.values() for s in t["spans"])
-    t1 = max(s[0] + s[1] for t in tracks.values() for s in t["spans"])
-    lo = t0 if start is None else start
-    hi = t1 if end is None else end
-    for row, key in enumerate(keys):
-        for s0, dur, cls, label in tracks[key]["spans"]:
-            if s0 + dur < lo or s0 > hi:
-                continue
-            ax.broken_barh([(s0, dur)], (row - 0.4, 0.8), facecolors=COLOURS[cls], edgecolor="none")
-            if dur > (hi - lo) / 40 and label:
-                ax.text(s0 + dur / 2, row, label, ha="center", va="center", fontsize=6, clip_on=True)
-    ax.set_yticks(range(len(keys)))
-    ax.set_yticklabels([tracks[k]["name"] or f"{k[0]}/{k[1]}" for k in keys], fontsize=7)
+    names, rows, iterations = read_trace(trace, trace_path)
+    chosen = [it for it in iterations if policy is None or it[2] == policy]
+    if policy is not None and not chosen:
+        raise PlotError(f"{trace_path}: no iteration of policy '{policy}' (policies: "
+                        f"{', '.join(sorted(set(it[2] for it in iterations)))})")
+    if chosen:
+        if not 0 <= iteration < len(chosen):
+            raise PlotError(f"{trace_path}: iteration {iteration} out of range (0..{len(chosen) - 1})")
+        lo, dur, policy_name, title = chosen[iteration]
+        hi = lo + dur
+    else:
+        lo = min(s[0] for spans in rows.values() for s in spans)
+        hi = max(s[0] + s[1] for spans in rows.values() for s in spans)
+        title = trace_path
+    pids = sorted(rows)
+    fig, ax = plt.subplots(figsize=(12, 0.4 * len(pids) + 1.6))
+    lanes = {"compute": (-0.4, 0.45), "comm": (0.05, 0.35), "idle": (-0.4, 0.8), "other": (-0.4, 0.8)}
+    for row, pid in enumerate(pids):
+        for cls in ("idle", "other", "compute", "comm"):
+            spans = [(s0, dur) for s0, dur, c, _ in rows[pid] if c == cls and s0 < hi and s0 + dur > lo]
+            if spans:
+                offset, height = lanes[cls]
+                ax.broken_barh(spans, (row + offset, height), facecolors=COLOURS[cls], edgecolor="none")
+        for s0, dur, cls, label in rows[pid]:
+            if cls == "compute" and s0 < hi and s0 + dur > lo and dur > (hi - lo) / 25:
+                short = label.split(" [")[0].removeprefix("compute ")  # "distributed mb 3", "local mb 4"
+                ax.text(max(s0, lo) + min(dur, hi - max(s0, lo)) / 2, row - 0.18, short, ha="center", va="center",
+                        fontsize=6, clip_on=True)
+    ax.set_yticks(range(len(pids)))
+    ax.set_yticklabels([names.get(pid) or f"pid {pid}" for pid in pids], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlim(lo, hi)
     ax.set_xlabel("simulated time (s)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[c]) for c in ("compute", "comm", "idle")]
-    ax.legend(handles, ["compute", "communication", "idle"], loc="upper right", fontsize=7, ncol=3)
+    ax.legend(handles, ["compute", "communication", "idle"], loc="lower right", fontsize=7, ncol=3)
     meta = trace.get("metadata", {}) if isinstance(trace, dict) else {}
-    caption = " | ".join(str(meta[k]) for k in ("scenario", "policy", "profile", "dataset") if k in meta)
-    ax.set_title(caption or trace_path, fontsize=8)
+    caption = " | ".join(str(meta[k]) for k in ("scenario", "profile", "dataset") if k in meta)
+    ax.set_title(f"{title}" + (f" | {caption}" if caption else ""), fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     return fig, ax
@@ -173,8 +191,8 @@ def main(argv):
     t = sub.add_parser("timeline", help="per-GPU Gantt chart from a Chrome trace")
     t.add_argument("trace")
     t.add_argument("--out", required=True)
-    t.add_argument("--start", type=float)
-    t.add_argument("--end", type=float)
+    t.add_argument("--policy", help="policy label whose iteration to draw (default: the first in the trace)")
+    t.add_argument("--iteration", type=int, default=0, help="which of that policy's iterations (default 0)")
     s = sub.add_parser("speedup", help="speedup bars from a results file")
     s.add_argument("results")
     s.add_argument("--out", required=True)
@@ -186,7 +204,7 @@ def main(argv):
     args = parser.parse_args(argv)
     try:
         if args.command == "timeline":
-            plot_timeline(args.trace, args.out, args.start, args.end)
+            plot_timeline(args.trace, args.out, args.policy, args.iteration)
         elif args.command == "speedup":
             plot_speedup(args.results, args.out)
         else:

@@ -14,13 +14,22 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def chrome_trace(gpus):
-    events = []
+    """The layout `lcsim simulate --trace` writes: an "iterations" process, then one process per GPU."""
+    events = [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "iterations"}}]
+    for policy, t0 in (("deepspeed", 0), ("skrull", 2000)):
+        events.append({"ph": "X", "name": f"{policy} iteration 0", "cat": "iteration", "pid": 0, "tid": 0, "ts": t0,
+                       "dur": 1500, "args": {"policy": policy}})
     for g in range(gpus):
-        events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": g, "args": {"name": f"GPU {g}"}})
-        events.append({"ph": "X", "name": "mb0 compute", "cat": "compute", "pid": 0, "tid": g, "ts": 0, "dur": 500})
-        events.append({"ph": "X", "name": "mb0 all-to-all", "cat": "comm", "pid": 0, "tid": g, "ts": 500, "dur": 200})
-        events.append({"ph": "X", "name": "idle", "cat": "idle", "pid": 0, "tid": g, "ts": 700, "dur": 100 * g})
-    return {"traceEvents": events, "metadata": {"scenario": "t", "profile": "uncalibrated (derived from public figures)"}}
+        pid = g + 1
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": f"GPU {g} (node 0)"}})
+        for t0 in (0, 2000):
+            events.append({"ph": "X", "name": "compute mb 0", "cat": "compute", "pid": pid, "tid": 0, "ts": t0,
+                           "dur": 500})
+            events.append({"ph": "X", "name": "CP all-to-all mb 0", "cat": "communication", "pid": pid, "tid": 1,
+                           "ts": t0 + 500, "dur": 200})
+            events.append({"ph": "X", "name": "idle", "cat": "idle", "pid": pid, "tid": 0, "ts": t0 + 700,
+                           "dur": 100 * (g + 1)})
+    return {"traceEvents": events}
 
 
 def results(speedups, paper=None):
@@ -56,11 +65,13 @@ class PlotTest(unittest.TestCase):
 
     def test_timeline_has_one_track_per_gpu(self):
         trace = self.write("trace.json", chrome_trace(6))
-        fig, ax = lcsim_plot.plot_timeline(trace, self.path("t.png"))
+        fig, ax = lcsim_plot.plot_timeline(trace, self.path("t.png"), policy="skrull")
         self.assert_png(self.path("t.png"))
-        self.assertEqual([t.get_text() for t in ax.get_yticklabels()], [f"GPU {g}" for g in range(6)])
-        # compute, comm and idle spans: 3 per GPU except GPU 0's zero-length idle still drawn as a collection
-        self.assertEqual(len(ax.collections), 18)
+        self.assertEqual([t.get_text() for t in ax.get_yticklabels()], [f"GPU {g} (node 0)" for g in range(6)])
+        self.assertEqual(len(ax.collections), 18)  # compute, communication and idle on every GPU row
+        self.assertEqual(ax.get_xlim(), (0.002, 0.0035))  # skrull's iteration window, not deepspeed's
+        with self.assertRaises(lcsim_plot.PlotError):
+            lcsim_plot.plot_timeline(trace, self.path("u.png"), policy="hydraulis")
 
     def test_speedup_has_one_bar_per_policy_and_the_paper_figures(self):
         doc = results({"deepspeed": 1.0, "sorted": 1.5, "skrull": 3.0},

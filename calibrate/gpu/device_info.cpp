@@ -56,8 +56,13 @@ int visible_gpus() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
+    const std::string hint = status == cudaErrorInsufficientDriver
+                                 ? "; no NVIDIA driver is loaded, or it predates this CUDA runtime (" +
+                                       std::to_string(CUDART_VERSION / 1000) + "." +
+                                       std::to_string(CUDART_VERSION % 1000 / 10) + ")"
+                                 : "";
     throw NoGpuError(std::string("no usable CUDA GPU: cudaGetDeviceCount failed with ") + cudaGetErrorName(status) +
-                     " (" + cudaGetErrorString(status) + ")");
+                     " (" + cudaGetErrorString(status) + ")" + hint);
   }
   if (count == 0) throw NoGpuError("no usable CUDA GPU: cudaGetDeviceCount found none");
   return count;

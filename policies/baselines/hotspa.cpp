@@ -64,9 +64,8 @@ std::vector<IterationPlan> HotSpaPolicy::plan(const PlanningContext& context, st
   // Buckets: each sequence to the holding strategy of the smallest max_tokens.
   std::vector<std::size_t> by_bound(strategies.size());
   for (std::size_t i = 0; i < by_bound.size(); ++i) by_bound[i] = i;
-  std::stable_sort(by_bound.begin(), by_bound.end(), [&](std::size_t x, std::size_t y) {
-    return strategies[x].max_tokens < strategies[y].max_tokens;
-  });
+  std::stable_sort(by_bound.begin(), by_bound.end(),
+                   [&](std::size_t x, std::size_t y) { return strategies[x].max_tokens < strategies[y].max_tokens; });
 
   Rng seeds(context.seed ^ kHotSpaSalt);
   std::vector<IterationPlan> plans;
@@ -114,7 +113,9 @@ std::unique_ptr<Policy> make_hotspa_policy(const PolicySpec& spec) {
     if (!list.is_array() || list.empty()) reader.fail("strategies", "expected a non-empty array of strategies");
     for (std::size_t i = 0; i < list.size(); ++i) {
       JsonObjectReader entry = reader.child(list[i], reader.path("strategies") + "[" + std::to_string(i) + "]");
-      auto degree = [&](const char* key) { return entry.has(key) ? static_cast<int>(entry.integer_in(key, 1, 1 << 20)) : 1; };
+      auto degree = [&](const char* key) {
+        return entry.has(key) ? static_cast<int>(entry.integer_in(key, 1, 1 << 20)) : 1;
+      };
       HotSpaStrategy s;
       s.scheme.tp = degree("tp");
       s.scheme.pp = degree("pp");

@@ -49,7 +49,8 @@ std::vector<std::vector<MicroBatch>> pack_and_deal(std::span<const Sequence> bat
   Rng rng(seed);
   const std::vector<Pack> packs = pack_sequences(algorithm, batch, packing_length, rng);
   std::vector<std::vector<MicroBatch>> dealt(static_cast<std::size_t>(replicas));
-  for (std::size_t k = 0; k < packs.size(); ++k) dealt[k % dealt.size()].push_back(sharded_micro_batch(packs[k], false));
+  for (std::size_t k = 0; k < packs.size(); ++k)
+    dealt[k % dealt.size()].push_back(sharded_micro_batch(packs[k], false));
   return dealt;
 }
 

@@ -117,7 +117,7 @@ struct Key {
 }  // namespace
 
 double dispatch_lower_bound(std::span<const Tokens> lengths, const SchemeInfo& scheme) {
-  if (lengths.empty()) return 0;
+  if (lengths.empty()) return scheme.sync;
   double sum = 0;
   double longest = 0;
   for (Tokens l : lengths) {
@@ -125,7 +125,7 @@ double dispatch_lower_bound(std::span<const Tokens> lengths, const SchemeInfo& s
     longest = std::max(longest, scheme.work(l));
   }
   const double c = scheme.overhead();
-  return sum + c + (scheme.scheme.pp - 1) * (longest + c);
+  return sum + c + (scheme.scheme.pp - 1) * (longest + c) + scheme.sync;
 }
 
 DispatchResult dispatch(std::span<const Tokens> lengths, std::span<const std::size_t> pipeline_schemes,
@@ -174,15 +174,22 @@ DispatchResult dispatch(std::span<const Tokens> lengths, std::span<const std::si
   // No trial can end below this bound: every sequence sits in some pipeline whose bound is at least that of the
   // sequence alone on its best eligible scheme, and the largest bound is at least the mean of the D loads. Once a
   // trial reaches it, the remaining trials cannot win (ties go to the earlier trial): stopping changes nothing.
-  double floor_bound = 0;
-  double least_work = 0;
+  // Every pipeline pays its sync whether it gets sequences or not: the objective starts there.
+  double idle = 0;
+  double syncs = 0;
+  for (const auto& g : groups) {
+    idle = std::max(idle, g.scheme->sync);
+    syncs += g.scheme->sync * static_cast<double>(g.size);
+  }
+  double floor_bound = idle;
+  double least_work = syncs;
   bool signs_hold = std::all_of(groups.begin(), groups.end(), [](const Group& g) { return g.scheme->overhead() >= 0; });
   for (std::size_t i = 0; i < lengths.size(); ++i) {
     double alone = kInf;
     double cheapest = kInf;
     for (std::size_t g = 0; g < eligible[i]; ++g) {
       const SchemeInfo& s = *groups[g].scheme;
-      alone = std::min(alone, s.scheme.pp * (work[i * group_count + g] + s.overhead()));
+      alone = std::min(alone, s.scheme.pp * (work[i * group_count + g] + s.overhead()) + s.sync);
       cheapest = std::min(cheapest, work[i * group_count + g]);
       signs_hold = signs_hold && work[i * group_count + g] >= 0;
     }
@@ -205,7 +212,7 @@ DispatchResult dispatch(std::span<const Tokens> lengths, std::span<const std::si
     for (std::size_t i : shuffled) order[level_start[eligible[i]]++] = i;
     for (auto& t : trees) t.clear();
     std::fill(next_empty.begin(), next_empty.end(), 0);
-    double objective = 0;
+    double objective = idle;
 
     bool beaten = false;
     for (std::size_t i : order) {
@@ -219,11 +226,11 @@ DispatchResult dispatch(std::span<const Tokens> lengths, std::span<const std::si
         Key key;
         if (next_empty[g] < groups[g].size) {
           key.loaded = false;
-          key.bound = pp * (t + s.overhead());
+          key.bound = pp * (t + s.overhead()) + s.sync;
           key.pipeline = groups[g].first + next_empty[g];
         } else {
           const auto [value, member] = trees[g].best(t);
-          key.bound = pp * s.overhead() + t + value;
+          key.bound = pp * s.overhead() + t + value + s.sync;
           key.pipeline = groups[g].first + member;
         }
         key.objective = std::max(key.bound, objective);
@@ -258,7 +265,7 @@ DispatchResult dispatch(std::span<const Tokens> lengths, std::span<const std::si
   }
 
   DispatchResult result;
-  result.objective = lengths.empty() ? 0 : best_objective;
+  result.objective = lengths.empty() ? idle : best_objective;
   result.per_pipeline.resize(pipelines);
   for (std::size_t i = 0; i < lengths.size(); ++i) result.per_pipeline[best_assignment[i]].push_back(i);
   return result;

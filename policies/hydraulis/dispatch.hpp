@@ -3,10 +3,11 @@
 // sequences across the pipelines of a strategy, minimising the largest per-pipeline lower bound (Eq. 2-3), with
 // the greedy of Algorithm 1 over `trials` random permutations.
 //
-// Lower bound of pipeline j (Eq. 2, with the once-per-micro-batch constant c of strategy.hpp):
-//   LB_j = C_j + c + (PP - 1) (W_j + c),  C_j = sum of work(l) over its sequences, W_j = work(longest) -- 0 when
-//   the pipeline is empty. (Eq. 1's optimum is at least this: the V micro-batches sum to C_j + V c >= C_j + c,
-//   and the largest one costs at least W_j + c.)
+// Lower bound of pipeline j (Eq. 2, with the once-per-micro-batch constant c of strategy.hpp), plus the sync
+// every pipeline pays after propagation (SchemeInfo::sync, 0 under the paper's hidden optimisation phase):
+//   LB_j = C_j + c + (PP - 1) (W_j + c) + sync_j,  C_j = sum of work(l) over its sequences, W_j = work(longest);
+//   sync_j alone when the pipeline is empty. (Eq. 1's optimum is at least LB_j - sync_j: the V micro-batches sum
+//   to C_j + V c >= C_j + c, and the largest one costs at least W_j + c.)
 //
 // Algorithm 1, as implemented:
 //   - a sequence goes only to pipelines whose MaxLen holds it; one longer than every MaxLen (an iteration that
@@ -40,7 +41,7 @@ struct DispatchResult {
 DispatchResult dispatch(std::span<const Tokens> lengths, std::span<const std::size_t> pipeline_schemes,
                         const SchemeSpace& space, int trials, std::uint64_t seed);
 
-/// LB_j of Eq. 2 for a pipeline holding `lengths` (0 when empty).
+/// LB_j (Eq. 2 + sync) for a pipeline holding `lengths` (sync alone when empty).
 double dispatch_lower_bound(std::span<const Tokens> lengths, const SchemeInfo& scheme);
 
 }  // namespace lcsim::hydraulis

@@ -57,12 +57,21 @@ std::unique_ptr<Policy> make_hydraulis_policy(const PolicySpec& spec) {
   if (reader.has("exact_max_sequences"))
     o.exact_max_sequences = static_cast<int>(reader.integer_in("exact_max_sequences", 1, 1024));
   if (reader.has("milp_time_limit_s")) o.milp.time_limit_s = reader.positive("milp_time_limit_s");
-  if (reader.has("milp_max_nodes")) o.milp.max_nodes = static_cast<int>(reader.integer_in("milp_max_nodes", 1, 1 << 30));
+  if (reader.has("milp_max_nodes"))
+    o.milp.max_nodes = static_cast<int>(reader.integer_in("milp_max_nodes", 1, 1 << 30));
   o.util_threshold = fraction(reader, "util_threshold", o.util_threshold);
+  if (reader.has("optimization_phase")) {
+    const auto phase = reader.required<std::string>("optimization_phase");
+    if (phase != "serial" && phase != "hidden")
+      reader.fail("optimization_phase", "expected \"serial\" or \"hidden\", got \"" + phase + "\"");
+    o.serial_optimization = phase == "serial";
+  }
   if (reader.has("length_step_tokens"))
     o.proposal.length_step = reader.integer_in("length_step_tokens", 1, std::int64_t{1} << 30);
   o.proposal.gpu_step = fraction(reader, "gpu_step", o.proposal.gpu_step);
   if (reader.has("proposal_precision")) o.proposal.precision = reader.positive("proposal_precision");
+  if (reader.has("roundings_per_length"))
+    o.proposal.roundings_per_length = static_cast<int>(reader.integer_in("roundings_per_length", 0, kMaxCount));
   o.recompute = read_recompute(reader, "recompute");
   if (reader.has("strategies")) o.strategies = read_strategies(reader);
   reader.finish();

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "policies/core/errors.hpp"
+#include "policies/core/estimate.hpp"
 #include "policies/core/random.hpp"
 #include "policies/hydraulis/dispatch.hpp"
 
@@ -26,8 +27,7 @@ std::vector<Strategy> explicit_candidates(const HydraulisOptions& options, const
     Strategy s = make_strategy(counts);
     if (s.gpus(space) > space.total_gpus())
       throw InputError(options.where + ".strategies[" + std::to_string(i) + "]: " + s.describe(space) + " needs " +
-                       std::to_string(s.gpus(space)) + " GPUs, the cluster has " +
-                       std::to_string(space.total_gpus()));
+                       std::to_string(s.gpus(space)) + " GPUs, the cluster has " + std::to_string(space.total_gpus()));
     out.push_back(std::move(s));
   }
   return out;
@@ -48,7 +48,8 @@ IterationPlan build_plan(const GlobalBatch& batch, const std::vector<Pipeline>& 
     replica.gpus = pipelines[p].gpus;
     for (const auto& indices : a.micro_batches[p]) {
       MicroBatch mb;
-      for (std::size_t i : indices) mb.placements.push_back(Placement{batch[i].id, batch[i].tokens, Placement::kSharded});
+      for (std::size_t i : indices)
+        mb.placements.push_back(Placement{batch[i].id, batch[i].tokens, Placement::kSharded});
       replica.micro_batches.push_back(std::move(mb));
     }
     plan.replicas.push_back(std::move(replica));
@@ -86,13 +87,14 @@ Assignment assign(std::span<const Tokens> lengths, const std::vector<Pipeline>& 
   out.micro_batches.resize(pipelines.size());
   for (std::size_t p = 0; p < pipelines.size(); ++p) {
     const auto& mine = dispatched.per_pipeline[p];
+    const SchemeInfo& scheme = space[pipelines[p].scheme];
+    out.estimate = std::max(out.estimate, scheme.sync);  // an idle pipeline still synchronises
     if (mine.empty()) continue;
     std::vector<Tokens> sub;
     for (std::size_t i : mine) sub.push_back(lengths[i]);
-    const SchemeInfo& scheme = space[pipelines[p].scheme];
     const bool exact = options.exact_packing && static_cast<int>(sub.size()) <= options.exact_max_sequences;
     PackingResult packed = exact ? pack_exact(sub, scheme, options.milp) : pack_heuristic(sub, scheme);
-    out.estimate = std::max(out.estimate, packed.cost);
+    out.estimate = std::max(out.estimate, packed.cost + scheme.sync);
     for (auto& mb : packed.micro_batches) {
       for (auto& i : mb) i = mine[i];
       out.micro_batches[p].push_back(std::move(mb));
@@ -101,17 +103,17 @@ Assignment assign(std::span<const Tokens> lengths, const std::vector<Pipeline>& 
   return out;
 }
 
-std::vector<IterationPlan> HydraulisPolicy::plan(const PlanningContext& context,
-                                                 std::span<const GlobalBatch> batches) {
+std::vector<IterationPlan> HydraulisPolicy::plan(const PlanningContext& context, std::span<const GlobalBatch> batches) {
   const CostModel& cost = *context.cost;
   const int world = cost.cluster().world_size();
-  const Recompute recompute = options_.recompute.value_or(context.training.recompute);
-
+  SpaceOptions space_options;
+  space_options.recompute = options_.recompute.value_or(context.training.recompute);
+  space_options.util_threshold = options_.util_threshold;
+  space_options.serial_optimization = options_.serial_optimization;
   const std::shared_ptr<const SchemeSpace> shared =
       options_.strategies.empty()
-          ? shared_scheme_space(cost, world, recompute, options_.util_threshold)
-          : std::make_shared<const SchemeSpace>(cost, world, recompute, options_.util_threshold,
-                                                explicit_schemes(options_));
+          ? shared_scheme_space(cost, world, space_options)
+          : std::make_shared<const SchemeSpace>(cost, world, space_options, explicit_schemes(options_));
   const SchemeSpace& space = *shared;
   if (options_.strategies.empty()) {
     std::vector<Tokens> window;
@@ -127,37 +129,8 @@ std::vector<IterationPlan> HydraulisPolicy::plan(const PlanningContext& context,
   std::vector<IterationPlan> plans;
   Rng rng(context.seed ^ kHydraulisSalt);
   for (std::size_t b = 0; b < batches.size(); ++b) {
-    const GlobalBatch& batch = batches[b];
-    const std::uint64_t seed = rng.next();
-    std::vector<Tokens> lengths;
-    Tokens longest = 0;
-    for (const auto& s : batch) {
-      lengths.push_back(s.tokens);
-      longest = std::max(longest, s.tokens);
-    }
     IterationChoice choice;
-    std::vector<Pipeline> best_pipelines;
-    Assignment best;
-    bool found = false;
-    auto consider = [&](const Strategy& strategy) {
-      std::vector<Pipeline> pipelines = lay_out(strategy, space);
-      Assignment a = assign(lengths, pipelines, space, options_, seed);
-      if (!found || a.estimate < best.estimate) {
-        found = true;
-        best = std::move(a);
-        best_pipelines = std::move(pipelines);
-        choice.strategy = strategy;
-        choice.estimate = best.estimate;
-      }
-    };
-    std::vector<const Strategy*> holding;
-    for (const auto& candidate : candidates_)
-      if (candidate.max_len(space) >= longest) holding.push_back(&candidate);
-    choice.candidates = static_cast<int>(holding.size());
-    for (const Strategy* candidate : screen(holding, lengths, space, seed)) consider(*candidate);
-    if (!found) consider(fallback_strategy(space));
-
-    IterationPlan plan = build_plan(batch, best_pipelines, best, space);
+    IterationPlan plan = plan_batch(batches[b], space, cost, rng.next(), choice);
     plan.index = static_cast<int>(b);
     plan.label = "batch " + std::to_string(b) + ": " + choice.strategy.describe(space) +
                  (choice.candidates == 0 ? " (no candidate holds the longest sequence)" : "");
@@ -165,6 +138,57 @@ std::vector<IterationPlan> HydraulisPolicy::plan(const PlanningContext& context,
     choices_.push_back(std::move(choice));
   }
   return plans;
+}
+
+IterationPlan HydraulisPolicy::plan_batch(const GlobalBatch& batch, const SchemeSpace& space, const CostModel& cost,
+                                          std::uint64_t seed, IterationChoice& choice) const {
+  std::vector<Tokens> lengths;
+  Tokens longest = 0;
+  for (const auto& s : batch) {
+    lengths.push_back(s.tokens);
+    longest = std::max(longest, s.tokens);
+  }
+  std::vector<const Strategy*> holding;
+  for (const auto& candidate : candidates_)
+    if (candidate.max_len(space) >= longest) holding.push_back(&candidate);
+  choice.candidates = static_cast<int>(holding.size());
+  const Strategy fallback = fallback_strategy(space);
+  std::vector<const Strategy*> finalists = screen(holding, lengths, space, seed);
+  if (finalists.empty()) finalists.push_back(&fallback);
+
+  struct Evaluated {
+    const Strategy* strategy;
+    std::vector<Pipeline> pipelines;
+    Assignment assignment;
+  };
+  std::vector<Evaluated> evaluated;
+  for (const Strategy* strategy : finalists) {
+    std::vector<Pipeline> pipelines = lay_out(*strategy, space);
+    Assignment a = assign(lengths, pipelines, space, options_, seed);
+    evaluated.push_back({strategy, std::move(pipelines), std::move(a)});
+  }
+  std::stable_sort(evaluated.begin(), evaluated.end(), [](const Evaluated& x, const Evaluated& y) {
+    return x.assignment.estimate < y.assignment.estimate;
+  });
+  // The cost model's memory estimate has the last word: MaxLen spreads the optimizer states evenly over all GPUs
+  // (App. B.1), the estimate over the GPUs holding each model slice, which differs when TP x PP does not divide
+  // the cluster. The best plan that fits wins; if none fits, the best one.
+  IterationPlan plan;
+  const Evaluated* chosen = nullptr;
+  for (const auto& e : evaluated) {
+    IterationPlan candidate = build_plan(batch, e.pipelines, e.assignment, space);
+    const auto peaks = estimate_peak_bytes(candidate, cost);
+    const bool fits =
+        std::all_of(peaks.begin(), peaks.end(), [&](double bytes) { return bytes <= cost.capacity_bytes(); });
+    if (chosen == nullptr || fits) {
+      chosen = &e;
+      plan = std::move(candidate);
+    }
+    if (fits) break;
+  }
+  choice.strategy = *chosen->strategy;
+  choice.estimate = chosen->assignment.estimate;
+  return plan;
 }
 
 }  // namespace lcsim::hydraulis

@@ -7,10 +7,12 @@
 // dataset -- or the scenario's explicit `strategies`); then for every global batch (the scenario's mini-batch,
 // e.g. tokens_per_iteration = 100K, kept as it is) every candidate whose longest MaxLen holds the batch's
 // longest sequence is laid out (strategy.hpp), dispatched (dispatch.hpp) and packed (packing.hpp), and the one
-// with the smallest estimate max_pipelines (largest micro-batch) x (PP - 1 + V) wins (ties: the earlier
-// candidate). With no such candidate (a sequence no proposed strategy holds), the batch runs on as many
-// pipelines of the largest-MaxLen scheme as fit, the too-long sequence alone in its micro-batch: an iteration
-// the estimate reports as out of memory.
+// with the smallest two-stage estimate, max over pipelines of (largest micro-batch) x (PP - 1 + V) + sync, wins
+// (ties: the earlier candidate) -- among those whose plan fits the cost model's memory estimate, when any does
+// (MaxLen follows App. B.1 and spreads the optimizer states over all GPUs; the estimate shards them over the
+// GPUs holding each model slice, a little less evenly when TP x PP does not divide the cluster). With no such candidate
+// (a sequence no proposed strategy holds), the batch runs on as many pipelines of the largest-MaxLen scheme as fit, the
+// too-long sequence alone in its micro-batch: an iteration the estimate reports as out of memory.
 //
 // Plan mapping: one Replica per pipeline, ParallelScheme{tp, pp, cp = 1, recompute}, its GPUs from lay_out()
 // (TP groups inside a node), phase 0 for all (Hydraulis switches strategies between iterations, without the
@@ -32,9 +34,18 @@
 //   milp_time_limit_s    per MILP; default 0.5 (the reference's)
 //   milp_max_nodes       per MILP; default 20000
 //   util_threshold       UtilLen's share of the best throughput; default 0.85 (App. C)
+//   optimization_phase   "serial" (default) or "hidden". The paper's estimates count propagation only: its
+//                        subgraph scheduling hides the pull / push traffic between propagation and the fully
+//                        sharded optimizer (Sec. 5.3; Table 1 still measures 1.18 s of it). lcsim's estimate runs
+//                        every replica's gradient sync and optimizer step after propagation, and that time grows
+//                        as TP x PP shrinks (a <1,1> pipeline synchronises the whole model). "serial" adds it to
+//                        every pipeline in the proposal, the dispatch and the selection (SchemeInfo::sync);
+//                        "hidden" is the paper's propagation-only planning.
 //   length_step_tokens   proposal l step; default 128
 //   gpu_step             proposal n and d step; default 0.1
 //   proposal_precision   relative precision of t[N][L]; default 1e-3
+//   roundings_per_length nearby integer strategies kept per L, the fastest by the relaxed model; default 4;
+//                        0 keeps every one (the paper: thousands at 1024 GPUs)
 //   recompute            "none" | "selective" | "full"; default training.recompute
 //   strategies           explicit candidates instead of the proposal:
 //                        [[{"tp": 8, "pp": 1, "count": 1}, {"tp": 2, "pp": 1, "count": 4}], ...]
@@ -63,6 +74,7 @@ struct HydraulisOptions {
   int exact_max_sequences = 12;
   MilpOptions milp;
   double util_threshold = 0.85;
+  bool serial_optimization = true;
   ProposalOptions proposal;
   std::optional<Recompute> recompute;
   std::vector<std::vector<SchemeCount>> strategies;  ///< empty: use the proposal
@@ -87,6 +99,9 @@ class HydraulisPolicy : public Policy {
   const std::vector<IterationChoice>& choices() const { return choices_; }
 
  private:
+  /// One global batch: candidates holding it, screened, dispatched and packed; the best that fits memory.
+  IterationPlan plan_batch(const GlobalBatch& batch, const SchemeSpace& space, const CostModel& cost,
+                           std::uint64_t seed, IterationChoice& choice) const;
   /// The candidates that go through the full two-stage estimate: all of them when there are at most
   /// `finalists` (or finalists is 0), else the `finalists` best by Eq. 3's objective after `screen_trials`
   /// greedy trials, in candidate order.

@@ -7,14 +7,15 @@
 // (the upper end raised to the lower when it falls below, as the reference does); when no V of the range can be
 // packed within MaxLen, V keeps growing until one can (V = U always can). For each V:
 //   - heuristic: longest-processing-time first (sequences by cost descending, each to the cheapest micro-batch
-//     with room), then local search moving or swapping a sequence out of the most expensive micro-batch while
-//     that lowers it -- fast, used for large instances;
+//     with room) for every V, then -- for the 3 V whose LPT packing was best -- local search moving or swapping a
+//     sequence out of the most expensive micro-batch while that lowers it; fast, for any size;
 //   - exact: the heuristic first; then, for each V whose lower bound (costliest sequence, mean load) could still
 //     beat the best packing so far, the MILP of Eq. 1 for that V with the best so far as a cutoff, solved by
 //     COIN-OR CBC (packing_milp.cpp) with a node limit (deterministic) and a time limit (a backstop).
 // A sequence longer than MaxLen (an iteration that will run out of memory) forms a micro-batch alone; the others
 // are packed as above.
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -54,8 +55,10 @@ MicroBatchRange micro_batch_range(Tokens total, std::size_t count, const SchemeI
 
 /// Heuristic partition of `lengths` into exactly `v` micro-batches of at most `capacity` tokens minimising the
 /// largest sum of `costs`; empty when it finds none that fits. Micro-batches may be empty only if v > count.
-std::vector<std::vector<std::size_t>> partition_heuristic(std::span<const Tokens> lengths,
-                                                          std::span<const double> costs, Tokens capacity, int v);
+/// The local search runs when LPT's largest sum is below `polish_below`.
+std::vector<std::vector<std::size_t>> partition_heuristic(
+    std::span<const Tokens> lengths, std::span<const double> costs, Tokens capacity, int v,
+    double polish_below = std::numeric_limits<double>::infinity());
 
 /// The MILP for one V: minimise z s.t. each sequence in one micro-batch, sum of costs <= z and of tokens <=
 /// capacity per micro-batch, and z < `below` (a cutoff: the best known elsewhere; +inf for none). `incumbent` (a

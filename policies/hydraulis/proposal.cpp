@@ -1,10 +1,12 @@
 #include "policies/hydraulis/proposal.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 namespace lcsim::hydraulis {
@@ -43,12 +45,13 @@ class MinFenwick {
   std::vector<std::pair<double, std::size_t>> tree_;
 };
 
+/// A pipeline running one sequence alone: PP T(l, P) (Eq. 1 with V = 1), then its sync.
+double single_sequence_seconds(const SchemeInfo& s, Tokens l) {
+  return s.scheme.pp * s.seconds(l) + s.sync;
+}
+
 /// Whole units of gpu_step a segment needs: ceil(y_b - y_a) with y = P / (tau step), written as integer and
 /// fractional parts so the probe can group starts by their fractional part.
-/// A pipeline running one sequence alone: PP T(l, P) (Eq. 1 with V = 1).
-double single_sequence_seconds(const SchemeInfo& s, Tokens l) {
-  return s.scheme.pp * s.seconds(l);
-}
 
 double units(double floor_a, double frac_a, double floor_b, double frac_b) {
   return floor_b - floor_a + (frac_b > frac_a ? 1.0 : 0.0);
@@ -69,7 +72,8 @@ class Program {
     }
     alone_.assign(schemes_.size(), std::vector<double>(buckets_.size() + 1, 0.0));
     for (std::size_t k = 0; k < schemes_.size(); ++k)
-      for (std::size_t b = 1; b <= buckets_.size(); ++b) alone_[k][b] = single_sequence_seconds(space_[schemes_[k]], bucket(b).longest);
+      for (std::size_t b = 1; b <= buckets_.size(); ++b)
+        alone_[k][b] = single_sequence_seconds(space_[schemes_[k]], bucket(b).longest);
   }
 
   std::size_t buckets() const { return buckets_.size(); }
@@ -108,8 +112,10 @@ class Program {
   };
 
   /// g_tau[b] for b = 1..upto, stopping at the first b over N GPUs (g grows with b).
+  /// Seconds per gpu_step of pipelines of slot k within tau: what is left after the sync (<= 0: unusable).
+  double unit(std::size_t k, double tau) const { return (tau - space_[schemes_[k]].sync) * options_.gpu_step; }
+
   Probe probe(double tau, std::size_t upto) const {
-    const double u = tau * options_.gpu_step;
     const std::size_t n = upto + 1;  // starts a = 0..upto
     const std::size_t kk = schemes_.size();
     const std::size_t stride = buckets_.size() + 1;
@@ -120,7 +126,11 @@ class Program {
     below_.resize(kk);
     at_or_above_.resize(kk);
     sorted_.resize(n);
+    active_.assign(kk, false);
     for (std::size_t k = 0; k < kk; ++k) {
+      const double u = unit(k, tau);
+      if (!(u > 0)) continue;
+      active_[k] = true;
       double* fl = &floor_[k * stride];
       double* fr = &frac_[k * stride];
       for (std::size_t i = 0; i < n; ++i) {
@@ -152,7 +162,7 @@ class Program {
       double best = kInf;
       std::pair<std::size_t, std::size_t> from{kNone, kNone};
       for (std::size_t k = 0; k < kk; ++k) {
-        if (!feasible(k, b, tau)) continue;
+        if (!active_[k] || !feasible(k, b, tau)) continue;
         const double step = gpus(k) * options_.gpu_step;
         const std::size_t split = split_[k * stride + b];
         // Starts whose fractional part is >= b's need floor_b - floor_a units, the others one more.
@@ -177,14 +187,58 @@ class Program {
     return out;
   }
 
+  /// The segments of S[N][L_b] as (first bucket before, last bucket, scheme slot), in length order.
+  std::vector<std::array<std::size_t, 3>> segment_slots(const Probe& p, std::size_t b) const {
+    std::vector<std::array<std::size_t, 3>> out;
+    for (std::size_t end = b; end > 0; end = p.back[end].first)
+      out.push_back({p.back[end].first, end, p.back[end].second});
+    std::reverse(out.begin(), out.end());
+    return out;
+  }
+
+  /// The relaxed model's latency of an integer strategy (pipelines per scheme index) on the data of the given
+  /// segments: each segment on its scheme, or -- when the strategy has no pipeline of it -- on the scheme with
+  /// pipelines that holds it at the fewest GPU-seconds; per scheme, its work over its pipelines plus the sync, and
+  /// at least its longest sequence alone. Infinite when some segment has nowhere to go.
+  double integer_latency(const std::vector<std::array<std::size_t, 3>>& segments,
+                         const std::map<std::size_t, int>& pipelines) const {
+    std::vector<double> load(schemes_.size(), 0.0), alone(schemes_.size(), 0.0);
+    auto count = [&](std::size_t slot) {
+      const auto it = pipelines.find(schemes_[slot]);
+      return it == pipelines.end() ? 0 : it->second;
+    };
+    for (const auto& [start, end, slot] : segments) {
+      std::size_t target = slot;
+      if (count(slot) == 0) {
+        target = schemes_.size();
+        double best = kInf;
+        for (std::size_t j = 0; j < schemes_.size(); ++j) {
+          if (count(j) == 0 || !feasible(j, end)) continue;
+          const double gpu_seconds = gpus(j) * (prefix_[j][end] - prefix_[j][start]);
+          if (gpu_seconds < best) {
+            best = gpu_seconds;
+            target = j;
+          }
+        }
+        if (target == schemes_.size()) return kInf;
+      }
+      load[target] += prefix_[target][end] - prefix_[target][start];
+      alone[target] = std::max(alone[target], alone_[target][end]);
+    }
+    double latency = 0;
+    for (std::size_t j = 0; j < schemes_.size(); ++j)
+      if (count(j) > 0) latency = std::max({latency, load[j] / count(j) + space_[schemes_[j]].sync, alone[j]});
+    return latency;
+  }
+
   /// S[N][L_b] from a probe that covers b.
   RelaxedSolution solution(const Probe& p, std::size_t b) const {
     RelaxedSolution s;
     s.length = bucket(b).upper;
     s.latency = p.tau;
-    const double u = p.tau * options_.gpu_step;
     for (std::size_t end = b; end > 0;) {
       const auto [start, k] = p.back[end];
+      const double u = unit(k, p.tau);
       const double ya = prefix_[k][start] / u;
       const double yb = prefix_[k][end] / u;
       RelaxedSegment seg;
@@ -206,6 +260,7 @@ class Program {
   void insert(std::size_t a, double g, std::size_t n) const {
     const std::size_t stride = buckets_.size() + 1;
     for (std::size_t k = 0; k < schemes_.size(); ++k) {
+      if (!active_[k]) continue;
       const double h = g - gpus(k) * options_.gpu_step * floor_[k * stride + a];
       const std::size_t r = rank_[k * stride + a];
       below_[k].lower(r, {h, a});
@@ -220,9 +275,10 @@ class Program {
   std::vector<std::vector<double>> prefix_;  ///< per scheme slot, work of buckets 1..b
   std::vector<std::vector<double>> alone_;   ///< per scheme slot, single_sequence_seconds of bucket b's longest
   // Probe scratch (per scheme slot), reused between probes.
-  mutable std::vector<double> floor_, frac_;            ///< [slot * (buckets + 1) + a]
-  mutable std::vector<std::size_t> rank_, split_;       ///< likewise
+  mutable std::vector<double> floor_, frac_;       ///< [slot * (buckets + 1) + a]
+  mutable std::vector<std::size_t> rank_, split_;  ///< likewise
   mutable std::vector<std::pair<double, std::size_t>> sorted_;
+  mutable std::vector<bool> active_;  ///< per slot: usable within the probe's tau
   mutable std::vector<MinFenwick> below_, at_or_above_;
 };
 
@@ -236,12 +292,16 @@ struct Bisection {
   const std::vector<double>& breaks;
   double precision;
   std::vector<RelaxedSolution>& out;
+  std::vector<std::vector<std::array<std::size_t, 3>>>& slots;  ///< per b, Program::segment_slots
 
   void run(std::size_t lo, std::size_t hi, double tau_lo, const Program::Probe& at_hi) {
     if (lo > hi) return;
     const double lower = std::max(tau_lo, bound[lo]);
     if (at_hi.tau <= lower * (1 + precision)) {
-      for (std::size_t b = lo; b <= hi; ++b) out[b - 1] = program.solution(at_hi, b);
+      for (std::size_t b = lo; b <= hi; ++b) {
+        out[b - 1] = program.solution(at_hi, b);
+        slots[b - 1] = program.segment_slots(at_hi, b);
+      }
       return;
     }
     std::size_t first = lo;
@@ -256,106 +316,7 @@ struct Bisection {
   }
 };
 
-/// m_w T_w(x) >= m_s T_s(x) for x in [1, hi] (up to rounding), T the schemes' fitted latencies.
-bool scaled_latency_no_less(const SchemeInfo& weak, double m_w, const SchemeInfo& strong, double m_s, double hi) {
-  const double qa = m_w * weak.latency.a - m_s * strong.latency.a;
-  const double qb = m_w * weak.latency.b - m_s * strong.latency.b;
-  const double qc = m_w * weak.latency.c - m_s * strong.latency.c;
-  auto ok = [&](double x) {
-    const double f = (qa * x + qb) * x + qc;
-    const double scale = m_w * std::abs((weak.latency.a * x + weak.latency.b) * x + weak.latency.c);
-    return f >= -1e-12 * scale;
-  };
-  if (!ok(1.0) || !ok(hi)) return false;
-  const double vertex = qa > 0 ? -qb / (2 * qa) : 0;  // a convex difference has its minimum there
-  return !(vertex > 1 && vertex < hi) || ok(vertex);
-}
-
-/// `strong` can take over any segment of `weak` whose sequences are at most `longest` tokens (see the header): it
-/// holds as much, its GPU count divides weak's, its GPU-seconds per sequence are no more, and it runs one sequence
-/// alone no slower.
-bool dominates(const SchemeInfo& strong, const SchemeInfo& weak, Tokens longest) {
-  const Tokens needed = std::min(weak.max_len, longest);
-  if (strong.max_len < needed || weak.gpus() % strong.gpus() != 0) return false;
-  const double hi = static_cast<double>(std::max<Tokens>(needed, 1));
-  return scaled_latency_no_less(weak, weak.gpus(), strong, strong.gpus(), hi) &&
-         scaled_latency_no_less(weak, weak.scheme.pp, strong, strong.scheme.pp, hi);
-}
-
 }  // namespace
-
-std::vector<std::size_t> undominated_schemes(const SchemeSpace& space, Tokens longest) {
-  std::vector<std::size_t> kept;
-  for (std::size_t k = 0; k < space.size(); ++k) {
-    bool dominated = false;
-    for (std::size_t s = 0; s < space.size() && !dominated; ++s) {
-      if (s == k || !dominates(space[s], space[k], longest)) continue;
-      // Two schemes dominating each other are equivalent: keep the lower index.
-      dominated = !dominates(space[k], space[s], longest) || s < k;
-    }
-    if (!dominated) kept.push_back(k);
-  }
-  return kept;
-}
-
-std::vector<Strategy> round_relaxed(const std::vector<std::pair<std::size_t, double>>& relaxed, Tokens longest,
-                                    const SchemeSpace& space) {
-  std::map<std::size_t, double> merged;
-  for (const auto& [scheme, d] : relaxed)
-    if (d > 0) merged[scheme] += d;
-  std::vector<std::pair<std::size_t, double>> entries(merged.begin(), merged.end());
-  constexpr std::size_t kMaxEntries = 20;  // 2^20 combinations; the programs here use a handful of schemes
-  if (entries.size() > kMaxEntries) throw std::logic_error("hydraulis::round_relaxed: too many schemes to round");
-
-  std::vector<std::vector<int>> choices;
-  for (const auto& [scheme, d] : entries) {
-    const double nearest = std::round(d);
-    if (std::abs(d - nearest) < 1e-9)
-      choices.push_back({static_cast<int>(nearest)});
-    else
-      choices.push_back({static_cast<int>(std::floor(d)), static_cast<int>(std::ceil(d))});
-  }
-  std::vector<Strategy> out;
-  std::vector<std::size_t> pick(entries.size(), 0);
-  while (true) {
-    std::vector<int> counts(entries.size());
-    int used = 0;
-    bool holds = false;
-    for (std::size_t e = 0; e < entries.size(); ++e) {
-      counts[e] = choices[e][pick[e]];
-      used += counts[e] * space[entries[e].first].gpus();
-      if (counts[e] > 0 && space[entries[e].first].max_len >= longest) holds = true;
-    }
-    if (holds && used <= space.total_gpus()) {
-      while (true) {
-        std::size_t chosen = entries.size();
-        for (std::size_t e = 0; e < entries.size(); ++e) {
-          const int width = space[entries[e].first].gpus();
-          if (counts[e] == 0 || width > space.total_gpus() - used) continue;
-          if (chosen == entries.size()) {
-            chosen = e;
-            continue;
-          }
-          const double deficit = entries[e].second - counts[e];
-          const double best = entries[chosen].second - counts[chosen];
-          const int best_width = space[entries[chosen].first].gpus();
-          if (deficit > best || (deficit == best && width < best_width)) chosen = e;
-        }
-        if (chosen == entries.size()) break;
-        ++counts[chosen];
-        used += space[entries[chosen].first].gpus();
-      }
-      std::vector<std::pair<std::size_t, int>> pairs;
-      for (std::size_t e = 0; e < entries.size(); ++e) pairs.emplace_back(entries[e].first, counts[e]);
-      Strategy s = make_strategy(pairs);
-      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(std::move(s));
-    }
-    std::size_t e = 0;
-    while (e < pick.size() && ++pick[e] == choices[e].size()) pick[e++] = 0;
-    if (e == pick.size()) break;
-  }
-  return out;
-}
 
 Proposal propose_strategies(std::span<const Tokens> lengths, double iterations, const SchemeSpace& space,
                             const ProposalOptions& options) {
@@ -404,9 +365,12 @@ Proposal propose_strategies(std::span<const Tokens> lengths, double iterations, 
     at_hi = program.probe(tau_hi, end);
   }
   proposal.relaxed.resize(end);
-  Bisection{program, bound, breaks, options.precision, proposal.relaxed}.run(1, end, std::max(bound[1] / 2, tau_hi * 1e-12), at_hi);
+  std::vector<std::vector<std::array<std::size_t, 3>>> slots(end);
+  Bisection{program, bound, breaks, options.precision, proposal.relaxed, slots}.run(
+      1, end, std::max(bound[1] / 2, tau_hi * 1e-12), at_hi);
   proposal.longest_held = program.bucket(end).upper;
 
+  std::set<std::vector<std::pair<std::size_t, int>>> seen;
   for (std::size_t b = 1; b <= end; ++b) {
     // At t[N][L] the program's allocation uses the fewest GPUs that meet it; scaled to all N GPUs it keeps the
     // schemes' proportions and leaves no GPU to the rounding's fill.
@@ -415,9 +379,21 @@ Proposal propose_strategies(std::span<const Tokens> lengths, double iterations, 
     const double scale = used > 0 ? space.total_gpus() / used : 1.0;
     std::vector<std::pair<std::size_t, double>> relaxed;
     for (const auto& seg : proposal.relaxed[b - 1].segments) relaxed.emplace_back(seg.scheme, seg.pipelines * scale);
-    for (auto& s : round_relaxed(relaxed, program.bucket(b).longest, space))
-      if (std::find(proposal.strategies.begin(), proposal.strategies.end(), s) == proposal.strategies.end())
-        proposal.strategies.push_back(std::move(s));
+    std::vector<Strategy> rounded = round_relaxed(relaxed, program.bucket(b).longest, space);
+    const auto keep = static_cast<std::size_t>(options.roundings_per_length);
+    if (keep > 0 && rounded.size() > keep) {
+      std::vector<std::pair<double, std::size_t>> ranked;
+      for (std::size_t r = 0; r < rounded.size(); ++r) {
+        const std::map<std::size_t, int> pipelines(rounded[r].counts.begin(), rounded[r].counts.end());
+        ranked.emplace_back(program.integer_latency(slots[b - 1], pipelines), r);
+      }
+      std::stable_sort(ranked.begin(), ranked.end());
+      std::vector<Strategy> kept;
+      for (std::size_t r = 0; r < keep; ++r) kept.push_back(std::move(rounded[ranked[r].second]));
+      rounded = std::move(kept);
+    }
+    for (auto& s : rounded)
+      if (seen.insert(s.counts).second) proposal.strategies.push_back(std::move(s));
   }
   return proposal;
 }

@@ -17,22 +17,28 @@
 // to the relative `precision`. Only non-empty buckets are segment ends (an empty bucket adds nothing);
 // "MaxLen(P_k) >= l" is checked against the longest sequence of the segment, not the bucket's upper bound.
 //
-// One addition to Eq. 4: a segment's latency is max((1/d) sum T(x, P_k), PP_k T(longest, P_k)) -- the relaxation
-// may spread a segment's work over fractional pipelines, but one sequence runs whole on one pipeline (Eq. 1 with
-// V = 1). Without it a rare 32K sequence costs its expected share of an iteration, and no proposed strategy can
-// run it fast when it comes; with it, t[N][L] >= the fastest any scheme runs the longest sequence up to L. In
-// g_tau this is a feasibility test of (k, b): PP_k T(longest of bucket b, P_k) <= tau.
+// Two additions to Eq. 4: a segment's latency is max((1/d) sum T(x, P_k), PP_k T(longest, P_k)) + sync_k.
+//   - The relaxation may spread a segment's work over fractional pipelines, but one sequence runs whole on one
+//     pipeline (Eq. 1 with V = 1). Without the max, a rare 32K sequence costs its expected share of an iteration
+//     and no proposed strategy can run it fast when it comes; with it, t[N][L] >= the fastest any scheme runs the
+//     longest sequence up to L. In g_tau this is a feasibility test of (k, b): PP_k T(longest of b) + sync_k <= tau.
+//   - sync_k (SchemeInfo::sync) is what every pipeline of P_k spends after propagation under lcsim's estimate (0
+//     under the paper's hidden optimisation phase); in g_tau it leaves tau - sync_k for the segment's work.
 //
 // Schemes dominated for this program are dropped first, which changes no t[N][L]: with M = min(MaxLen(k), the
 // longest sequence of the data), k' dominates k when MaxLen(k') >= M, N(k') divides N(k), N(k') T(x, k') <=
-// N(k) T(x, k) and PP(k') T(x, k') <= PP(k) T(x, k) on [1, M] -- any segment then runs on k' within the same
-// latency on no more GPUs (ceil(m x) <= m ceil(x)).
+// N(k) T(x, k), PP(k') T(x, k') <= PP(k) T(x, k) on [1, M] and sync(k') <= sync(k) -- any segment then runs on
+// k' within the same latency on no more GPUs (ceil(m x) <= m ceil(x)).
 //
-// Rounding ("include all nearby integer solutions ... total GPUs <= N"): every combination of floor / ceil of
-// each scheme's relaxed pipeline count; kept when it fits N GPUs and holds the longest sequence up to L; GPUs
-// left over are then filled, one pipeline at a time, with the combination's scheme furthest below its relaxed
-// count that still fits (ties: fewer GPUs, lower index) -- an extra pipeline never slows an iteration (dispatch
-// may leave it empty). The union over all L, without repeats, is the candidate set.
+// Rounding ("include all nearby integer solutions ... total GPUs <= N"): the relaxed pipeline counts are scaled
+// to all N GPUs (at t[N][L] the program holds the fewest GPUs that meet it), then every combination of floor /
+// ceil of each scheme's count is kept when it fits N GPUs and holds the longest sequence up to L; GPUs left over
+// are filled, one pipeline at a time, with the combination's scheme furthest below its relaxed count that still
+// fits (ties: fewer GPUs, lower index) -- an extra pipeline never slows an iteration (dispatch may leave it
+// empty). With roundings_per_length 0 every such strategy is a candidate, as in the paper; by default the 4 the
+// relaxed model finds fastest (segments on their schemes, or moved to the cheapest scheme present that holds
+// them; per scheme, work over pipelines + sync) -- at 1024 GPUs "all" gives thousands of near-identical
+// candidates. The union over all L, without repeats, is the candidate set.
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -45,6 +51,8 @@ struct ProposalOptions {
   Tokens length_step = 128;  ///< l step, tokens
   double gpu_step = 0.1;     ///< n and d step, in GPUs / pipelines; in (0, 1]
   double precision = 1e-3;   ///< relative precision of each t[N][L]
+  /// Nearby integer strategies kept per L, the fastest by the relaxed model first; 0 keeps all (the paper).
+  int roundings_per_length = 4;
 };
 
 struct RelaxedSegment {
@@ -56,16 +64,16 @@ struct RelaxedSegment {
 
 /// S[N][L] of the relaxed program for one L.
 struct RelaxedSolution {
-  Tokens length = 0;   ///< L: the upper bound of its last non-empty bucket
-  double latency = 0;  ///< t[N][L], seconds per iteration (within `precision`)
+  Tokens length = 0;                     ///< L: the upper bound of its last non-empty bucket
+  double latency = 0;                    ///< t[N][L], seconds per iteration (within `precision`)
   std::vector<RelaxedSegment> segments;  ///< in length order
 };
 
 struct Proposal {
-  std::vector<std::size_t> schemes;       ///< the schemes the program used (dominated ones removed)
-  std::vector<RelaxedSolution> relaxed;   ///< one per non-empty bucket that some scheme can hold, L ascending
-  std::vector<Strategy> strategies;       ///< the rounded candidates, in order of first appearance
-  Tokens longest_held = 0;                ///< the longest L the program covered (0 if none)
+  std::vector<std::size_t> schemes;      ///< the schemes the program used (dominated ones removed)
+  std::vector<RelaxedSolution> relaxed;  ///< one per non-empty bucket that some scheme can hold, L ascending
+  std::vector<Strategy> strategies;      ///< the rounded candidates, in order of first appearance
+  Tokens longest_held = 0;               ///< the longest L the program covered (0 if none)
 };
 
 /// `lengths`: the dataset (lcsim: the scenario's data window) over `iterations` iterations (counts are divided

@@ -16,8 +16,8 @@ std::string describe(const ParallelScheme& scheme) {
   return "<" + std::to_string(scheme.tp) + "," + std::to_string(scheme.pp) + ">";
 }
 
-std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, int total_gpus, Recompute recompute,
-                                                       double util_threshold) {
+std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, int total_gpus,
+                                                       const SpaceOptions& options) {
   static std::mutex mutex;
   static std::list<std::pair<std::string, std::shared_ptr<const SchemeSpace>>> recent;  // most recent first
   constexpr std::size_t kKept = 32;
@@ -31,8 +31,9 @@ std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, in
       {"profile", profile_to_json(cost.profile())},
       {"zero_stage", cost.options().zero_stage},
       {"gpus", total_gpus},
-      {"recompute", to_string(recompute)},
-      {"util_threshold", util_threshold}};
+      {"recompute", to_string(options.recompute)},
+      {"util_threshold", options.util_threshold},
+      {"serial_optimization", options.serial_optimization}};
   const std::string key = key_json.dump();
   {
     const std::lock_guard<std::mutex> lock(mutex);
@@ -42,7 +43,7 @@ std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, in
       return recent.front().second;
     }
   }
-  auto space = std::make_shared<const SchemeSpace>(cost, total_gpus, recompute, util_threshold);
+  auto space = std::make_shared<const SchemeSpace>(cost, total_gpus, options);
   const std::lock_guard<std::mutex> lock(mutex);
   recent.emplace_front(key, space);
   if (recent.size() > kKept) recent.pop_back();
@@ -63,18 +64,18 @@ std::vector<int> pp_degrees(int layers, int total_gpus) {
   return degrees;
 }
 
-SchemeSpace::SchemeSpace(const CostModel& cost, int total_gpus, Recompute recompute, double util_threshold)
+SchemeSpace::SchemeSpace(const CostModel& cost, int total_gpus, const SpaceOptions& options)
     : total_gpus_(total_gpus), gpus_per_node_(cost.cluster().gpus_per_node) {
   if (total_gpus < 1) throw PlanningError("Hydraulis: the strategy space needs at least one GPU");
   for (int tp : tp_degrees(gpus_per_node_, total_gpus))
     for (int pp : pp_degrees(cost.model().layers, total_gpus))
-      if (tp * pp <= total_gpus) add(cost, tp, pp, recompute, util_threshold);
+      if (tp * pp <= total_gpus) add(cost, tp, pp, options);
   if (schemes_.empty())
-    throw PlanningError("Hydraulis: no <TP, PP> scheme of " + cost.model().name + " on " +
-                        std::to_string(total_gpus) + " GPUs leaves memory for activations");
+    throw PlanningError("Hydraulis: no <TP, PP> scheme of " + cost.model().name + " on " + std::to_string(total_gpus) +
+                        " GPUs leaves memory for activations");
 }
 
-SchemeSpace::SchemeSpace(const CostModel& cost, int total_gpus, Recompute recompute, double util_threshold,
+SchemeSpace::SchemeSpace(const CostModel& cost, int total_gpus, const SpaceOptions& options,
                          const std::vector<std::pair<int, int>>& tp_pp)
     : total_gpus_(total_gpus), gpus_per_node_(cost.cluster().gpus_per_node) {
   const auto tps = tp_degrees(gpus_per_node_, total_gpus);
@@ -90,7 +91,7 @@ SchemeSpace::SchemeSpace(const CostModel& cost, int total_gpus, Recompute recomp
                        std::to_string(total_gpus) + " GPUs");
     if (find(tp, pp)) continue;
     const std::size_t before = schemes_.size();
-    add(cost, tp, pp, recompute, util_threshold);
+    add(cost, tp, pp, options);
     if (schemes_.size() == before)
       throw InputError("Hydraulis scheme " + describe(shown) + ": " + cost.model().name +
                        " leaves no memory for activations on it");
@@ -105,16 +106,23 @@ SchemeSpace::SchemeSpace(std::vector<SchemeInfo> schemes, int total_gpus, int gp
       throw std::invalid_argument("hydraulis::SchemeSpace: bad scheme " + describe(s.scheme));
 }
 
-void SchemeSpace::add(const CostModel& cost, int tp, int pp, Recompute recompute, double util_threshold) {
+void SchemeSpace::add(const CostModel& cost, int tp, int pp, const SpaceOptions& options) {
   const HydraulisView view(cost, total_gpus_);
   SchemeInfo info;
   info.scheme.tp = tp;
   info.scheme.pp = pp;
-  info.scheme.recompute = recompute;
+  info.scheme.recompute = options.recompute;
   info.max_len = view.max_len(info.scheme);
   if (info.max_len <= 0) return;
   info.latency = view.latency(info.scheme);
-  info.util_len = view.util_len(info.scheme, util_threshold);
+  info.util_len = view.util_len(info.scheme, options.util_threshold);
+  if (options.serial_optimization) {
+    // As the estimate times a replica's tail: ZeRO across the GPUs holding the same model slice, over InfiniBand
+    // once the cluster spans nodes.
+    const int shards = std::max(1, total_gpus_ / (tp * pp));
+    const LinkClass link = total_gpus_ > gpus_per_node_ ? LinkClass::InfiniBand : LinkClass::NvLink;
+    info.sync = cost.gradient_sync_seconds(info.scheme, shards, link) + cost.optimizer_seconds(info.scheme, shards);
+  }
   schemes_.push_back(info);
 }
 

@@ -28,6 +28,10 @@ struct SchemeInfo {
   Tokens max_len = 0;     ///< MaxLen(P): the most tokens one micro-batch may hold
   Tokens util_len = 0;    ///< UtilLen(P)
   QuadraticFit latency;   ///< T(l, P) for one stage, seconds
+  /// Seconds a pipeline of this scheme spends after propagation, whether it got sequences or not: the cost
+  /// model's ZeRO gradient reduce-scatter + parameter all-gather of its parameters and its optimizer step (what
+  /// lcsim's estimate adds to every replica); 0 when the optimisation phase is taken as hidden (SpaceOptions).
+  double sync = 0;
 
   int gpus() const { return scheme.gpus(); }
   /// a l^2 + b l: what one sequence adds to a packed micro-batch.
@@ -44,13 +48,20 @@ struct SchemeInfo {
 /// "<8,2>": TP and PP as the paper writes them.
 std::string describe(const ParallelScheme& scheme);
 
+struct SpaceOptions {
+  Recompute recompute = Recompute::Selective;
+  double util_threshold = 0.85;  ///< UtilLen's share of the best throughput
+  /// true: SchemeInfo::sync from the cost model (lcsim's estimate runs the optimisation phase after propagation);
+  /// false: 0, the paper's view (Sec. 5.3: subgraph scheduling hides pull and push behind propagation).
+  bool serial_optimization = true;
+};
+
 class SchemeSpace {
  public:
-  /// Every <TP, PP> of the space on `total_gpus` GPUs (see the file comment), with `recompute` and UtilLen at
-  /// `util_threshold` of the best throughput.
-  SchemeSpace(const CostModel& cost, int total_gpus, Recompute recompute, double util_threshold);
+  /// Every <TP, PP> of the space on `total_gpus` GPUs (see the file comment).
+  SchemeSpace(const CostModel& cost, int total_gpus, const SpaceOptions& options);
   /// Only the given <TP, PP> pairs (a scenario's explicit strategies); InputError when one is outside the space.
-  SchemeSpace(const CostModel& cost, int total_gpus, Recompute recompute, double util_threshold,
+  SchemeSpace(const CostModel& cost, int total_gpus, const SpaceOptions& options,
               const std::vector<std::pair<int, int>>& tp_pp);
   /// Given schemes (hand-made ones in tests); throws std::invalid_argument for an empty list, MaxLen or
   /// UtilLen < 1, or a scheme wider than `total_gpus`.
@@ -66,19 +77,19 @@ class SchemeSpace {
   std::size_t longest() const;
 
  private:
-  void add(const CostModel& cost, int tp, int pp, Recompute recompute, double util_threshold);
+  void add(const CostModel& cost, int tp, int pp, const SpaceOptions& options);
 
   std::vector<SchemeInfo> schemes_;
   int total_gpus_ = 0;
   int gpus_per_node_ = 0;
 };
 
-/// SchemeSpace(cost, total_gpus, recompute, util_threshold), memoised: fitting every scheme costs about a
-/// millisecond and a policy plans many windows with one cost model. The key is the full content of what the
-/// space depends on (model, cluster, profile, ZeRO stage, GPUs, recompute, threshold), never an address; the
-/// memo holds the 32 most recent spaces. Thread-safe.
-std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, int total_gpus, Recompute recompute,
-                                                       double util_threshold);
+/// SchemeSpace(cost, total_gpus, options), memoised: fitting every scheme costs about a millisecond and a policy
+/// plans many windows with one cost model. The key is the full content of what the space depends on (model,
+/// cluster, profile, ZeRO stage, GPUs, options), never an address; the memo holds the 32 most recent spaces.
+/// Thread-safe.
+std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, int total_gpus,
+                                                       const SpaceOptions& options);
 
 /// TP degrees of the space: powers of two dividing `gpus_per_node`, at most `total_gpus`.
 std::vector<int> tp_degrees(int gpus_per_node, int total_gpus);
