@@ -176,9 +176,14 @@ def plot_scaling(sweep_path, out, x="gpus", y="tokens_per_s"):
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
     if x == "gpus":
         ax.set_xscale("log", base=2)
+        if y == "tokens_per_s":
+            ax.set_yscale("log")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    ax.set_title(f"{sweep.get('sweep', '')} | {caption_of(points[0]['results'])}", fontsize=7)
+    first = points[0]["results"]
+    profile = first.get("profile", {})
+    ax.set_title(f"{sweep.get('sweep', '')} ({first.get('mode', '')})\n{first.get('dataset', '')} | "
+                 f"{profile.get('label', '') if isinstance(profile, dict) else profile}", fontsize=7)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
