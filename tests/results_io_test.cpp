@@ -85,8 +85,9 @@ RunResults sample_results() {
 TEST(ResultsIoJson, SchemaKeysInFixedOrder) {
   const auto j = results_to_json(sample_results());
   EXPECT_EQ(keys_of(j), (std::vector<std::string>{"schema", "mode", "scenario", "scenario_file", "seed", "profile",
-                                                  "dataset", "baseline", "policies"}));
+                                                  "dataset", "baseline", "paper_figures", "policies"}));
   EXPECT_EQ(j["schema"], "lcsim-results/1");
+  EXPECT_EQ(j["paper_figures"], nlohmann::json::array());
   EXPECT_EQ(j["seed"], 42);
   EXPECT_EQ(keys_of(j["profile"]), (std::vector<std::string>{"label", "calibrated"}));
   EXPECT_EQ(j["profile"]["calibrated"], false);
@@ -105,6 +106,13 @@ TEST(ResultsIoJson, SchemaKeysInFixedOrder) {
   EXPECT_EQ(it["busy_s"], nlohmann::json::parse("[0.25, 0.125]"));
   EXPECT_EQ(p["name"], "base");
   EXPECT_EQ(j["policies"][1]["kind"], "sorted");
+}
+
+TEST(ResultsIoJson, PaperFiguresAreCarried) {
+  RunResults results = sample_results();
+  results.paper_figures.push_back({"sorted", 3.76, "Skrull Sec. 5"});
+  const auto j = results_to_json(results);
+  EXPECT_EQ(j["paper_figures"].dump(), R"([{"policy":"sorted","speedup":3.76,"source":"Skrull Sec. 5"}])");
 }
 
 TEST(ResultsIoJson, NumbersRoundedAndNonFiniteAsNull) {

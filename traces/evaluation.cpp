@@ -112,6 +112,7 @@ RunResults results_header(const LoadedScenario& loaded, std::string mode) {
   results.calibrated = loaded.profile.provenance.calibrated;
   results.dataset_label = loaded.dataset_label;
   results.baseline = loaded.scenario.baseline;
+  for (const PaperFigure& f : loaded.scenario.paper_figures) results.paper_figures.push_back({f.policy, f.speedup, f.source});
   return results;
 }
 

@@ -126,6 +126,9 @@ nlohmann::ordered_json results_to_json(const RunResults& results) {
   j["profile"] = Json{{"label", results.profile_label}, {"calibrated", results.calibrated}};
   j["dataset"] = results.dataset_label;
   j["baseline"] = results.baseline;
+  j["paper_figures"] = nlohmann::ordered_json::array();
+  for (const PaperSpeedup& f : results.paper_figures)
+    j["paper_figures"].push_back({{"policy", f.policy}, {"speedup", f.speedup}, {"source", f.source}});
   Json policies = Json::array();
   for (const auto& p : results.policies) policies.push_back(policy_json(p));
   j["policies"] = std::move(policies);

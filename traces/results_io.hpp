@@ -9,6 +9,7 @@
 //     "profile": { "label": string, "calibrated": bool },
 //     "dataset": string (says "synthetic" for sampled distributions),
 //     "baseline": policy label,
+//     "paper_figures": [{"policy", "speedup", "source"}] -- the scenario's declared paper figures, for plots,
 //     "policies": [ { "name": label, "kind": registry name,
 //                     "mean_iteration_s", "p50_iteration_s", "p99_iteration_s", "total_s": seconds,
 //                     "tokens": integer, "tokens_per_s", "speedup_vs_baseline": tokens/s over the baseline's,

@@ -38,6 +38,13 @@ struct PolicyResult {
   std::vector<IterationResult> iterations;
 };
 
+/// A figure the paper reports for the scenario, carried into results files so plots draw it beside lcsim's.
+struct PaperSpeedup {
+  std::string policy;  ///< label of a policy of the scenario
+  double speedup = 0;
+  std::string source;
+};
+
 struct RunResults {
   std::string mode;  ///< "plan" or "simulate"
   std::string scenario;
@@ -47,6 +54,7 @@ struct RunResults {
   bool calibrated = false;
   std::string dataset_label;  ///< says "synthetic" for sampled distributions
   std::string baseline;
+  std::vector<PaperSpeedup> paper_figures;
   std::vector<PolicyResult> policies;
 };
 
