@@ -58,6 +58,15 @@ TEST(Sweep, BatchSizePerDpScalesWithTheGpuAxis) {
   EXPECT_EQ(points[1].scenario["training"]["global_batch_sequences"], 64);   // dp 8 x 8
 }
 
+TEST(Sweep, TokensPerGpuScalesTheBudgetWithTheGpuAxis) {
+  const auto points = expand_sweep(sweep_from_json(
+      sweep_doc(Json::parse(R"([{"name": "tokens_per_gpu", "values": [1000]}, {"name": "gpus", "values": [16, 64]}])")),
+      "s.json"));
+  EXPECT_EQ(points[0].scenario["training"]["tokens_per_iteration"], 16000);
+  EXPECT_EQ(points[1].scenario["training"]["tokens_per_iteration"], 64000);
+  EXPECT_FALSE(points[1].scenario["training"].contains("global_batch_sequences"));
+}
+
 TEST(Sweep, TrainingAxesReplaceTheirFields) {
   const auto points = expand_sweep(sweep_from_json(sweep_doc(Json::parse(R"([
       {"name": "tokens_per_iteration", "values": [100000]},

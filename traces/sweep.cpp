@@ -56,6 +56,12 @@ void apply_axis(Json& doc, const std::string& axis, const Json& value, const std
     doc["training"].erase("tokens_per_iteration");
     doc["training"].erase("global_batch_sequences");
     doc["training"][axis] = value;
+  } else if (axis == "tokens_per_gpu") {
+    need_number();
+    doc["training"].erase("global_batch_sequences");
+    const auto& cluster = doc["cluster"];
+    doc["training"]["tokens_per_iteration"] =
+        value.get<std::int64_t>() * cluster.value("nodes", 1) * cluster.value("gpus_per_node", 8);
   } else if (axis == "batch_size_per_dp") {
     need_number();
     doc["training"].erase("tokens_per_iteration");
@@ -89,6 +95,7 @@ Json absolute_paths(Json doc, const std::string& base_file) {
 const std::vector<std::string>& sweep_axis_names() {
   static const std::vector<std::string> names = {"gpus",          "context_length_tokens", "tokens_per_iteration",
                                                  "global_batch_sequences", "batch_size_per_dp",
+                                                 "tokens_per_gpu",
                                                  "bucket_size_tokens",     "dataset",  "model"};
   return names;
 }
@@ -150,7 +157,7 @@ std::vector<SweepPoint> expand_sweep(const Sweep& sweep) {
 
     const std::string where = sweep.file + ": point " + std::to_string(flat) + " (" + describe(point.coordinates) + ")";
     point.scenario = base;
-    // GPU count first: batch_size_per_dp depends on the dp it sets.
+    // GPU count first: batch_size_per_dp and tokens_per_gpu depend on what it sets.
     for (const char* first : {"gpus", ""})
       for (const auto& [axis, value] : point.coordinates)
         if ((axis == "gpus") == (*first != '\0')) apply_axis(point.scenario, axis, value, where);

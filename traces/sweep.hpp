@@ -17,6 +17,7 @@
 //   tokens_per_iteration   training.tokens_per_iteration (replaces global_batch_sequences)
 //   global_batch_sequences training.global_batch_sequences (replaces tokens_per_iteration)
 //   batch_size_per_dp      training.global_batch_sequences = dp x value (Skrull's BatchSize)
+//   tokens_per_gpu         training.tokens_per_iteration = GPUs x value (weak scaling with a token budget)
 //   bucket_size_tokens     training.bucket_size_tokens
 //   dataset                dataset = {"distribution": value}
 //   model                  model = value (a built-in model name)

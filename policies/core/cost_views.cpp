@@ -129,8 +129,8 @@ double HydraulisView::stage_seconds(const ParallelScheme& scheme, Tokens l) cons
   const SequenceShare share{l, 1};
   // The last stage (its layers plus the LM head) is the slowest; with a pipeline it also receives the
   // activations and sends back their gradient.
-  double seconds = cost_->compute_seconds({&share, 1}, scheme, layers, true) +
-                   cost_->tp_comm_seconds(l, scheme.tp, layers, tp_link);
+  double seconds =
+      cost_->compute_seconds({&share, 1}, scheme, layers, true) + cost_->tp_comm_seconds(l, scheme.tp, layers, tp_link);
   if (scheme.pp > 1) seconds += 2 * cost_->pp_transfer_seconds(l, scheme.tp, pp_link);
   return seconds;
 }
