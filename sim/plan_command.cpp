@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include "sim/cli.hpp"
+#include "sim/command_options.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
@@ -44,36 +45,15 @@ std::string plan_help() {
 }  // namespace
 
 void run_plan_command(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(plan_options()).add(hidden);
-  po::positional_options_description positional;
-  positional.add("scenario", -1);
-
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("plan: ") + e.what(), plan_help());
-  }
-  if (vm.count("help")) {
-    out << plan_help();
-    return;
-  }
-  const auto scenarios =
-      vm.count("scenario") ? vm["scenario"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  if (scenarios.size() != 1)
-    throw UsageError(scenarios.empty() ? "plan: missing SCENARIO file"
-                                       : "plan: expected one SCENARIO file, got " + std::to_string(scenarios.size()),
-                     plan_help());
+  const auto parsed = parse_file_command("plan", "SCENARIO", args, plan_options(), plan_help(), out);
+  if (!parsed) return;
+  const po::variables_map& vm = parsed->options;
 
   std::optional<int> iterations;
   if (vm.count("iterations")) iterations = vm["iterations"].as<int>();
   const auto labels = vm.count("policy") ? vm["policy"].as<std::vector<std::string>>() : std::vector<std::string>{};
 
-  const LoadedScenario loaded = load_and_prepare(scenarios.front(), iterations);
+  const LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
   const RunResults results = evaluate_plans(loaded, labels);
   if (vm.count("json")) write_results_json(results, vm["json"].as<std::string>());
   if (vm.count("csv")) write_results_csv(results, vm["csv"].as<std::string>());

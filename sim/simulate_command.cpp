@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 
 #include "sim/cli.hpp"
+#include "sim/command_options.hpp"
 #include "sim/simulate_scenario.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
@@ -66,38 +67,16 @@ void draw_progress(std::size_t done, std::size_t total, const std::string& label
 }  // namespace
 
 void run_simulate_command(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(simulate_options()).add(hidden);
-  po::positional_options_description positional;
-  positional.add("scenario", -1);
-
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("simulate: ") + e.what(), simulate_help());
-  }
-  if (vm.count("help")) {
-    out << simulate_help();
-    return;
-  }
-  const auto scenarios =
-      vm.count("scenario") ? vm["scenario"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  if (scenarios.size() != 1)
-    throw UsageError(scenarios.empty()
-                         ? "simulate: missing SCENARIO file"
-                         : "simulate: expected one SCENARIO file, got " + std::to_string(scenarios.size()),
-                     simulate_help());
+  const auto parsed = parse_file_command("simulate", "SCENARIO", args, simulate_options(), simulate_help(), out);
+  if (!parsed) return;
+  const po::variables_map& vm = parsed->options;
   const int granularity = vm["layer-granularity"].as<int>();
   if (granularity < 0)
     throw UsageError("simulate: --layer-granularity must be >= 0, got " + std::to_string(granularity), simulate_help());
 
   std::optional<int> iterations;
   if (vm.count("iterations")) iterations = vm["iterations"].as<int>();
-  const LoadedScenario loaded = load_and_prepare(scenarios.front(), iterations);
+  const LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
 
   sim::SimulateSettings settings;
   if (vm.count("policy")) settings.policies = vm["policy"].as<std::vector<std::string>>();

@@ -27,8 +27,8 @@ std::vector<int> used_gpus(const IterationPlan& plan, int world) {
 }
 
 /// One policy's iteration from the simulation, in the results schema.
-IterationResult iteration_result(const IterationPlan& plan, std::size_t index, const IterationOutcome& outcome,
-                                 const CostModel& cost) {
+IterationResult simulated_iteration(const IterationPlan& plan, std::size_t index, const IterationOutcome& outcome,
+                                    const CostModel& cost) {
   const int world = cost.cluster().world_size();
   IterationEstimate simulated;  // the simulated figures, in the shape compute_metrics reads
   simulated.seconds = outcome.seconds;
@@ -37,18 +37,7 @@ IterationResult iteration_result(const IterationPlan& plan, std::size_t index, c
   const double capacity = cost.capacity_bytes();
   simulated.oom_gpus = static_cast<int>(
       std::count_if(outcome.peak_bytes.begin(), outcome.peak_bytes.end(), [&](double b) { return b > capacity; }));
-  IterationResult it;
-  it.index = static_cast<int>(index);
-  it.label = plan.label;
-  it.seconds = outcome.seconds;
-  it.tokens = plan.tokens();
-  it.sequences = plan.sequence_count();
-  it.oom = simulated.out_of_memory();
-  it.peak_bytes =
-      outcome.peak_bytes.empty() ? 0.0 : *std::max_element(outcome.peak_bytes.begin(), outcome.peak_bytes.end());
-  it.metrics = compute_metrics(plan, simulated, world);
-  it.busy_seconds = outcome.busy_seconds;
-  return it;
+  return iteration_result(plan, static_cast<int>(index), simulated, world);
 }
 
 std::string format(const char* spec, double value) {
@@ -102,7 +91,7 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
     SimulatedPolicyExtras& extra = report.extras[p];
     extra.wall_s += outcome.wall_s;
     extra.cpu_s += outcome.cpu_s;
-    result.iterations.push_back(iteration_result(plan, i, outcome, cost));
+    result.iterations.push_back(simulated_iteration(plan, i, outcome, cost));
     std::vector<double> idle;
     for (double busy : outcome.busy_seconds) idle.push_back(std::max(0.0, outcome.seconds - busy));
     extra.idle_seconds.push_back(std::move(idle));

@@ -18,6 +18,7 @@
 
 #include "policies/core/json_reader.hpp"
 #include "sim/cli.hpp"
+#include "sim/command_options.hpp"
 #include "traces/sweep_results.hpp"
 
 extern char** environ;
@@ -126,29 +127,13 @@ void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& resu
 }  // namespace
 
 void run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description hidden;
-  hidden.add_options()("sweep", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(sweep_options()).add(hidden);
-  po::positional_options_description positional;
-  positional.add("sweep", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("sweep: ") + e.what(), sweep_help());
-  }
-  if (vm.count("help")) {
-    out << sweep_help();
-    return;
-  }
-  if (!vm.count("sweep") || vm["sweep"].as<std::vector<std::string>>().size() != 1)
-    throw UsageError("sweep: expected exactly one SWEEP file", sweep_help());
+  const auto parsed = parse_file_command("sweep", "SWEEP", args, sweep_options(), sweep_help(), out);
+  if (!parsed) return;
+  const po::variables_map& vm = parsed->options;
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 1) throw UsageError("sweep: --jobs must be at least 1, got " + std::to_string(jobs), sweep_help());
 
-  const Sweep sweep = load_sweep(vm["sweep"].as<std::vector<std::string>>().front());
+  const Sweep sweep = load_sweep(parsed->file);
   const std::vector<SweepPoint> points = expand_sweep(sweep);
   const fs::path dir =
       vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path(fs::path(sweep.file).stem().string() + ".out");

@@ -112,8 +112,24 @@ RunResults results_header(const LoadedScenario& loaded, std::string mode) {
   results.calibrated = loaded.profile.provenance.calibrated;
   results.dataset_label = loaded.dataset_label;
   results.baseline = loaded.scenario.baseline;
-  for (const PaperFigure& f : loaded.scenario.paper_figures) results.paper_figures.push_back({f.policy, f.speedup, f.source});
+  for (const PaperFigure& f : loaded.scenario.paper_figures)
+    results.paper_figures.push_back({f.policy, f.speedup, f.source});
   return results;
+}
+
+IterationResult iteration_result(const IterationPlan& plan, int index, const IterationEstimate& timing, int world) {
+  IterationResult it;
+  it.index = index;
+  it.label = plan.label;
+  it.seconds = timing.seconds;
+  it.tokens = plan.tokens();
+  it.sequences = plan.sequence_count();
+  it.oom = timing.out_of_memory();
+  it.peak_bytes =
+      timing.peak_bytes.empty() ? 0.0 : *std::max_element(timing.peak_bytes.begin(), timing.peak_bytes.end());
+  it.metrics = compute_metrics(plan, timing, world);
+  it.busy_seconds = timing.busy_seconds;
+  return it;
 }
 
 PolicyResult estimate_plans(const LoadedScenario& loaded, const PolicyPlans& planned) {
@@ -124,19 +140,8 @@ PolicyResult estimate_plans(const LoadedScenario& loaded, const PolicyPlans& pla
   result.planning_ms = planned.planning_ms;
   for (std::size_t i = 0; i < planned.plans.size(); ++i) {
     const IterationPlan& plan = planned.plans[i];
-    const IterationEstimate estimate = estimate_iteration(plan, *loaded.cost);
-    IterationResult it;
-    it.index = static_cast<int>(i);
-    it.label = plan.label;
-    it.seconds = estimate.seconds;
-    it.tokens = plan.tokens();
-    it.sequences = plan.sequence_count();
-    it.oom = estimate.out_of_memory();
-    it.peak_bytes =
-        estimate.peak_bytes.empty() ? 0.0 : *std::max_element(estimate.peak_bytes.begin(), estimate.peak_bytes.end());
-    it.metrics = compute_metrics(plan, estimate, world);
-    it.busy_seconds = estimate.busy_seconds;
-    result.iterations.push_back(std::move(it));
+    result.iterations.push_back(
+        iteration_result(plan, static_cast<int>(i), estimate_iteration(plan, *loaded.cost), world));
   }
   summarize(result);
   return result;

@@ -31,6 +31,9 @@ PolicyPlans plan_policy(const LoadedScenario& loaded, const PolicySpec& spec, Po
 
 /// Times every plan with the closed-form estimate and summarizes them (speedup is left to apply_baseline).
 PolicyResult estimate_plans(const LoadedScenario& loaded, const PolicyPlans& planned);
+/// One iteration in the results schema from its plan and timing (the closed-form estimate, or the simulator's
+/// figures in the same shape).
+IterationResult iteration_result(const IterationPlan& plan, int index, const IterationEstimate& timing, int world);
 
 /// The closed-form evaluation of all selected policies ("plan" mode).
 RunResults evaluate_plans(const LoadedScenario& loaded, const std::vector<std::string>& only_labels);

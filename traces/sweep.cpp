@@ -93,10 +93,15 @@ Json absolute_paths(Json doc, const std::string& base_file) {
 }  // namespace
 
 const std::vector<std::string>& sweep_axis_names() {
-  static const std::vector<std::string> names = {"gpus",          "context_length_tokens", "tokens_per_iteration",
-                                                 "global_batch_sequences", "batch_size_per_dp",
+  static const std::vector<std::string> names = {"gpus",
+                                                 "context_length_tokens",
+                                                 "tokens_per_iteration",
+                                                 "global_batch_sequences",
+                                                 "batch_size_per_dp",
                                                  "tokens_per_gpu",
-                                                 "bucket_size_tokens",     "dataset",  "model"};
+                                                 "bucket_size_tokens",
+                                                 "dataset",
+                                                 "model"};
   return names;
 }
 
@@ -134,7 +139,9 @@ Sweep sweep_from_json(const Json& document, const std::string& file) {
   return sweep;
 }
 
-Sweep load_sweep(const std::string& file) { return sweep_from_json(parse_json_file(file), file); }
+Sweep load_sweep(const std::string& file) {
+  return sweep_from_json(parse_json_file(file), file);
+}
 
 std::vector<SweepPoint> expand_sweep(const Sweep& sweep) {
   const Json base = absolute_paths(parse_json_file(sweep.base_file), sweep.base_file);

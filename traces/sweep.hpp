@@ -45,7 +45,7 @@ struct Sweep {
   std::string description;
   std::string base_file;  ///< resolved against the sweep file
   std::string mode = "simulate";
-  int iterations = 0;     ///< 0: keep each point's training.iterations
+  int iterations = 0;  ///< 0: keep each point's training.iterations
   std::vector<SweepAxis> axes;
 };
 

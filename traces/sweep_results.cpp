@@ -51,8 +51,8 @@ std::string sweep_results_to_csv(const Sweep& sweep, const std::vector<SweepPoin
       out << p.point->index;
       for (const auto& [axis, value] : p.point->coordinates) out << ',' << csv_value(value);
       out << ',' << gpus_of(*p.point);
-      for (const char* key : {"name", "kind", "mean_iteration_s", "p50_iteration_s", "p99_iteration_s",
-                              "tokens_per_s", "speedup_vs_baseline", "oom_iterations"})
+      for (const char* key : {"name", "kind", "mean_iteration_s", "p50_iteration_s", "p99_iteration_s", "tokens_per_s",
+                              "speedup_vs_baseline", "oom_iterations"})
         out << ',' << csv_value(policy.at(key));
       out << '\n';
     }
