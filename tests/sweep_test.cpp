@@ -2,6 +2,8 @@
 // and impossible points rejected before anything runs.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "policies/core/errors.hpp"
 #include "traces/scenario.hpp"
 #include "traces/sweep.hpp"
@@ -54,8 +56,8 @@ TEST(Sweep, BatchSizePerDpScalesWithTheGpuAxis) {
       sweep_doc(Json::parse(R"([{"name": "batch_size_per_dp", "values": [8]}, {"name": "gpus", "values": [16, 64]}])")),
       "s.json"));
   ASSERT_EQ(points.size(), 2U);
-  EXPECT_EQ(points[0].scenario["training"]["global_batch_sequences"], 16);   // dp 2 x 8
-  EXPECT_EQ(points[1].scenario["training"]["global_batch_sequences"], 64);   // dp 8 x 8
+  EXPECT_EQ(points[0].scenario["training"]["global_batch_sequences"], 16);  // dp 2 x 8
+  EXPECT_EQ(points[1].scenario["training"]["global_batch_sequences"], 64);  // dp 8 x 8
 }
 
 TEST(Sweep, TokensPerGpuScalesTheBudgetWithTheGpuAxis) {
@@ -104,6 +106,29 @@ TEST(Sweep, StrictFileAndImpossiblePoints) {
   const std::string message = error_of(sweep_doc(Json::parse(R"([{"name": "dataset", "values": ["nope"]}])")));
   EXPECT_NE(message.find("point 0 (dataset=\"nope\")"), std::string::npos) << message;
   EXPECT_NE(message.find("dataset.distribution"), std::string::npos) << message;
+}
+
+// Every shipped sweep expands (each point passes the scenario parser), and the scaling sweeps reach from 8 to 1024
+// GPUs with one node of the base per 8 GPUs and a batch that grows with the GPU count.
+TEST(Sweep, ShippedSweepsExpandAndScalingSweepsSpan8To1024Gpus) {
+  int scaling_sweeps = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/scenarios/sweeps")) {
+    SCOPED_TRACE(entry.path().string());
+    const Sweep sweep = load_sweep(entry.path().string());
+    const auto points = expand_sweep(sweep);
+    ASSERT_FALSE(points.empty());
+    if (sweep.name.find("scaling") == std::string::npos) continue;
+    ++scaling_sweeps;
+    const Json& first = points.front().scenario;
+    const Json& last = points.back().scenario;
+    EXPECT_EQ(points.front().coordinates[0].second, 8);
+    EXPECT_EQ(points.back().coordinates[0].second, 1024);
+    EXPECT_EQ(last["cluster"]["nodes"].get<int>() * last["cluster"]["gpus_per_node"].get<int>(), 1024);
+    const char* budget =
+        first["training"].contains("tokens_per_iteration") ? "tokens_per_iteration" : "global_batch_sequences";
+    EXPECT_DOUBLE_EQ(last["training"][budget].get<double>(), first["training"][budget].get<double>() * 128);
+  }
+  EXPECT_EQ(scaling_sweeps, 3);  // Skrull, Hydraulis, HBP
 }
 
 }  // namespace
