@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 
 #include "policies/core/errors.hpp"
 
@@ -125,6 +126,51 @@ TEST(PackingAlgorithms, IsfFillsBetterThanOneRandomRound) {
     std::size_t full_prefix = 0;
     while (full_prefix < isf.size() && pack_tokens(isf[full_prefix]) == 10) ++full_prefix;
     EXPECT_GE(full_prefix, isf.size() * 8 / 10);
+  }
+}
+
+/// ISF written the plain way (OmniBal's rounds over per-pack vectors and Rng::shuffle), against which the flat,
+/// prefetching implementation must give the very same packs and leave the Rng in the same state.
+std::vector<Pack> reference_isf(std::span<const Sequence> sequences, Tokens capacity, Rng& rng, IsfOptions options) {
+  const auto shuffled_next_fit = [&](std::vector<Sequence> order) {
+    rng.shuffle(order);
+    return next_fit_in_order(order, capacity);
+  };
+  std::vector<Pack> kept;
+  std::vector<Pack> round = shuffled_next_fit({sequences.begin(), sequences.end()});
+  for (int i = 1; i < options.iterations; ++i) {
+    std::vector<Sequence> pending;
+    for (auto& pack : round) {
+      if (static_cast<double>(pack_tokens(pack)) >= options.fill_threshold * static_cast<double>(capacity))
+        kept.push_back(std::move(pack));
+      else
+        pending.insert(pending.end(), pack.begin(), pack.end());
+    }
+    round = shuffled_next_fit(pending);
+    if (pending.empty()) break;
+  }
+  kept.insert(kept.end(), round.begin(), round.end());
+  return kept;
+}
+
+TEST(PackingAlgorithms, IsfAndRandomMatchTheirPlainReference) {
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    auto narrow = random_sequences(3000, 4096, seed);
+    for (std::size_t i = 0; i < narrow.size(); i += 97) narrow[i].tokens = 0;  // empty samples join any pack
+    auto wide = narrow;  // ids beyond 32 bits and negative ones take the other item type
+    for (auto& s : wide) s.id = s.id * 1000003 - (std::int64_t{1} << 40);
+    for (const auto& sequences : {narrow, wide}) {
+      for (const IsfOptions options :
+           {IsfOptions{1, 0.99}, IsfOptions{4, 0.95}, IsfOptions{10, 0.99}, IsfOptions{30, 1.0}}) {
+        Rng a(seed), b(seed);
+        EXPECT_EQ(pack_isf(sequences, 4096, a, options), reference_isf(sequences, 4096, b, options))
+            << "seed " << seed << ", " << options.iterations << " rounds";
+        EXPECT_EQ(a.next(), b.next());
+      }
+      Rng a(seed), b(seed);
+      EXPECT_EQ(pack_random(sequences, 4096, a), reference_isf(sequences, 4096, b, IsfOptions{1, 0.99}));
+      EXPECT_EQ(a.next(), b.next());
+    }
   }
 }
 
