@@ -33,6 +33,13 @@
 // fat-tree whose leaves carry a whole node's NICs. It saves most of the simulation cost: one flow, route
 // and max-min variable per node instead of per GPU.
 //
+// Ring attention (CP). cp - 1 steps in which every rank sends its K,V block (and, backward, dK,dV) to its ring
+// successor: one flow per rank to its successor in the group's order, carrying all its steps. A hop between GPUs
+// of one node goes over NVLink (the GPU hosts), a hop between nodes over the NICs; every flow carries T x B_c
+// bytes, c the group's link class, so alone the collective takes L + T (its slowest hops are of class c) and the
+// NVLink hops of a ring spanning nodes carry about the bytes they really move. Within a node, the aggregate flow
+// loads the links the same way; across nodes only the boundary hops use a NIC, so no aggregation.
+//
 // Send/recv. One flow of T x B_c bytes from the sender's endpoint to the receiver's, then L.
 #include "sim/collectives.hpp"
 
@@ -83,7 +90,17 @@ FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
   const std::size_t n = spec.gpus.size();
   plan.bytes = n > 1 ? flow_bytes(platform, spec.link, spec.time.transfer_s) : 0;
   plan.delay_s = spec.time.latency_s;
-  if (plan.bytes == 0 || aggregated_flows(platform, spec, plan)) return plan;
+  if (plan.bytes == 0) return plan;
+  if (spec.kind == WorkKind::CpRing && spec.link == LinkClass::InfiniBand) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const int from = spec.gpus[k];
+      const int to = spec.gpus[(k + 1) % n];
+      const LinkClass hop = platform.node_of(from) == platform.node_of(to) ? LinkClass::NvLink : LinkClass::InfiniBand;
+      plan.flows.push_back({platform.endpoint(from, hop), platform.endpoint(to, hop)});
+    }
+    return plan;
+  }
+  if (aggregated_flows(platform, spec, plan)) return plan;
   std::size_t shift = 1;
   if (spec.link == LinkClass::InfiniBand) {
     const int node = platform.node_of(spec.gpus.front());

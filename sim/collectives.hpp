@@ -4,6 +4,7 @@
 // reproduce exactly that time when nothing else uses the links, and CM02 max-min sharing stretches them when
 // something does. Algorithms (sim/collectives.cpp explains each):
 //   - Ulysses all-to-all (CP):   one flow per rank to a peer, carrying all n-1 of its messages
+//   - ring attention (CP):       one flow per rank to its ring successor, carrying all its steps
 //   - ring all-gather / reduce-scatter / all-reduce (TP, ZeRO): collapsed ring, one flow per rank
 //   - send/recv (pipelines):     one flow
 #include <algorithm>

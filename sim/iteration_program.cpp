@@ -1,6 +1,7 @@
 #include "sim/iteration_program.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <string>
 #include <utility>
@@ -42,6 +43,24 @@ const char* to_string(WorkKind kind) {
       return "pipeline gradients";
     case WorkKind::PhaseBarrier:
       return "phase barrier";
+    case WorkKind::CpRing:
+      return "CP ring";
+  }
+  return "unknown";
+}
+
+const char* to_string(ComputeWork::Pass pass) {
+  switch (pass) {
+    case ComputeWork::Pass::ForwardBackward:
+      return "forward+backward";
+    case ComputeWork::Pass::Forward:
+      return "forward";
+    case ComputeWork::Pass::Backward:
+      return "backward";
+    case ComputeWork::Pass::Optimizer:
+      return "optimizer";
+    case ComputeWork::Pass::Switch:
+      return "switch";
   }
   return "unknown";
 }
@@ -56,6 +75,7 @@ bool is_communication(WorkKind kind) {
     case WorkKind::PpActivation:
     case WorkKind::PpGradient:
     case WorkKind::PhaseBarrier:
+    case WorkKind::CpRing:
       return true;
     default:
       return false;
@@ -65,6 +85,24 @@ bool is_communication(WorkKind kind) {
 namespace {
 
 using Shares = std::vector<SequenceShare>;
+using Ids = std::vector<std::int64_t>;
+
+/// The sequence ids behind split_work's shares, in the same order: per CP rank its local ones, then the sharded.
+struct ShareIds {
+  std::vector<Ids> local;
+  Ids dist;
+};
+ShareIds split_ids(const Replica& replica, const MicroBatch& micro_batch) {
+  ShareIds ids;
+  ids.local.resize(static_cast<std::size_t>(replica.scheme.cp));
+  for (const auto& p : micro_batch.placements) {
+    if (p.sharded())
+      ids.dist.push_back(p.sequence_id);
+    else if (p.cp_rank >= 0 && p.cp_rank < replica.scheme.cp)
+      ids.local[static_cast<std::size_t>(p.cp_rank)].push_back(p.sequence_id);
+  }
+  return ids;
+}
 
 struct Block {
   int layers = 0;
@@ -112,14 +150,19 @@ struct ShareCost {
   double block_backward(const Block& b) const { return block(b) - block_forward(b); }
 };
 
-Shares concat(const Shares& a, const Shares& b) {
-  Shares all(a);
+template <class T>
+std::vector<T> concat(const std::vector<T>& a, const std::vector<T>& b) {
+  std::vector<T> all(a);
   all.insert(all.end(), b.begin(), b.end());
   return all;
 }
 
 CollectiveTime halve(CollectiveTime t) {
   return {t.latency_s / 2, t.transfer_s / 2};
+}
+std::vector<CollectiveCall> halve(std::vector<CollectiveCall> calls) {
+  for (auto& call : calls) call.count /= 2;
+  return calls;
 }
 
 /// The CP group of TP rank t on a stage, and the TP group of CP rank j.
@@ -188,7 +231,7 @@ void check_plan(const IterationPlan& plan, const CostModel& cost) {
 class Builder {
  public:
   Builder(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options)
-      : plan_(plan), cost_(cost), options_(options) {
+      : plan_(plan), cost_(cost), options_(options), ring_attention_(cost.options().cp_attention == CpAttention::Ring) {
     program_.gpus.resize(static_cast<std::size_t>(cost.cluster().world_size()));
   }
 
@@ -196,9 +239,14 @@ class Builder {
     bool first = true;
     for (const auto& [phase, replicas] : replicas_by_phase(plan_)) {
       double switch_s = 0;
+      double switch_params = 0;
       if (!first) {
         add_phase_barrier();
-        for (int r : replicas) switch_s = std::max(switch_s, cost_.switch_seconds(replica(r).scheme));
+        for (int r : replicas) {
+          const double s = cost_.switch_seconds(replica(r).scheme);
+          if (s > switch_s) switch_params = cost_.parameters_per_gpu(replica(r).scheme);
+          switch_s = std::max(switch_s, s);
+        }
       }
       first = false;
       for (int r : replicas) {
@@ -208,7 +256,10 @@ class Builder {
           Step set{.type = Step::Type::SetStatic, .kind = WorkKind::Compute};
           set.bytes = static_bytes;
           push(g, set);
-          if (switch_s > 0) push(g, compute(WorkKind::Switch, switch_s, r, -1));
+          if (switch_s > 0) {
+            push(g, compute(WorkKind::Switch, switch_s, r, -1, add_work(parameter_work(ComputeWork::Pass::Switch,
+                                                                                       switch_params))));
+          }
         }
         if (rep.scheme.pp == 1)
           add_flat_replica(r);
@@ -226,9 +277,37 @@ class Builder {
   std::size_t step_count(int gpu) const { return program_.gpus[static_cast<std::size_t>(gpu)].size(); }
   Step& step_at(int gpu, std::size_t i) { return program_.gpus[static_cast<std::size_t>(gpu)][i]; }
 
-  static Step compute(WorkKind kind, double seconds, int replica, int micro_batch) {
-    return Step{
-        .type = Step::Type::Compute, .kind = kind, .seconds = seconds, .replica = replica, .micro_batch = micro_batch};
+  static Step compute(WorkKind kind, double seconds, int replica, int micro_batch, int work) {
+    return Step{.type = Step::Type::Compute,
+                .kind = kind,
+                .seconds = seconds,
+                .replica = replica,
+                .micro_batch = micro_batch,
+                .work = work};
+  }
+
+  static ComputeWork parameter_work(ComputeWork::Pass pass, double parameters) {
+    ComputeWork work;
+    work.pass = pass;
+    work.parameters = parameters;
+    return work;
+  }
+  int add_work(ComputeWork work) {
+    program_.works.push_back(std::move(work));
+    return static_cast<int>(program_.works.size()) - 1;
+  }
+  /// The work of `shares` over one block (or one pass of it); -1 when there are no shares.
+  int add_work(ComputeWork::Pass pass, const Shares& shares, const Ids& ids, const ParallelScheme& s, const Block& b,
+               bool head_stage) {
+    if (shares.empty()) return -1;
+    return add_work(ComputeWork{.pass = pass,
+                                .shares = shares,
+                                .sequence_ids = ids,
+                                .tp = s.tp,
+                                .layers = b.layers,
+                                .checkpointed_layers = b.checkpointed,
+                                .recompute = s.recompute,
+                                .lm_head = head_stage && b.last});
   }
   static Step join(int collective, WorkKind kind, int replica, int micro_batch) {
     return Step{.type = Step::Type::Collective,
@@ -238,8 +317,9 @@ class Builder {
                 .micro_batch = micro_batch};
   }
 
-  int add_collective(std::vector<int> gpus, LinkClass link, CollectiveTime time, WorkKind kind) {
-    program_.collectives.push_back({std::move(gpus), link, time, kind});
+  int add_collective(std::vector<int> gpus, LinkClass link, CollectiveTime time, WorkKind kind,
+                     std::vector<CollectiveCall> calls) {
+    program_.collectives.push_back({std::move(gpus), link, time, kind, std::move(calls)});
     return static_cast<int>(program_.collectives.size()) - 1;
   }
 
@@ -247,37 +327,92 @@ class Builder {
   int add_calls(std::vector<int> gpus, const std::vector<CollectiveCall>& calls, WorkKind kind, bool half = false) {
     const LinkClass link = cost_.cluster().link_class(gpus);
     const CollectiveTime time = cost_.collective_time(calls, link);
-    return add_collective(std::move(gpus), link, half ? halve(time) : time, kind);
+    return add_collective(std::move(gpus), link, half ? halve(time) : time, kind, half ? halve(calls) : calls);
   }
 
   void add_phase_barrier() {
     std::vector<int> all(program_.gpus.size());
     for (std::size_t g = 0; g < all.size(); ++g) all[g] = static_cast<int>(g);
-    const int c = add_collective(std::move(all), LinkClass::InfiniBand, {}, WorkKind::PhaseBarrier);
+    const int c = add_collective(std::move(all), LinkClass::InfiniBand, {}, WorkKind::PhaseBarrier, {});
     for (std::size_t g = 0; g < program_.gpus.size(); ++g)
       push(static_cast<int>(g), join(c, WorkKind::PhaseBarrier, -1, -1));
   }
 
+  /// Seconds and work of one list of shares over one block (or one pass of it).
+  struct BlockWork {
+    double seconds = 0;
+    int work = -1;
+  };
+
   /// The compute and CP steps of one block (or one pass of it) for one GPU.
-  void add_block_compute(int gpu, bool overlap, double local_s, double dist_s, double all_s, int cp_collective,
+  void add_block_compute(int gpu, bool overlap, BlockWork local, BlockWork dist, BlockWork all, int cp_collective,
                          int layers, WorkKind kind, int r, int m) {
     if (overlap) {
       if (cp_collective >= 0) {
         Step s = join(cp_collective, WorkKind::CpAllToAll, r, m);
-        if (local_s > 0) {  // the step's kind names its compute part; the collective's names the communication
+        if (local.seconds > 0) {  // the step's kind names its compute part; the collective's names the communication
           s.type = Step::Type::ComputeWithCollective;
           s.kind = kind == WorkKind::Compute ? WorkKind::ComputeLocal : kind;
-          s.seconds = local_s;
-          s.lead_s = local_s / layers;
+          s.seconds = local.seconds;
+          s.lead_s = local.seconds / layers;
+          s.work = local.work;
         }
         push(gpu, s);
-      } else if (local_s > 0) {
-        push(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeLocal : kind, local_s, r, m));
+      } else if (local.seconds > 0) {
+        push(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeLocal : kind, local.seconds, r, m, local.work));
       }
-      if (dist_s > 0) push(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeDist : kind, dist_s, r, m));
+      if (dist.seconds > 0)
+        push(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeDist : kind, dist.seconds, r, m, dist.work));
     } else {
-      if (all_s > 0) push(gpu, compute(kind, all_s, r, m));
+      if (all.seconds > 0) push(gpu, compute(kind, all.seconds, r, m, all.work));
       if (cp_collective >= 0) push(gpu, join(cp_collective, WorkKind::CpAllToAll, r, m));
+    }
+  }
+
+  /// One ring exchange of a block: its collective, the attention beside it and what it leaves exposed alone.
+  struct RingStep {
+    int collective = -1;
+    double beside_s = 0;
+    double exposed_s = 0;
+    CpExchange::Pass pass = CpExchange::Pass::Forward;
+  };
+
+  /// The ring exchanges of one block of `work` over the CP group of TP rank t on a stage, one collective each.
+  std::vector<RingStep> add_ring(const Replica& rep, int stage, int t, const MicroBatchWork& work, const Block& b) {
+    std::vector<int> group = group_over_cp(rep, stage, t);
+    const LinkClass link = cost_.cluster().link_class(group);
+    std::vector<RingStep> steps;
+    for (const CpExchange& e :
+         cost_.cp_exchanges(work.dist, work.sharded_per_gpu, rep.scheme, b.layers, b.checkpointed))
+      steps.push_back(
+          {add_calls(group, e.calls, WorkKind::CpRing), e.beside_s, cost_.exposed_seconds(e, link), e.pass});
+    return steps;
+  }
+
+  /// The compute and ring steps of one block (or one pass of it) for one GPU (header comment); `ring` not empty.
+  /// The compute that does not run beside the ring is never empty (it holds the GEMMs and the attention blocks
+  /// no transfer overlaps), so it carries the work descriptor; with overlap the local descriptor goes with the
+  /// first ring step that computes any local work.
+  void add_block_ring(int gpu, bool overlap, BlockWork local, BlockWork dist, BlockWork all,
+                      const std::vector<RingStep>& ring, WorkKind kind, int r, int m) {
+    double beside = 0;
+    for (const RingStep& step : ring) beside += step.beside_s;
+    const WorkKind compute_kind = overlap && kind == WorkKind::Compute ? WorkKind::ComputeDist : kind;
+    const BlockWork rest = overlap ? dist : all;
+    push(gpu, compute(compute_kind, rest.seconds - beside, r, m, rest.work));
+    double local_left = overlap ? local.seconds : 0.0;
+    int local_work = overlap ? local.work : -1;
+    for (std::size_t e = 0; e < ring.size(); ++e) {
+      const double dealt = e + 1 == ring.size() ? local_left : std::min(local_left, ring[e].exposed_s);
+      local_left -= dealt;
+      Step step = join(ring[e].collective, WorkKind::CpRing, r, m);
+      if (ring[e].beside_s + dealt > 0) {  // the step's kind names its compute part, the collective's the transfers
+        step.type = Step::Type::ComputeWithCollective;
+        step.kind = compute_kind;
+        step.seconds = ring[e].beside_s + dealt;
+        if (dealt > 0) step.work = std::exchange(local_work, -1);
+      }
+      push(gpu, step);
     }
   }
 
@@ -290,15 +425,24 @@ class Builder {
     for (std::size_t mi = 0; mi < rep.micro_batches.size(); ++mi) {
       const int m = static_cast<int>(mi);
       const MicroBatchWork work = split_work(rep, rep.micro_batches[mi]);
+      const ShareIds ids = split_ids(rep, rep.micro_batches[mi]);
       const bool sharded = s.cp > 1 && work.sharded_tokens > 0;
-      // cp_index[block][tp rank]: the block's all-to-all among the CP ranks of that TP rank.
+      // cp_index[block][tp rank]: the block's all-to-all among the CP ranks of that TP rank; ring[block][tp rank]
+      // its ring exchanges instead, with ring attention.
       std::vector<std::vector<int>> cp_index(blocks.size(), std::vector<int>(static_cast<std::size_t>(s.tp), -1));
+      std::vector<std::vector<std::vector<RingStep>>> ring(
+          blocks.size(), std::vector<std::vector<RingStep>>(static_cast<std::size_t>(s.tp)));
       if (sharded)
         for (std::size_t b = 0; b < blocks.size(); ++b)
-          for (int t = 0; t < s.tp; ++t)
-            cp_index[b][static_cast<std::size_t>(t)] =
-                add_calls(group_over_cp(rep, 0, t), cost_.cp_comm_calls(work.sharded_per_gpu, s.cp, blocks[b].layers),
-                          WorkKind::CpAllToAll);
+          for (int t = 0; t < s.tp; ++t) {
+            const auto tt = static_cast<std::size_t>(t);
+            if (ring_attention_)
+              ring[b][tt] = add_ring(rep, 0, t, work, blocks[b]);
+            else
+              cp_index[b][tt] =
+                  add_calls(group_over_cp(rep, 0, t), cost_.ulysses_calls(work.sharded_per_gpu, s.cp, blocks[b].layers),
+                            WorkKind::CpAllToAll);
+          }
       const ShareCost dist(cost_, work.dist, s, true);
       for (int j = 0; j < s.cp; ++j) {
         const Shares& local_shares = work.local[static_cast<std::size_t>(j)];
@@ -317,9 +461,25 @@ class Builder {
           const std::size_t first = step_count(g);
           for (std::size_t b = 0; b < blocks.size(); ++b) {
             if (tp_index[b] >= 0) push(g, join(tp_index[b], WorkKind::TpCollective, r, m));
-            add_block_compute(g, rep.overlap_cp_comm, local.block(blocks[b]), dist.block(blocks[b]),
-                              all.block(blocks[b]), cp_index[b][static_cast<std::size_t>(t)], blocks[b].layers,
-                              WorkKind::Compute, r, m);
+            const Block& block = blocks[b];
+            constexpr auto kPass = ComputeWork::Pass::ForwardBackward;
+            const Ids& local_ids = ids.local[static_cast<std::size_t>(j)];
+            const BlockWork local_work{
+                local.block(block),
+                rep.overlap_cp_comm ? add_work(kPass, local_shares, local_ids, s, block, true) : -1};
+            const BlockWork dist_work{dist.block(block),
+                                      rep.overlap_cp_comm ? add_work(kPass, work.dist, ids.dist, s, block, true) : -1};
+            const BlockWork all_work{all.block(block), rep.overlap_cp_comm
+                                                           ? -1
+                                                           : add_work(kPass, concat(local_shares, work.dist),
+                                                                      concat(local_ids, ids.dist), s, block, true)};
+            const auto& ring_steps = ring[b][static_cast<std::size_t>(t)];
+            if (!ring_steps.empty())
+              add_block_ring(g, rep.overlap_cp_comm, local_work, dist_work, all_work, ring_steps, WorkKind::Compute, r,
+                             m);
+            else
+              add_block_compute(g, rep.overlap_cp_comm, local_work, dist_work, all_work,
+                                cp_index[b][static_cast<std::size_t>(t)], block.layers, WorkKind::Compute, r, m);
           }
           mark_in_flight(g, first, bytes_per_token * static_cast<double>(tokens));
         }
@@ -336,8 +496,9 @@ class Builder {
 
   /// Collectives of one micro-batch on one stage, forward and backward pass.
   struct PassCollectives {
-    std::vector<std::vector<int>> cp_fwd, cp_bwd;  // [block][tp rank]
-    std::vector<std::vector<int>> tp_fwd, tp_bwd;  // [cp rank][block]
+    std::vector<std::vector<int>> cp_fwd, cp_bwd;                        // [block][tp rank]
+    std::vector<std::vector<std::vector<RingStep>>> ring_fwd, ring_bwd;  // [block][tp rank], ring attention
+    std::vector<std::vector<int>> tp_fwd, tp_bwd;                        // [cp rank][block]
   };
 
   void add_pipelined_replica(int r);
@@ -346,6 +507,7 @@ class Builder {
   const IterationPlan& plan_;
   const CostModel& cost_;
   const ProgramOptions& options_;
+  const bool ring_attention_;
   IterationProgram program_;
 };
 
@@ -357,7 +519,11 @@ void Builder::add_pipelined_replica(int r) {
   const std::vector<Block> blocks = make_blocks(s, layers, options_.layers_per_block);
   const std::size_t micro_batches = rep.micro_batches.size();
   std::vector<MicroBatchWork> works;
-  for (const auto& mb : rep.micro_batches) works.push_back(split_work(rep, mb));
+  std::vector<ShareIds> share_ids;
+  for (const auto& mb : rep.micro_batches) {
+    works.push_back(split_work(rep, mb));
+    share_ids.push_back(split_ids(rep, mb));
+  }
 
   // Transfers: act[m][boundary][j * tp + t] (stage b -> b + 1) and grad[...] (b + 1 -> b); -1 when j holds nothing.
   const auto ranks = static_cast<std::size_t>(s.cp * s.tp);
@@ -377,9 +543,11 @@ void Builder::add_pipelined_replica(int r) {
           const LinkClass link = cost_.cluster().link_class(pair);
           const CollectiveTime time = cost_.collective_time(cost_.pp_transfer_calls(tokens, s.tp), link);
           const auto k = static_cast<std::size_t>(j * s.tp + t);
-          program_.transfers.push_back({lower, upper, link, time, WorkKind::PpActivation});
+          double bytes = 0;
+          for (const CollectiveCall& call : cost_.pp_transfer_calls(tokens, s.tp)) bytes += call.bytes * call.count;
+          program_.transfers.push_back({lower, upper, link, time, WorkKind::PpActivation, bytes});
           act[m][static_cast<std::size_t>(b)][k] = static_cast<int>(program_.transfers.size()) - 1;
-          program_.transfers.push_back({upper, lower, link, time, WorkKind::PpGradient});
+          program_.transfers.push_back({upper, lower, link, time, WorkKind::PpGradient, bytes});
           grad[m][static_cast<std::size_t>(b)][k] = static_cast<int>(program_.transfers.size()) - 1;
         }
       }
@@ -393,10 +561,18 @@ void Builder::add_pipelined_replica(int r) {
       PassCollectives& pc = passes[m];
       pc.cp_fwd.assign(blocks.size(), std::vector<int>(static_cast<std::size_t>(s.tp), -1));
       pc.cp_bwd = pc.cp_fwd;
+      pc.ring_fwd.assign(blocks.size(), std::vector<std::vector<RingStep>>(static_cast<std::size_t>(s.tp)));
+      pc.ring_bwd = pc.ring_fwd;
       if (s.cp > 1 && work.sharded_tokens > 0)
         for (std::size_t b = 0; b < blocks.size(); ++b)
           for (int t = 0; t < s.tp; ++t) {
-            const auto calls = cost_.cp_comm_calls(work.sharded_per_gpu, s.cp, blocks[b].layers);
+            if (ring_attention_) {
+              for (const RingStep& step : add_ring(rep, stage, t, work, blocks[b]))
+                (step.pass == CpExchange::Pass::Forward ? pc.ring_fwd : pc.ring_bwd)[b][static_cast<std::size_t>(t)]
+                    .push_back(step);
+              continue;
+            }
+            const auto calls = cost_.ulysses_calls(work.sharded_per_gpu, s.cp, blocks[b].layers);
             pc.cp_fwd[b][static_cast<std::size_t>(t)] =
                 add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, true);
             pc.cp_bwd[b][static_cast<std::size_t>(t)] =
@@ -443,6 +619,22 @@ void Builder::add_pipelined_replica(int r) {
           const ShareCost all = rep.overlap_cp_comm ? ShareCost(cost_, {}, s, head)
                                                     : ShareCost(cost_, concat(local_shares, work.dist), s, head);
           const PassCollectives& pc = passes[m];
+          const ShareIds& ids = share_ids[m];
+          const Ids& local_ids = ids.local[jj];
+          // The works of one block and pass: local, distributed, or (without overlap) both together.
+          const auto block_works = [&](const Block& block, bool fwd) {
+            const auto pass = fwd ? ComputeWork::Pass::Forward : ComputeWork::Pass::Backward;
+            const double local_s = fwd ? local.block_forward(block) : local.block_backward(block);
+            const double dist_s = fwd ? dist.block_forward(block) : dist.block_backward(block);
+            const double all_s = fwd ? all.block_forward(block) : all.block_backward(block);
+            const bool overlap = rep.overlap_cp_comm;
+            return std::array<BlockWork, 3>{
+                BlockWork{local_s, overlap ? add_work(pass, local_shares, local_ids, s, block, head) : -1},
+                BlockWork{dist_s, overlap ? add_work(pass, work.dist, ids.dist, s, block, head) : -1},
+                BlockWork{all_s, overlap ? -1
+                                         : add_work(pass, concat(local_shares, work.dist), concat(local_ids, ids.dist),
+                                                    s, block, head)}};
+          };
           if (forward) {
             if (stage > 0)
               push(g, Step{.type = Step::Type::Recv,
@@ -453,9 +645,13 @@ void Builder::add_pipelined_replica(int r) {
             first_step[m] = step_count(g);
             for (std::size_t b = 0; b < blocks.size(); ++b) {
               if (pc.tp_fwd[jj][b] >= 0) push(g, join(pc.tp_fwd[jj][b], WorkKind::TpCollective, r, mi));
-              add_block_compute(g, rep.overlap_cp_comm, local.block_forward(blocks[b]), dist.block_forward(blocks[b]),
-                                all.block_forward(blocks[b]), pc.cp_fwd[b][static_cast<std::size_t>(t)],
-                                blocks[b].layers, WorkKind::Forward, r, mi);
+              const auto w = block_works(blocks[b], true);
+              const auto& ring = pc.ring_fwd[b][static_cast<std::size_t>(t)];
+              if (!ring.empty())
+                add_block_ring(g, rep.overlap_cp_comm, w[0], w[1], w[2], ring, WorkKind::Forward, r, mi);
+              else
+                add_block_compute(g, rep.overlap_cp_comm, w[0], w[1], w[2], pc.cp_fwd[b][static_cast<std::size_t>(t)],
+                                  blocks[b].layers, WorkKind::Forward, r, mi);
             }
             if (stage + 1 < pp)
               push(g, Step{.type = Step::Type::Send,
@@ -472,9 +668,13 @@ void Builder::add_pipelined_replica(int r) {
                            .micro_batch = mi});
             for (std::size_t b = blocks.size(); b-- > 0;) {
               if (pc.tp_bwd[jj][b] >= 0) push(g, join(pc.tp_bwd[jj][b], WorkKind::TpCollective, r, mi));
-              add_block_compute(g, rep.overlap_cp_comm, local.block_backward(blocks[b]), dist.block_backward(blocks[b]),
-                                all.block_backward(blocks[b]), pc.cp_bwd[b][static_cast<std::size_t>(t)],
-                                blocks[b].layers, WorkKind::Backward, r, mi);
+              const auto w = block_works(blocks[b], false);
+              const auto& ring = pc.ring_bwd[b][static_cast<std::size_t>(t)];
+              if (!ring.empty())
+                add_block_ring(g, rep.overlap_cp_comm, w[0], w[1], w[2], ring, WorkKind::Backward, r, mi);
+              else
+                add_block_compute(g, rep.overlap_cp_comm, w[0], w[1], w[2], pc.cp_bwd[b][static_cast<std::size_t>(t)],
+                                  blocks[b].layers, WorkKind::Backward, r, mi);
             }
             const double bytes = bytes_per_token * static_cast<double>(work.gpu_tokens(j));
             step_at(g, first_step[m]).alloc_bytes += bytes;
@@ -497,6 +697,8 @@ void Builder::add_gradient_sync(const std::vector<int>& replicas) {
     const ParallelScheme& scheme = replica(group.replica).scheme;
     const int shards = shard_degree(cost_, scheme);
     const double optimizer_s = cost_.optimizer_seconds(scheme, shards);
+    // As optimizer_seconds: ZeRO 1-3 update the GPU's shard, ZeRO-0 every parameter it holds.
+    const double updated = cost_.parameters_per_gpu(scheme) / (cost_.options().zero_stage >= 1 ? shards : 1);
     std::vector<std::pair<int, WorkKind>> syncs;
     for (const CollectiveCall& call : cost_.gradient_sync_calls(scheme, shards)) {
       const WorkKind kind = call.op == CollectiveOp::ReduceScatter ? WorkKind::GradReduceScatter
@@ -508,7 +710,9 @@ void Builder::add_gradient_sync(const std::vector<int>& replicas) {
       // Reduce-scatter, optimizer step on the shard, all-gather; an all-reduce comes before the step.
       for (const auto& [c, kind] : syncs)
         if (kind != WorkKind::GradAllGather) push(g, join(c, kind, -1, -1));
-      if (optimizer_s > 0) push(g, compute(WorkKind::Optimizer, optimizer_s, -1, -1));
+      if (optimizer_s > 0)
+        push(g, compute(WorkKind::Optimizer, optimizer_s, -1, -1,
+                        add_work(parameter_work(ComputeWork::Pass::Optimizer, updated))));
       for (const auto& [c, kind] : syncs)
         if (kind == WorkKind::GradAllGather) push(g, join(c, kind, -1, -1));
     }

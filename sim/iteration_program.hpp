@@ -8,6 +8,13 @@
 //   no overlap:  TP collectives  ->  compute(local_j ++ dist)  ->  CP all-to-all (when anything is sharded)
 //   overlap:     TP collectives  ->  [compute(local_j) || CP all-to-all]  ->  compute(dist)     (Skrull Eq. 2)
 //                (a rank that is ready before the others starts one layer of its local compute early)
+// With ring attention (CostModel cp_attention Ring) each of the block's ring exchanges (cost.cp_exchanges: the
+// forward passes, then the backward ones) is one collective that runs beside the attention blocks that hide it:
+//   no overlap:  TP collectives  ->  compute(local_j ++ dist) - beside  ->  [beside_e || ring e] for each e
+//   overlap:     TP collectives  ->  compute(dist) - beside  ->  [beside_e + L_e || ring e] for each e
+//                where the local compute L is dealt to the exchanges in order, each taking what its ring leaves
+//                exposed and the last the rest, so that the block takes max(exposed, L) + compute(dist), as the
+//                estimate says. The whole compute's work descriptor goes with the first compute step.
 // A rank with nothing to do in a micro-batch has no steps for it. The CP all-to-all of a block is one collective
 // over the GPUs (stage, 0..cp-1, tp rank), so the ranks meet there as they do on real GPUs; it closes the block,
 // so without overlap a micro-batch ends when its slowest rank does, as the estimate has it. Micro-batches without
@@ -28,6 +35,11 @@
 //
 // Memory: a GPU holds static_bytes of its replica's scheme plus, while a micro-batch is in flight (forward start
 // to backward end), activation_bytes_per_token x its tokens.
+//
+// Every compute step also says what it computes (ComputeWork: the sequence shares, layers, pass, LM head, or the
+// optimizer's parameters), so that the live executor (`lcsim-gpu live`) runs the very same work list on real GPUs;
+// collectives and transfers carry the cost model's calls (op, size, count) for the same reason. The simulator
+// reads only the seconds.
 #include <cstdint>
 #include <vector>
 
@@ -53,6 +65,7 @@ enum class WorkKind : std::uint8_t {
   PpActivation,  ///< pipeline activations, stage s -> s + 1
   PpGradient,    ///< pipeline gradients, stage s + 1 -> s
   PhaseBarrier,
+  CpRing,  ///< ring attention's K,V (and dK,dV) transfers of a block, beside its attention blocks
 };
 const char* to_string(WorkKind kind);
 bool is_communication(WorkKind kind);
@@ -63,6 +76,7 @@ struct CollectiveSpec {
   LinkClass link = LinkClass::NvLink;
   CollectiveTime time;
   WorkKind kind = WorkKind::CpAllToAll;
+  std::vector<CollectiveCall> calls;  ///< what `time` times (a pipeline pass's half: counts halved); none: barrier
 };
 
 /// One point-to-point transfer (pipeline activations or gradients).
@@ -72,7 +86,32 @@ struct TransferSpec {
   LinkClass link = LinkClass::NvLink;
   CollectiveTime time;
   WorkKind kind = WorkKind::PpActivation;
+  double bytes = 0;  ///< what moves (the cost model's pp_transfer_calls)
 };
+
+/// What one compute step computes on its GPU, as the cost model charged it.
+struct ComputeWork {
+  enum class Pass : std::uint8_t {
+    ForwardBackward,  ///< forward and backward of `layers` layers (+ LM head), recomputation included
+    Forward,          ///< pipelined: the forward pass only
+    Backward,         ///< pipelined: the backward pass (with recomputation) of the same shares
+    Optimizer,        ///< the optimizer step over `parameters` parameters (this GPU's ZeRO shard)
+    Switch,           ///< re-sharding `parameters` parameters into a new strategy (HotSPa)
+  };
+  Pass pass = Pass::ForwardBackward;
+  /// The sequences (or 1/cp shards of them: Ulysses, all sequence_tokens for 1/cp of the heads) this GPU
+  /// computes, in placement order; sequence_ids is parallel to it. Padded micro-batches: padded lengths.
+  std::vector<SequenceShare> shares;
+  std::vector<std::int64_t> sequence_ids;
+  int tp = 1;
+  int layers = 0;               ///< layers of this step
+  int checkpointed_layers = 0;  ///< of which fully recomputed in backward (the first ones)
+  Recompute recompute = Recompute::Selective;
+  bool lm_head = false;
+  double parameters = 0;  ///< Optimizer, Switch
+  friend bool operator==(const ComputeWork&, const ComputeWork&) = default;
+};
+const char* to_string(ComputeWork::Pass pass);
 
 struct Step {
   enum class Type : std::uint8_t {
@@ -95,12 +134,14 @@ struct Step {
   /// ComputeWithCollective: how much of the compute may run before the collective starts. One layer's worth: a
   /// layer's all-to-all overlaps that layer's local compute, so a rank that arrives early gets one layer ahead.
   double lead_s = 0;
+  int work = -1;  ///< Compute, ComputeWithCollective: index in IterationProgram::works
 };
 
 struct IterationProgram {
   std::vector<std::vector<Step>> gpus;  ///< steps per global GPU index (world-size entries)
   std::vector<CollectiveSpec> collectives;
   std::vector<TransferSpec> transfers;
+  std::vector<ComputeWork> works;
 };
 
 struct ProgramOptions {

@@ -10,6 +10,7 @@
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
 #include "sim/simulate_scenario.hpp"
+#include "traces/model_scaling.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
 
@@ -28,6 +29,8 @@ po::options_description simulate_options() {
        "simulate only the policy with this label (repeatable); the baseline is always simulated so that "
        "speedups exist")                                                                                             //
       ("iterations,n", po::value<int>()->value_name("N"), "global batches to plan, overriding training.iterations")  //
+      ("layers", po::value<int>()->value_name("N"),
+       "scale the model down to N layers (the prediction for `lcsim-gpu live --layers N`)")  //
       ("json", po::value<std::string>()->value_name("FILE"),
        "write results JSON (schema lcsim-results/1, mode simulate, with per-GPU busy_s and idle_s) to FILE")       //
       ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per policy and iteration to FILE")  //
@@ -76,7 +79,8 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
 
   std::optional<int> iterations;
   if (vm.count("iterations")) iterations = vm["iterations"].as<int>();
-  const LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
+  LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
+  if (vm.count("layers")) scale_model_layers(loaded, vm["layers"].as<int>());
 
   sim::SimulateSettings settings;
   if (vm.count("policy")) settings.policies = vm["policy"].as<std::vector<std::string>>();

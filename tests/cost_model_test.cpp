@@ -132,11 +132,18 @@ TEST(CostModelComm, UlyssesAllToAllsByHand) {
   // 10 tokens on the GPU: Q/O 10*64*2 = 1280 B, K/V 10*32*2 = 640 B; all_to_all over 4: 1 us + size*0.75/1 GB/s.
   const double q = 1e-6 + 1280 * 0.75 / 1e9;
   const double kv = 1e-6 + 640 * 0.75 / 1e9;
-  EXPECT_NEAR(cost.cp_comm_seconds(10, 4, 2, LinkClass::NvLink), 2 * 2 * (2 * q + 2 * kv), 1e-15);
-  EXPECT_NEAR(cost.cp_comm_seconds(10, 16, 1, LinkClass::InfiniBand),
+  // The GPU's 10 tokens are its part of a sharded sequence (Ulysses sizes by the tokens alone).
+  const auto cp_comm = [&](int cp, Tokens tokens, int layers, LinkClass link) {
+    ParallelScheme scheme;
+    scheme.cp = cp;
+    const SequenceShare share{tokens * cp, cp};
+    return cost.cp_comm_seconds({&share, 1}, tokens, scheme, layers, link);
+  };
+  EXPECT_NEAR(cp_comm(4, 10, 2, LinkClass::NvLink), 2 * 2 * (2 * q + 2 * kv), 1e-15);
+  EXPECT_NEAR(cp_comm(16, 10, 1, LinkClass::InfiniBand),
               2 * (2 * (5e-6 + 1280 * (15.0 / 16) / 0.5e9) + 2 * (5e-6 + 640 * (15.0 / 16) / 0.5e9)), 1e-15);
-  EXPECT_EQ(cost.cp_comm_seconds(10, 1, 2, LinkClass::NvLink), 0.0);
-  EXPECT_EQ(cost.cp_comm_seconds(0, 4, 2, LinkClass::NvLink), 0.0);
+  EXPECT_EQ(cp_comm(1, 10, 2, LinkClass::NvLink), 0.0);
+  EXPECT_EQ(cp_comm(4, 0, 2, LinkClass::NvLink), 0.0);
 }
 
 TEST(CostModelComm, TensorAndPipelineTransfersByHand) {

@@ -152,8 +152,16 @@ TrainingConfig parse_training(JsonObjectReader r) {
   return t;
 }
 
-ParallelLayout parse_layout(JsonObjectReader r, const ClusterSpec& cluster) {
+CpAttention parse_cp_attention(JsonObjectReader& r) {
+  const std::string value = r.optional<std::string>("cp_attention", "ulysses");
+  if (value == "ulysses") return CpAttention::Ulysses;
+  if (value == "ring") return CpAttention::Ring;
+  r.fail("cp_attention", "expected \"ulysses\" or \"ring\", got \"" + value + "\"");
+}
+
+ParallelLayout parse_layout(JsonObjectReader r, const ClusterSpec& cluster, CpAttention& cp_attention) {
   ParallelLayout p;
+  cp_attention = parse_cp_attention(r);
   p.cp = r.has("cp") ? int_in(r, "cp", 1, kMaxInt) : 1;
   p.tp = r.has("tp") ? int_in(r, "tp", 1, kMaxInt) : 1;
   p.pp = r.has("pp") ? int_in(r, "pp", 1, kMaxInt) : 1;
@@ -245,10 +253,10 @@ void check_context(const Scenario& s, JsonObjectReader& root) {
     const LengthDistribution& d = named_distribution(component.distribution);
     const Tokens longest = d.upper.empty() ? d.shortest : d.upper.back();
     if (longest > s.training.context_length)
-      root.fail("training.context_length_tokens", std::to_string(s.training.context_length) +
-                                                      " tokens is shorter than the longest sequence (" +
-                                                      std::to_string(longest) + " tokens) of distribution \"" + d.name +
-                                                      "\"; raise the context length, choose another dataset or set dataset.truncate_to_context");
+      root.fail("training.context_length_tokens",
+                std::to_string(s.training.context_length) + " tokens is shorter than the longest sequence (" +
+                    std::to_string(longest) + " tokens) of distribution \"" + d.name +
+                    "\"; raise the context length, choose another dataset or set dataset.truncate_to_context");
   }
 }
 
@@ -267,9 +275,9 @@ Scenario scenario_from_json(const nlohmann::json& document, const std::string& f
   s.profile_path = resolve_scenario_path(file, root.required<std::string>("profile"));
   s.dataset = parse_dataset(root.object("dataset"), file);
   s.training = parse_training(root.object("training"));
-  s.layout = root.has("parallel")
-                 ? parse_layout(root.object("parallel"), s.cluster)
-                 : parse_layout(JsonObjectReader(nlohmann::json::object(), file, "parallel"), s.cluster);
+  s.layout = root.has("parallel") ? parse_layout(root.object("parallel"), s.cluster, s.cp_attention)
+                                  : parse_layout(JsonObjectReader(nlohmann::json::object(), file, "parallel"),
+                                                 s.cluster, s.cp_attention);
   s.policies = parse_policies(root, file);
   s.baseline = root.optional<std::string>("baseline", s.policies.front().label);
   if (!has_label(s.policies, s.baseline))

@@ -43,6 +43,7 @@ struct Scenario {
   DatasetSpec dataset;
   TrainingConfig training;
   ParallelLayout layout;
+  CpAttention cp_attention = CpAttention::Ulysses;  ///< parallel.cp_attention: how CP groups run attention
   std::vector<PolicySpec> policies;
   std::string baseline;  ///< label of one of `policies`
   std::vector<PaperFigure> paper_figures;

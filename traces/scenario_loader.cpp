@@ -1,5 +1,6 @@
 #include "traces/scenario_loader.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -116,6 +117,21 @@ void truncate_to_context(const Scenario& scenario, std::vector<GlobalBatch>& bat
                    std::to_string(context) + " tokens";
 }
 
+/// Ring attention times its transfers with the profile's send_recv fits: on NVLink, and on InfiniBand when a CP
+/// group can span nodes. Refused here, naming both files, rather than at the first sharded micro-batch.
+void check_ring_fits(const Profile& profile, const Scenario& scenario, const std::string& file) {
+  std::vector<LinkClass> links{LinkClass::NvLink};
+  if (scenario.cluster.nodes > 1) links.push_back(LinkClass::InfiniBand);
+  for (LinkClass link : links) {
+    const bool found = std::any_of(profile.collectives.begin(), profile.collectives.end(), [&](const CollectiveFit& f) {
+      return f.op == CollectiveOp::SendRecv && f.link == link;
+    });
+    if (!found)
+      throw InputError(file + ": parallel.cp_attention: \"ring\" needs a send_recv fit on " +
+                       std::string(to_string(link)) + ", which the profile " + scenario.profile_path + " lacks");
+  }
+}
+
 }  // namespace
 
 std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& dataset_label) {
@@ -151,8 +167,9 @@ LoadedScenario load_and_prepare(const std::string& file, std::optional<int> iter
   if (s.layout.gpus() != s.cluster.world_size())
     throw InputError(file + ": parallel: layout has " + std::to_string(s.layout.gpus()) + " GPUs, the cluster " +
                      std::to_string(s.cluster.world_size()));
-  loaded.cost =
-      std::make_unique<CostModel>(s.model, s.cluster, loaded.profile, CostModelOptions{s.training.zero_stage});
+  if (s.cp_attention == CpAttention::Ring) check_ring_fits(loaded.profile, s, file);
+  loaded.cost = std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
+                                            CostModelOptions{s.training.zero_stage, s.cp_attention});
   loaded.batches = prepare_batches(s, loaded.dataset_label);
   return loaded;
 }

@@ -4,7 +4,7 @@
 // Time of one layer over a micro-batch on one GPU (TP degree t), T = sum over shares of sequence_tokens / cp:
 //   GEMM forward       G = T * gemm_flops_per_token / t / (P * e_g(T))
 //   attention forward  A = sum over shares of attention_flops(s) / (cp * t) / (P * e_a(s))   (Ulysses: all s tokens,
-//                          1/cp of the heads)
+//                          1/cp of the heads; ring attention: e_a(s / cp), its kernels see blocks of s/cp tokens)
 //   layer = 3 G + (1 + attention_backward_ratio) A + layer_overhead   (backward GEMMs cost twice the forward)
 //         + (G + A) when the layer is checkpointed (or recompute is Full): its forward runs again in backward.
 // Selective recomputation adds no time here: with FlashAttention the attention core already recomputes its
@@ -27,6 +27,16 @@ std::string_view to_string(Recompute recompute) {
       return "selective";
     case Recompute::Full:
       return "full";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(CpAttention mode) {
+  switch (mode) {
+    case CpAttention::Ulysses:
+      return "ulysses";
+    case CpAttention::Ring:
+      return "ring";
   }
   return "unknown";
 }
@@ -89,8 +99,9 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
     if (share.sequence_tokens <= 0) continue;
     check_degree(share.cp, "share cp");
     const double s = static_cast<double>(share.sequence_tokens);
+    const double kernel_tokens = options_.cp_attention == CpAttention::Ring ? s / share.cp : s;
     parts.attention +=
-        attention_flops(share.sequence_tokens) / (share.cp * tp) / (peak * c.attention_efficiency.at(s));
+        attention_flops(share.sequence_tokens) / (share.cp * tp) / (peak * c.attention_efficiency.at(kernel_tokens));
   }
   return parts;
 }
@@ -140,7 +151,7 @@ double CostModel::forward_seconds(std::span<const SequenceShare> work, const Par
   return seconds;
 }
 
-std::vector<CollectiveCall> CostModel::cp_comm_calls(Tokens tokens_on_gpu, int cp, int layers) const {
+std::vector<CollectiveCall> CostModel::ulysses_calls(Tokens tokens_on_gpu, int cp, int layers) const {
   check_degree(cp, "cp");
   if (cp == 1 || tokens_on_gpu <= 0 || layers <= 0) return {};
   // nccl-tests all_to_all size = the per-rank buffer: the GPU's tokens times the tensor width.
@@ -151,8 +162,50 @@ std::vector<CollectiveCall> CostModel::cp_comm_calls(Tokens tokens_on_gpu, int c
   return {{CollectiveOp::AllToAll, cp, q_bytes, 4.0 * layers}, {CollectiveOp::AllToAll, cp, kv_bytes, 4.0 * layers}};
 }
 
-double CostModel::cp_comm_seconds(Tokens tokens_on_gpu, int cp, int layers, LinkClass link) const {
-  return collective_time(cp_comm_calls(tokens_on_gpu, cp, layers), link).seconds();
+std::vector<CpExchange> CostModel::ring_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
+                                                  const ParallelScheme& scheme, int layers, int checkpointed) const {
+  const int cp = scheme.cp;
+  // The GPU's K,V block: its sharded tokens, K and V, the kv heads of its TP rank.
+  const double block_bytes = static_cast<double>(tokens_on_gpu) * 2 * model_.kv_hidden() * kBf16Bytes / scheme.tp;
+  const double attention = layer_parts(dist, scheme.tp).attention;  // forward, one layer
+  const double steps = cp - 1;
+  const double hidden_forward = steps * attention / cp;  // the blocks the cp - 1 transfers run beside, one layer
+  const double hidden_backward = profile_.compute.attention_backward_ratio * hidden_forward;
+  std::vector<CpExchange> exchanges;
+  const auto add = [&](CpExchange::Pass pass, double bytes, int passes, double hidden) {
+    if (passes <= 0) return;
+    exchanges.push_back({pass, {{CollectiveOp::SendRecv, 2, bytes, steps * passes}}, hidden * passes});
+  };
+  add(CpExchange::Pass::Forward, block_bytes, layers, hidden_forward);
+  add(CpExchange::Pass::Backward, block_bytes, checkpointed, hidden_forward);  // recomputed forwards
+  add(CpExchange::Pass::Backward, 2 * block_bytes, layers, hidden_backward);   // K,V and dK,dV
+  return exchanges;
+}
+
+std::vector<CpExchange> CostModel::cp_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
+                                                const ParallelScheme& scheme, int layers, int checkpointed) const {
+  check_degree(scheme.cp, "cp");
+  check_degree(scheme.tp, "tp");
+  if (checkpointed < 0 || checkpointed > layers)
+    throw std::invalid_argument("cost model: checkpointed layers outside [0, layers]");
+  if (scheme.cp == 1 || tokens_on_gpu <= 0 || layers <= 0 || dist.empty()) return {};
+  if (options_.cp_attention == CpAttention::Ring)
+    return ring_exchanges(dist, tokens_on_gpu, scheme, layers, checkpointed);
+  return {{CpExchange::Pass::Both, ulysses_calls(tokens_on_gpu, scheme.cp, layers), 0.0}};
+}
+
+double CostModel::exposed_seconds(const CpExchange& exchange, LinkClass link) const {
+  return std::max(0.0, collective_time(exchange.calls, link).seconds() - exchange.beside_s);
+}
+
+double CostModel::cp_comm_seconds(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
+                                  const ParallelScheme& scheme, int layers, LinkClass link) const {
+  if (layers < 0) throw std::invalid_argument("cost model: negative layer count");
+  double seconds = 0;
+  for (const CpExchange& exchange :
+       cp_exchanges(dist, tokens_on_gpu, scheme, layers, checkpointed_layers(scheme, layers)))
+    seconds += exposed_seconds(exchange, link);
+  return seconds;
 }
 
 std::vector<CollectiveCall> CostModel::tp_comm_calls(Tokens tokens, int tp, int layers) const {

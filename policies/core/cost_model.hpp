@@ -2,6 +2,29 @@
 // The one cost model. Every time and memory figure lcsim produces -- the closed-form estimate, the SimGrid
 // simulator's activity sizes, each paper's own formula (see cost_views.hpp) -- comes from this class, which is
 // built from a calibration profile.
+//
+// Context parallelism (CostModelOptions::cp_attention). A sequence sharded over a CP group of cp GPUs leaves
+// 1/cp of its tokens on each GPU for the non-attention work (GEMMs, memory); attention runs one of two ways.
+//   Ulysses (DeepSpeed-Ulysses): all-to-alls turn the token shards into head shards, so each GPU runs causal
+//     attention over all s tokens for 1/cp of the heads (efficiency e_a(s)), then back. Per layer, 4 all-to-alls
+//     forward (Q, K, V, output) and 4 backward; nothing hides them (Skrull's overlap aside).
+//   Ring (Megatron-CP, ring-flash-attention): each GPU keeps its 1/cp of the tokens (zigzag chunks, so every step
+//     does the same causal work) and the K,V blocks travel around the ring. With t the GPU's sharded tokens,
+//     b = t * 2 kv_hidden * 2 bytes / tp its K,V block, c(x) the profile's SendRecv time of x bytes on the CP
+//     group's link, A the forward attention seconds of its sharded shares (attention_flops(s) / (cp tp) at
+//     efficiency e_a(s / cp): each blockwise kernel sees s/cp queries against s/cp keys) and r the
+//     attention_backward_ratio, per layer:
+//       forward:  cp blocks of A/cp; the cp - 1 transfers c(b) each run beside one block
+//                 exposed_f = (cp - 1) max(0, c(b) - A/cp)
+//       backward: cp blocks of r A/cp; cp - 1 transfers of K,V plus dK,dV, c(2b), beside one block each
+//                 exposed_b = (cp - 1) max(0, c(2b) - r A/cp)
+//     and a checkpointed layer recomputes its forward, ring included, in backward. Over a stage:
+//       exposed = (layers + checkpointed) exposed_f + layers exposed_b
+//     No all-to-all. (TransformerEngine sends K,V, then K,V + dK,dV, then dK,dV in one buffer: cp transfers
+//     totalling 2 (cp - 1) blocks, which is what cp - 1 steps of 2b carry.)
+// cp_exchanges() returns these figures as collectives plus the compute that runs beside them, so the estimate
+// (exposed seconds) and the simulator (flows beside compute) use the same ones.
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -19,7 +42,7 @@ std::string_view to_string(Recompute recompute);
 struct ParallelScheme {
   int tp = 1;
   int pp = 1;
-  int cp = 1;  ///< context / sequence parallel degree (Ulysses all-to-all)
+  int cp = 1;  ///< context / sequence parallel degree (Ulysses or ring: CostModelOptions::cp_attention)
   Recompute recompute = Recompute::Selective;
   /// Layers (per GPU's stage) with full gradient checkpointing on top of `recompute` (HBP's GC layers);
   /// ignored when recompute is Full, which checkpoints every layer.
@@ -30,7 +53,8 @@ struct ParallelScheme {
 };
 
 /// One sequence's work on one GPU inside a micro-batch: the whole sequence (cp == 1) or a 1/cp shard of it,
-/// whose attention runs over all `sequence_tokens` for 1/cp of the heads after the Ulysses all-to-all.
+/// whose attention runs over all `sequence_tokens` for 1/cp of the heads after the Ulysses all-to-all, or as cp
+/// blocks of s/cp queries against s/cp keys around the ring.
 struct SequenceShare {
   Tokens sequence_tokens = 0;
   int cp = 1;
@@ -45,8 +69,26 @@ struct CollectiveCall {
   double count = 1;
 };
 
+/// How a CP group runs the attention of its sharded sequences (header comment).
+enum class CpAttention : std::uint8_t { Ulysses, Ring };
+std::string_view to_string(CpAttention mode);
+
+/// One part of a micro-batch's CP communication on one GPU: the collectives it issues and the GPU's compute that
+/// runs beside them (ring attention blocks). Its exposed time is max(0, collective_time(calls) - beside_s).
+struct CpExchange {
+  enum class Pass : std::uint8_t {
+    Both,      ///< Ulysses: the forward and backward all-to-alls (a pipeline runs half in each pass)
+    Forward,   ///< ring: the forward passes' transfers
+    Backward,  ///< ring: the backward passes' transfers, or a checkpointed layer's recomputed forward
+  };
+  Pass pass = Pass::Both;
+  std::vector<CollectiveCall> calls;
+  double beside_s = 0;
+};
+
 struct CostModelOptions {
   int zero_stage = 2;  ///< 0..3
+  CpAttention cp_attention = CpAttention::Ulysses;
 };
 
 class CostModel {
@@ -72,9 +114,11 @@ class CostModel {
   /// `layers` layers (the GPU's pipeline stage) over `work`, plus the LM head when `with_head`.
   double compute_seconds(std::span<const SequenceShare> work, const ParallelScheme& scheme, int layers,
                          bool with_head) const;
-  /// Ulysses all-to-alls of one micro-batch: 4 per layer forward (Q, K, V, output) and 4 backward, for
-  /// `tokens_on_gpu` sharded tokens held by this GPU, over `layers` layers.
-  double cp_comm_seconds(Tokens tokens_on_gpu, int cp, int layers, LinkClass link) const;
+  /// Exposed CP communication of one micro-batch on one GPU over `layers` layers (the scheme's checkpointed ones
+  /// recompute): the sum over cp_exchanges() of max(0, time - beside_s). `dist` are the micro-batch's sharded
+  /// shares, SequenceShare{tokens, scheme.cp}; `tokens_on_gpu` this GPU's part of them (ceil(sum / cp)).
+  double cp_comm_seconds(std::span<const SequenceShare> dist, Tokens tokens_on_gpu, const ParallelScheme& scheme,
+                         int layers, LinkClass link) const;
   /// Megatron sequence-parallel TP collectives of one micro-batch (all-gather + reduce-scatter around attention
   /// and MLP, forward and backward) over `layers` layers.
   double tp_comm_seconds(Tokens tokens, int tp, int layers, LinkClass link) const;
@@ -88,7 +132,16 @@ class CostModel {
   double switch_seconds(const ParallelScheme& scheme) const;
 
   // ---- The collectives behind the *_seconds functions above (what the simulator turns into flows) ----
-  std::vector<CollectiveCall> cp_comm_calls(Tokens tokens_on_gpu, int cp, int layers) const;
+  /// The CP communication behind cp_comm_seconds, for `layers` layers of which `checkpointed` recompute their
+  /// forward: Ulysses, one Both exchange of ulysses_calls(); ring, the Forward exchange, then the Backward ones
+  /// (recomputed forwards, backward steps), each only when it has steps. Empty when nothing is sharded or cp == 1.
+  std::vector<CpExchange> cp_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
+                                       const ParallelScheme& scheme, int layers, int checkpointed) const;
+  /// Exposed seconds of one exchange on `link`: max(0, collective time - beside_s).
+  double exposed_seconds(const CpExchange& exchange, LinkClass link) const;
+  /// Ulysses all-to-alls of one micro-batch: 4 per layer forward (Q, K, V, output) and 4 backward, for
+  /// `tokens_on_gpu` sharded tokens held by this GPU, over `layers` layers (whatever cp_attention says).
+  std::vector<CollectiveCall> ulysses_calls(Tokens tokens_on_gpu, int cp, int layers) const;
   std::vector<CollectiveCall> tp_comm_calls(Tokens tokens, int tp, int layers) const;
   std::vector<CollectiveCall> pp_transfer_calls(Tokens tokens, int tp) const;
   /// In execution order: reduce-scatter then all-gather (the optimizer step runs between them), or one all-reduce.
@@ -120,6 +173,8 @@ class CostModel {
     double attention = 0;
   };
   LayerParts layer_parts(std::span<const SequenceShare> work, int tp) const;
+  std::vector<CpExchange> ring_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
+                                         const ParallelScheme& scheme, int layers, int checkpointed) const;
   double head_forward_seconds(double tokens, int tp) const;
 
   ModelConfig model_;

@@ -67,10 +67,15 @@ SkrullView::SkrullView(const CostModel& cost, const ParallelScheme& scheme, int 
   if (n > 1) {
     const LinkClass link = link_for(cost, n * scheme.tp);
     for (Tokens s : lengths) {
+      const SequenceShare share{s, n};
+      const double seconds = cost.cp_comm_seconds({&share, 1}, ceil_div(s, n), scheme, layers, link);
+      // Ring attention hides its transfers behind the attention of long sequences: Eq. 16 is fitted where the
+      // cost model leaves communication exposed (every length under Ulysses), and tcomm() is 0 where it is not.
+      if (seconds <= 0) continue;
       volumes.push_back(volume(s));
-      comm_times.push_back(cost.cp_comm_seconds(ceil_div(s, n), n, layers, link));
+      comm_times.push_back(seconds);
     }
-    tcomm_ = fit_linear(volumes, comm_times);
+    if (comm_times.size() >= 2) tcomm_ = fit_linear(volumes, comm_times);
   }  // else no CP group, no all-to-all: Tcomm stays 0
 
   // Eq. 12, then C = tokens of activations that fit beside the static memory.
@@ -112,7 +117,8 @@ double SkrullView::volume(Tokens s) const {
 double SkrullView::tcomm(double total_volume) const {
   // No distributed sequence, no all-to-all: the fixed term only applies when something is sent.
   if (total_volume <= 0) return 0;
-  return tcomm_(total_volume);
+  // Exposed ring time falls with the volume (longer sequences hide more): the fitted line may cross zero.
+  return std::max(0.0, tcomm_(total_volume));
 }
 
 // ---- Hydraulis ----
@@ -214,7 +220,7 @@ double HbpView::step_seconds(Tokens packing_length, int sp, int gc_layers) const
   const int layers = cost_->model().layers;
   const SequenceShare share{packing_length, sp};
   return cost_->compute_seconds({&share, 1}, scheme, layers, true) +
-         cost_->cp_comm_seconds(ceil_div(packing_length, sp), sp, layers, link_for(*cost_, sp));
+         cost_->cp_comm_seconds({&share, 1}, ceil_div(packing_length, sp), scheme, layers, link_for(*cost_, sp));
 }
 
 double HbpView::peak_bytes(Tokens packing_length, int sp, int gc_layers) const {

@@ -12,7 +12,9 @@ namespace lcsim {
 
 /// Skrull (Appendix C): FLOPs(S) (Eq. 13, MLP term for the model's gated ffn), Tcomp = a FLOPs + b (Eq. 14),
 /// Volume(S) = S h_kv (Eq. 15), Tcomm = a V + Tfixed (Eq. 16), Memory(S) = a S + b (Eq. 12), BucketSize C.
-/// `scheme.cp` is the CP degree N.
+/// `scheme.cp` is the CP degree N. Tcomm fits the cost model's exposed CP time (cp_comm_seconds): the Ulysses
+/// all-to-alls, or with ring attention what the ring leaves exposed, fitted over the lengths where that is not 0
+/// (none: Tcomm is 0) and never below 0.
 class SkrullView {
  public:
   SkrullView(const CostModel& cost, const ParallelScheme& scheme, int shard_degree,

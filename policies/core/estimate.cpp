@@ -6,7 +6,9 @@
 // A padded micro-batch costs (and holds) every sequence at the micro-batch's longest length.
 //
 // Time of CP rank j on pipeline stage s (layers / pp layers, the LM head on the last stage):
-//   comm = cp_comm_seconds(ceil(sharded tokens / cp), cp, layers, link of the CP group)   (0 without sharding)
+//   comm = cp_comm_seconds(dist, ceil(sharded tokens / cp), scheme, layers, link of the CP group)  (0 without
+//          sharding): Ulysses, the all-to-alls; ring attention, what the ring transfers do not hide behind the
+//          attention blocks (cost_model.hpp)
 //   tp   = tp_comm_seconds(tokens on the GPU, tp, layers, link of the TP group)           (0 when tp == 1)
 //   overlap (Skrull Eq. 2): Time_j = max(comm, compute(local_j)) + compute(dist) + tp
 //   otherwise:              Time_j = compute(local_j ++ dist) + comm + tp
@@ -127,7 +129,7 @@ double rank_stage_seconds(const CostModel& cost, const Replica& replica, const R
 
   double comm = 0;
   if (s.cp > 1 && work.sharded_tokens > 0)
-    comm = cost.cp_comm_seconds(work.sharded_per_gpu, s.cp, layers, links.cp[static_cast<std::size_t>(stage)]);
+    comm = cost.cp_comm_seconds(work.dist, work.sharded_per_gpu, s, layers, links.cp[static_cast<std::size_t>(stage)]);
   double tp_comm = 0;
   const Tokens gpu_tokens = work.gpu_tokens(cp_rank);
   if (s.tp > 1 && gpu_tokens > 0)

@@ -1,0 +1,228 @@
+// Ring attention in the cost model (CostModelOptions::cp_attention = Ring), hand-computed on a tiny model and a
+// flat profile (peak 1 MFLOP/s, attention efficiency 0.5), then compared with Ulysses on the shipped H100 profile.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "policies/core/cost_model.hpp"
+#include "policies/core/errors.hpp"
+
+namespace lcsim {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// hidden 64, 2 layers, 4 heads of 16 (q_hidden 64), 2 KV heads (kv_hidden 32), ffn 128, vocab 1000.
+ModelConfig tiny_model() {
+  return ModelConfig{"tiny", 64, 2, 4, 2, 16, 128, 1000, false};
+}
+
+CollectiveFit single(CollectiveOp op, LinkClass link, int n, double latency_us, double bus_GBps) {
+  CollectiveFit fit;
+  fit.op = op;
+  fit.link = link;
+  fit.group_size = n;
+  fit.segments = {{kInf, latency_us, bus_GBps}};
+  return fit;
+}
+
+/// send_recv on NVLink: 1 us + bytes / `sendrecv_Bps`; all-to-all over 4: 1 us + bytes * 3/4 / 1 GB/s.
+Profile flat_profile(double sendrecv_Bps) {
+  Profile p;
+  p.gpu = "TestGPU";
+  p.provenance.source = "unit test";
+  p.compute.peak_tflops = 1e-6;  // 1e6 FLOP/s
+  p.compute.gemm_efficiency = Curve{{1}, {1.0}, std::nullopt};
+  p.compute.attention_efficiency = Curve{{1}, {0.5}, std::nullopt};
+  p.compute.attention_backward_ratio = 2.5;
+  p.compute.layer_overhead_us = 10;
+  p.collectives.push_back(single(CollectiveOp::AllToAll, LinkClass::NvLink, 4, 1, 1));
+  p.collectives.push_back(single(CollectiveOp::SendRecv, LinkClass::NvLink, 2, 1, sendrecv_Bps / 1e9));
+  return p;
+}
+
+ClusterSpec tiny_cluster() {
+  ClusterSpec c;
+  c.gpu = GpuKind{"TestGPU", 1e9, 1e-6, 1, 1};
+  c.nodes = 1;
+  c.gpus_per_node = 8;
+  return c;
+}
+
+CostModel ring_cost(double sendrecv_Bps) {
+  return CostModel(tiny_model(), tiny_cluster(), flat_profile(sendrecv_Bps), CostModelOptions{2, CpAttention::Ring});
+}
+
+ParallelScheme cp_scheme(int cp, int tp = 1) {
+  ParallelScheme s;
+  s.cp = cp;
+  s.tp = tp;
+  s.recompute = Recompute::None;
+  return s;
+}
+
+// One 100-token sequence sharded over cp 4: 25 tokens per GPU. Its K,V block: 25 * 2 * 32 * 2 B = 3200 B.
+// Forward attention of one layer: 2 * 100^2 * 64 / 4 FLOPs at 0.5 MFLOP/s = 0.64 s, 0.16 s per ring block
+// (flat efficiency: the block length does not matter here); backward 2.5 x that, 0.4 s per block.
+const std::vector<SequenceShare> kOneSharded{{100, 4}};
+constexpr Tokens kTokensOnGpu = 25;
+constexpr double kBlockBytes = 3200;
+constexpr double kForwardBlock = 0.16;
+constexpr double kBackwardBlock = 0.4;
+
+TEST(CostModelRing, ExchangesAreTheForwardAndBackwardStepsBesideTheAttentionBlocks) {
+  const CostModel cost = ring_cost(1e4);
+  const auto exchanges = cost.cp_exchanges(kOneSharded, kTokensOnGpu, cp_scheme(4), 2, 0);
+  ASSERT_EQ(exchanges.size(), 2u);
+  // Forward: 3 steps per layer of one K,V block, beside 3 of the 4 forward blocks.
+  EXPECT_EQ(exchanges[0].pass, CpExchange::Pass::Forward);
+  ASSERT_EQ(exchanges[0].calls.size(), 1u);
+  EXPECT_EQ(exchanges[0].calls[0].op, CollectiveOp::SendRecv);
+  EXPECT_EQ(exchanges[0].calls[0].group_size, 2);
+  EXPECT_DOUBLE_EQ(exchanges[0].calls[0].bytes, kBlockBytes);
+  EXPECT_DOUBLE_EQ(exchanges[0].calls[0].count, 6);
+  EXPECT_NEAR(exchanges[0].beside_s, 2 * 3 * kForwardBlock, 1e-12);
+  // Backward: K,V plus dK,dV per step.
+  EXPECT_EQ(exchanges[1].pass, CpExchange::Pass::Backward);
+  EXPECT_DOUBLE_EQ(exchanges[1].calls[0].bytes, 2 * kBlockBytes);
+  EXPECT_DOUBLE_EQ(exchanges[1].calls[0].count, 6);
+  EXPECT_NEAR(exchanges[1].beside_s, 2 * 3 * kBackwardBlock, 1e-12);
+}
+
+TEST(CostModelRing, ExposedTimeIsWhatTheTransfersDoNotHide) {
+  // 10 kB/s: a step moves one block in 0.32 s (0.16 s exposed per forward step), two in 0.64 s (0.24 s exposed).
+  const CostModel cost = ring_cost(1e4);
+  const double forward_step = 1e-6 + kBlockBytes / 1e4;
+  const double backward_step = 1e-6 + 2 * kBlockBytes / 1e4;
+  const double expected = 2 * (3 * (forward_step - kForwardBlock) + 3 * (backward_step - kBackwardBlock));
+  EXPECT_NEAR(cost.cp_comm_seconds(kOneSharded, kTokensOnGpu, cp_scheme(4), 2, LinkClass::NvLink), expected, 1e-12);
+  EXPECT_NEAR(expected, 2.400012, 1e-9);
+}
+
+TEST(CostModelRing, ExposedTimeIsZeroWhenAttentionHidesTheTransfers) {
+  const CostModel cost = ring_cost(1e9);  // 3.2 us per step beside 0.16 s blocks
+  EXPECT_EQ(cost.cp_comm_seconds(kOneSharded, kTokensOnGpu, cp_scheme(4), 2, LinkClass::NvLink), 0.0);
+  // The transfers still exist (the simulator runs them as flows beside the attention).
+  EXPECT_EQ(cost.cp_exchanges(kOneSharded, kTokensOnGpu, cp_scheme(4), 2, 0).size(), 2u);
+}
+
+TEST(CostModelRing, EachPassIsExposedOnItsOwn) {
+  // 17.5 kB/s: a forward step (0.183 s) outlasts its 0.16 s block, a backward step (0.366 s) hides in its 0.4 s.
+  const CostModel cost = ring_cost(1.75e4);
+  const double forward_step = 1e-6 + kBlockBytes / 1.75e4;
+  EXPECT_LT(1e-6 + 2 * kBlockBytes / 1.75e4, kBackwardBlock);
+  EXPECT_NEAR(cost.cp_comm_seconds(kOneSharded, kTokensOnGpu, cp_scheme(4), 2, LinkClass::NvLink),
+              2 * 3 * (forward_step - kForwardBlock), 1e-12);
+}
+
+TEST(CostModelRing, CheckpointedLayersRunTheForwardRingAgain) {
+  const CostModel cost = ring_cost(1e4);
+  const double forward = 3 * (1e-6 + kBlockBytes / 1e4 - kForwardBlock);
+  const double backward = 3 * (1e-6 + 2 * kBlockBytes / 1e4 - kBackwardBlock);
+  ParallelScheme scheme = cp_scheme(4);
+  scheme.checkpointed_layers = 1;
+  const auto exchanges = cost.cp_exchanges(kOneSharded, kTokensOnGpu, scheme, 2, 1);
+  ASSERT_EQ(exchanges.size(), 3u);
+  EXPECT_EQ(exchanges[1].pass, CpExchange::Pass::Backward);  // the recomputed forward runs in backward
+  EXPECT_DOUBLE_EQ(exchanges[1].calls[0].bytes, kBlockBytes);
+  EXPECT_DOUBLE_EQ(exchanges[1].calls[0].count, 3);
+  EXPECT_NEAR(cost.cp_comm_seconds(kOneSharded, kTokensOnGpu, scheme, 2, LinkClass::NvLink), 3 * forward + 2 * backward,
+              1e-12);
+  scheme.checkpointed_layers = 0;
+  scheme.recompute = Recompute::Full;
+  EXPECT_NEAR(cost.cp_comm_seconds(kOneSharded, kTokensOnGpu, scheme, 2, LinkClass::NvLink), 4 * forward + 2 * backward,
+              1e-12);
+}
+
+TEST(CostModelRing, TensorParallelismHalvesTheBlockAndTheAttention) {
+  const CostModel cost = ring_cost(1e4);
+  const auto exchanges = cost.cp_exchanges(kOneSharded, kTokensOnGpu, cp_scheme(4, 2), 1, 0);
+  ASSERT_EQ(exchanges.size(), 2u);
+  EXPECT_DOUBLE_EQ(exchanges[0].calls[0].bytes, kBlockBytes / 2);
+  EXPECT_NEAR(exchanges[0].beside_s, 3 * kForwardBlock / 2, 1e-12);
+  EXPECT_NEAR(exchanges[1].beside_s, 3 * kBackwardBlock / 2, 1e-12);
+}
+
+TEST(CostModelRing, BlockwiseKernelsRunAtTheEfficiencyOfTheirBlockLength) {
+  Profile p = flat_profile(1e9);
+  p.compute.attention_efficiency = Curve{{100, 10000}, {0.2, 0.6}, std::nullopt};  // 0.2 at 100, 0.4 at 1000
+  const CostModel ring(tiny_model(), tiny_cluster(), p, CostModelOptions{2, CpAttention::Ring});
+  const CostModel ulysses(tiny_model(), tiny_cluster(), p, CostModelOptions{2, CpAttention::Ulysses});
+  // 1000 tokens over 10 ranks: 100 local tokens for the GEMMs; attention 1.28e8 / 10 FLOPs per GPU, at e(1000)
+  // for Ulysses, e(100) for the ring's 100-token blocks.
+  const std::vector<SequenceShare> sharded{{1000, 10}};
+  const double gemm = 100 * 73728 / 1e6;
+  const double flops = 2.0 * 1000 * 1000 * 64 / 10;
+  EXPECT_NEAR(ulysses.layer_seconds(sharded, 1, Recompute::None, false), 3 * gemm + 3.5 * flops / 0.4e6 + 10e-6, 1e-9);
+  EXPECT_NEAR(ring.layer_seconds(sharded, 1, Recompute::None, false), 3 * gemm + 3.5 * flops / 0.2e6 + 10e-6, 1e-9);
+  // A whole sequence (cp 1) is the same in both modes.
+  const std::vector<SequenceShare> whole{{1000, 1}};
+  EXPECT_DOUBLE_EQ(ring.layer_seconds(whole, 1, Recompute::None, false),
+                   ulysses.layer_seconds(whole, 1, Recompute::None, false));
+}
+
+TEST(CostModelRing, UlyssesIsOneExchangeOfAllToAllsThatNothingHides) {
+  const CostModel cost(tiny_model(), tiny_cluster(), flat_profile(1e9));
+  ASSERT_EQ(cost.options().cp_attention, CpAttention::Ulysses);
+  const auto exchanges = cost.cp_exchanges(kOneSharded, 10, cp_scheme(4), 2, 1);
+  ASSERT_EQ(exchanges.size(), 1u);
+  EXPECT_EQ(exchanges[0].pass, CpExchange::Pass::Both);
+  EXPECT_EQ(exchanges[0].beside_s, 0.0);
+  EXPECT_EQ(exchanges[0].calls.size(), 2u);
+  // 10 tokens: Q/O 1280 B, K/V 640 B, 4 of each per layer, all_to_all over 4: 1 us + size * 3/4 / 1 GB/s.
+  const double q = 1e-6 + 1280 * 0.75 / 1e9;
+  const double kv = 1e-6 + 640 * 0.75 / 1e9;
+  EXPECT_NEAR(cost.cp_comm_seconds(kOneSharded, 10, cp_scheme(4), 2, LinkClass::NvLink), 2 * 2 * (2 * q + 2 * kv),
+              1e-15);
+}
+
+TEST(CostModelRing, NothingShardedNothingExchanged) {
+  const CostModel cost = ring_cost(1e4);
+  EXPECT_TRUE(cost.cp_exchanges(kOneSharded, kTokensOnGpu, cp_scheme(1), 2, 0).empty());
+  EXPECT_TRUE(cost.cp_exchanges({}, 0, cp_scheme(4), 2, 0).empty());
+  EXPECT_TRUE(cost.cp_exchanges(kOneSharded, kTokensOnGpu, cp_scheme(4), 0, 0).empty());
+  EXPECT_EQ(cost.cp_comm_seconds({}, 0, cp_scheme(4), 2, LinkClass::NvLink), 0.0);
+  EXPECT_THROW(cost.cp_exchanges(kOneSharded, kTokensOnGpu, cp_scheme(4), 2, 3), std::invalid_argument);
+}
+
+TEST(CostModelRing, AProfileWithoutSendRecvIsAnInputErrorNamingIt) {
+  Profile p = flat_profile(1e9);
+  p.collectives.pop_back();  // the send_recv fit
+  const CostModel cost(tiny_model(), tiny_cluster(), p, CostModelOptions{2, CpAttention::Ring});
+  try {
+    cost.cp_comm_seconds(kOneSharded, kTokensOnGpu, cp_scheme(4), 2, LinkClass::NvLink);
+    ADD_FAILURE() << "ring attention needs the send_recv fit";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("send_recv"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CostModelRing, RingHidesBehindLongSequencesWhereUlyssesCannot) {
+  ClusterSpec cluster;
+  cluster.gpu = named_gpu("H100-SXM");
+  cluster.nodes = 1;
+  cluster.gpus_per_node = 8;
+  const Profile profile = load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json");
+  const ModelConfig model = named_model("Qwen2.5-0.5B");
+  const CostModel ring(model, cluster, profile, CostModelOptions{2, CpAttention::Ring});
+  const CostModel ulysses(model, cluster, profile, CostModelOptions{2, CpAttention::Ulysses});
+  const ParallelScheme scheme = cp_scheme(8);
+  const auto exposed = [&](const CostModel& cost, Tokens s) {
+    const SequenceShare share{s, 8};
+    return cost.cp_comm_seconds({&share, 1}, (s + 7) / 8, scheme, model.layers, LinkClass::NvLink);
+  };
+  // 64K tokens: attention dominates, the ring hides entirely; Ulysses' all-to-alls do not.
+  EXPECT_EQ(exposed(ring, 65536), 0.0);
+  EXPECT_GT(exposed(ulysses, 65536), 0.0);
+  // 2K tokens: 256-token blocks are too short to hide the per-step latency; the ring is exposed.
+  EXPECT_GT(exposed(ring, 2048), 0.0);
+}
+
+TEST(CostModelRing, ModeNames) {
+  EXPECT_EQ(to_string(CpAttention::Ulysses), "ulysses");
+  EXPECT_EQ(to_string(CpAttention::Ring), "ring");
+}
+
+}  // namespace
+}  // namespace lcsim

@@ -1,0 +1,138 @@
+// parallel.cp_attention: parsed strictly, carried into the cost model, and refused for a profile that cannot time
+// the ring.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+#include "policies/core/errors.hpp"
+#include "traces/scenario.hpp"
+#include "traces/scenario_loader.hpp"
+
+namespace lcsim {
+namespace {
+
+using Json = nlohmann::json;
+
+const std::string kFile = "/data/runs/s.json";
+const std::string kSourceDir = LCSIM_SOURCE_DIR;
+
+Json minimal() {
+  return Json::parse(R"({
+    "name": "mini",
+    "model": "Qwen2.5-0.5B",
+    "cluster": {"gpu": "H100-SXM", "nodes": 2},
+    "profile": "profile.json",
+    "dataset": {"distribution": "chatqa2-long-sft"},
+    "training": {"global_batch_sequences": 32, "context_length_tokens": 131072, "iterations": 1},
+    "parallel": {"cp": 8},
+    "policies": [{"kind": "deepspeed"}]
+  })");
+}
+
+std::string error_of(const Json& doc) {
+  try {
+    scenario_from_json(doc, kFile);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError for " << doc.dump();
+  return "";
+}
+
+::testing::AssertionResult contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << part << "\" not found in: " << text;
+}
+
+struct ScratchDir {
+  ScratchDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path = std::filesystem::temp_directory_path() /
+           ("lcsim-cp-attention-test-" + std::to_string(::getpid()) + "-" + info->name());
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::filesystem::path path;
+};
+
+TEST(ScenarioCpAttention, DefaultsToUlysses) {
+  EXPECT_EQ(scenario_from_json(minimal(), kFile).cp_attention, CpAttention::Ulysses);
+  Json doc = minimal();
+  doc.erase("parallel");  // no parallel object at all
+  EXPECT_EQ(scenario_from_json(doc, kFile).cp_attention, CpAttention::Ulysses);
+  doc["parallel"] = Json::object();
+  EXPECT_EQ(scenario_from_json(doc, kFile).cp_attention, CpAttention::Ulysses);
+}
+
+TEST(ScenarioCpAttention, ParsesBothModes) {
+  Json doc = minimal();
+  doc["parallel"]["cp_attention"] = "ring";
+  EXPECT_EQ(scenario_from_json(doc, kFile).cp_attention, CpAttention::Ring);
+  doc["parallel"]["cp_attention"] = "ulysses";
+  EXPECT_EQ(scenario_from_json(doc, kFile).cp_attention, CpAttention::Ulysses);
+}
+
+TEST(ScenarioCpAttention, BadValuesNameFileAndPath) {
+  Json doc = minimal();
+  doc["parallel"]["cp_attention"] = "Ring";  // case matters: nothing is guessed
+  const std::string bad = error_of(doc);
+  EXPECT_TRUE(contains(bad, kFile + ": parallel.cp_attention"));
+  EXPECT_TRUE(contains(bad, "\"ulysses\" or \"ring\""));
+  doc["parallel"]["cp_attention"] = 1;
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": parallel.cp_attention"));
+}
+
+TEST(ScenarioCpAttention, LoadedCostModelUsesTheMode) {
+  const LoadedScenario ring = load_and_prepare(kSourceDir + "/scenarios/skrull/qwen0.5b-chatqa2-ring.json", 1);
+  const LoadedScenario ulysses = load_and_prepare(kSourceDir + "/scenarios/skrull/qwen0.5b-chatqa2.json", 1);
+  EXPECT_EQ(ring.cost->options().cp_attention, CpAttention::Ring);
+  EXPECT_EQ(ulysses.cost->options().cp_attention, CpAttention::Ulysses);
+  // The shipped pair differs in the mode only: same data, same layout.
+  EXPECT_EQ(ring.batches, ulysses.batches);
+  EXPECT_EQ(ring.scenario.layout.cp, ulysses.scenario.layout.cp);
+  EXPECT_EQ(ring.scenario.policies.size(), ulysses.scenario.policies.size());
+}
+
+TEST(ScenarioCpAttention, RingNeedsTheProfilesSendRecvFits) {
+  const ScratchDir scratch;
+  Json profile;
+  std::ifstream(kSourceDir + "/calibrate/profiles/h100-sxm-default.json") >> profile;
+  Json kept = Json::array();
+  for (const auto& fit : profile["collectives"])
+    if (!(fit["op"] == "send_recv" && fit["link"] == "infiniband")) kept.push_back(fit);
+  profile["collectives"] = kept;
+  const auto profile_file = scratch.path / "no-ib-send-recv.json";
+  std::ofstream(profile_file) << profile.dump(2);
+
+  Json doc = minimal();
+  doc["profile"] = profile_file.string();
+  doc["parallel"]["cp_attention"] = "ring";
+  const auto file = (scratch.path / "scenario.json").string();
+  std::ofstream(file) << doc.dump(2);
+  try {
+    load_and_prepare(file);
+    ADD_FAILURE() << "a two-node ring scenario needs the InfiniBand send_recv fit";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), file + ": parallel.cp_attention"));
+    EXPECT_TRUE(contains(e.what(), "send_recv fit on infiniband"));
+    EXPECT_TRUE(contains(e.what(), profile_file.string()));
+  }
+  // One node never leaves NVLink, and Ulysses needs no send_recv: both load.
+  doc["cluster"]["nodes"] = 1;
+  std::ofstream(file) << doc.dump(2);
+  EXPECT_NO_THROW(load_and_prepare(file));
+  doc["cluster"]["nodes"] = 2;
+  doc["parallel"]["cp_attention"] = "ulysses";
+  std::ofstream(file) << doc.dump(2);
+  EXPECT_NO_THROW(load_and_prepare(file));
+}
+
+}  // namespace
+}  // namespace lcsim
