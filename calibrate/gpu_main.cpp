@@ -14,7 +14,9 @@
 
 #include "calibrate/gpu/calibrate_run.hpp"
 #include "calibrate/gpu/device_info.hpp"
+#include "calibrate/gpu/live_command.hpp"
 #include "calibrate/gpu/selftest.hpp"
+#include "calibrate/host/live_options.hpp"
 #include "calibrate/host/measurements.hpp"
 #include "calibrate/host/profile_fit.hpp"
 #include "kernels/cuda_check.hpp"
@@ -24,6 +26,7 @@ namespace {
 
 constexpr int kInternalError = 1;
 constexpr int kUsageError = 2;  // bad input, or no usable GPU
+constexpr int kPlanningError = 3;  // live: a policy could not plan
 
 void usage(std::ostream& out) {
   out << "usage: lcsim-gpu COMMAND [options]\n"
@@ -45,8 +48,10 @@ void usage(std::ostream& out) {
          "      scaled_dot_product_attention on the same shapes.\n"
          "  fit --measurements FILE --out FILE [--prior FILE] [--peak-tflops X]\n"
          "      Refits a profile from a measurements file, without a GPU.\n"
-         "\n"
-         "exit status: 0 success; 1 internal error or failed selftest; 2 bad input or no usable GPU.\n";
+      << lcsim::live_usage()
+      << "\n"
+         "exit status: 0 success; 1 internal error or failed selftest; 2 bad input or no usable GPU; 3 a policy\n"
+         "could not plan (live).\n";
 }
 
 /// --key value options and --flag switches of one command.
@@ -196,6 +201,14 @@ int main(int argc, char** argv) {
     if (command == "selftest") return selftest(argc, argv);
     if (command == "bench-attention") return bench_attention(argc, argv);
     if (command == "fit") return fit(argc, argv);
+    if (command == "live") {
+      if (argc == 3 && (std::string_view(argv[2]) == "--help" || std::string_view(argv[2]) == "-h")) {
+        std::cout << "usage: lcsim-gpu\n" << lcsim::live_usage();
+        return 0;
+      }
+      lcsim::gpu::run_live(std::vector<std::string>(argv + 2, argv + argc), std::cout);
+      return 0;
+    }
     std::cerr << "lcsim-gpu: unknown command '" << command << "'\n";
     usage(std::cerr);
     return kUsageError;
@@ -206,6 +219,9 @@ int main(int argc, char** argv) {
   } catch (const lcsim::InputError& e) {
     std::cerr << "lcsim-gpu: " << e.what() << "\n";
     return kUsageError;
+  } catch (const lcsim::PlanningError& e) {
+    std::cerr << "lcsim-gpu: planning failed: " << e.what() << "\n";
+    return kPlanningError;
   } catch (const std::exception& e) {
     std::cerr << "lcsim-gpu: error: " << e.what() << "\n";
     return kInternalError;

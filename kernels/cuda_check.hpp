@@ -13,7 +13,18 @@ class CudaError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// An allocation the device could not satisfy (cudaErrorMemoryAllocation): `lcsim-gpu live` reports it as the
+/// plan's out-of-memory instead of failing.
+class CudaOutOfMemory : public CudaError {
+ public:
+  using CudaError::CudaError;
+};
+
 inline void check_cuda(cudaError_t status, const std::string& what) {
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky: clear it so that the device stays usable
+    throw CudaOutOfMemory(what + ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+  }
   if (status != cudaSuccess) {
     throw CudaError(what + ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
   }

@@ -1,0 +1,213 @@
+#include "sim/program_replay.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace lcsim::sim {
+namespace {
+
+struct CollectiveState {
+  std::size_t arrived = 0;
+  double latest = 0;  // latest arrival (ready time) so far
+  bool done = false;
+  double start = 0;
+  double end = 0;
+};
+
+struct TransferState {
+  bool sent = false;
+  double sent_at = 0;
+};
+
+struct GpuState {
+  std::size_t pc = 0;
+  bool arrived = false;  // joined the collective of the current step
+  double ready = 0;
+  double busy = 0;
+  double static_bytes = 0;
+  double in_flight = 0;
+  double peak = 0;
+};
+
+class Replay {
+ public:
+  Replay(const IterationProgram& program, double start_s, bool record_spans)
+      : program_(program),
+        record_spans_(record_spans),
+        gpus_(program.gpus.size()),
+        collectives_(program.collectives.size()),
+        transfers_(program.transfers.size()) {
+    for (auto& gpu : gpus_) gpu.ready = start_s;
+    outcome_.start_s = start_s;
+  }
+
+  IterationOutcome run() {
+    for (;;) {
+      bool progress = false;
+      bool finished = true;
+      for (std::size_t g = 0; g < gpus_.size(); ++g) {
+        progress = advance(static_cast<int>(g)) || progress;
+        finished = finished && gpus_[g].pc == program_.gpus[g].size();
+      }
+      if (finished) break;
+      if (!progress) throw std::logic_error("replay_program: the program cannot finish (" + blocked() + ")");
+    }
+    double end = outcome_.start_s;
+    for (const auto& gpu : gpus_) {
+      end = std::max(end, gpu.ready);
+      outcome_.busy_seconds.push_back(gpu.busy);
+      outcome_.peak_bytes.push_back(gpu.peak);
+    }
+    outcome_.seconds = end - outcome_.start_s;
+    // Spans in the executor's order: grouped by GPU.
+    std::stable_sort(outcome_.spans.begin(), outcome_.spans.end(),
+                     [](const GpuSpan& a, const GpuSpan& b) { return a.gpu < b.gpu; });
+    return std::move(outcome_);
+  }
+
+ private:
+  /// Runs GPU g's steps until it blocks or ends; true when it got past at least one step.
+  bool advance(int g) {
+    GpuState& gpu = gpus_[static_cast<std::size_t>(g)];
+    const auto& steps = program_.gpus[static_cast<std::size_t>(g)];
+    bool progress = false;
+    while (gpu.pc < steps.size()) {
+      const Step& step = steps[gpu.pc];
+      if (step.type == Step::Type::SetStatic) {
+        gpu.static_bytes = step.bytes;
+        gpu.peak = std::max(gpu.peak, gpu.static_bytes + gpu.in_flight);
+        ++gpu.pc;
+        progress = true;
+        continue;
+      }
+      if (!gpu.arrived) {  // the step starts: its activations are allocated once, even if it then blocks
+        gpu.in_flight += step.alloc_bytes;
+        gpu.peak = std::max(gpu.peak, gpu.static_bytes + gpu.in_flight);
+      }
+      if (!execute(g, gpu, step)) {
+        gpu.arrived = true;
+        return progress;
+      }
+      gpu.arrived = false;
+      gpu.in_flight -= step.free_bytes;
+      ++gpu.pc;
+      progress = true;
+    }
+    return progress;
+  }
+
+  /// One step of GPU g; false when it must wait for other GPUs.
+  bool execute(int g, GpuState& gpu, const Step& step) {
+    switch (step.type) {
+      case Step::Type::Compute:
+        record(g, gpu.ready, gpu.ready + step.seconds, step.kind, step);
+        gpu.ready += step.seconds;
+        gpu.busy += step.seconds;
+        return true;
+      case Step::Type::Collective: {
+        const CollectiveState* c = join(gpu, step);
+        if (c == nullptr) return false;
+        const auto& spec = program_.collectives[static_cast<std::size_t>(step.index)];
+        gpu.busy += c->end - c->start;
+        record(g, c->start, c->end, spec.kind, step);
+        gpu.ready = std::max(gpu.ready, c->end);
+        return true;
+      }
+      case Step::Type::ComputeWithCollective: {
+        const CollectiveState* c = join(gpu, step);
+        if (c == nullptr) return false;
+        const auto& spec = program_.collectives[static_cast<std::size_t>(step.index)];
+        const double compute_start = std::max(gpu.ready, c->start - step.lead_s);
+        const double compute_end = compute_start + step.seconds;
+        const double overlap = std::max(0.0, std::min(compute_end, c->end) - std::max(compute_start, c->start));
+        gpu.busy += step.seconds + (c->end - c->start) - overlap;
+        record(g, compute_start, compute_end, step.kind, step);
+        record(g, c->start, c->end, spec.kind, step);
+        gpu.ready = std::max(compute_end, c->end);
+        return true;
+      }
+      case Step::Type::Send: {
+        TransferState& t = transfers_.at(static_cast<std::size_t>(step.index));
+        t.sent = true;
+        t.sent_at = gpu.ready;
+        return true;
+      }
+      case Step::Type::Recv: {
+        const TransferState& t = transfers_.at(static_cast<std::size_t>(step.index));
+        if (!t.sent) return false;
+        const auto& spec = program_.transfers[static_cast<std::size_t>(step.index)];
+        const double start = std::max(t.sent_at, gpu.ready);
+        const double end = start + spec.time.seconds();
+        record(g, start, end, spec.kind, step);
+        gpu.ready = end;
+        return true;
+      }
+      case Step::Type::SetStatic:
+        return true;
+    }
+    return true;
+  }
+
+  /// The collective of `step` once every member has arrived (nullptr before). A group of one GPU does not wait.
+  const CollectiveState* join(const GpuState& gpu, const Step& step) {
+    CollectiveState& c = collectives_.at(static_cast<std::size_t>(step.index));
+    const auto& spec = program_.collectives[static_cast<std::size_t>(step.index)];
+    if (spec.gpus.size() <= 1) {
+      c = {1, gpu.ready, true, gpu.ready, gpu.ready + spec.time.seconds()};
+      return &c;
+    }
+    if (!gpu.arrived) {
+      c.latest = c.arrived == 0 ? gpu.ready : std::max(c.latest, gpu.ready);
+      ++c.arrived;
+    }
+    if (c.arrived < spec.gpus.size()) return nullptr;
+    if (!c.done) {
+      c.done = true;
+      c.start = c.latest;
+      c.end = c.start + spec.time.seconds();
+    }
+    return &c;
+  }
+
+  void record(int g, double start, double end, WorkKind kind, const Step& step) {
+    if (record_spans_ && end > start) outcome_.spans.push_back({g, start, end, kind, step.replica, step.micro_batch});
+  }
+
+  std::string blocked() const {
+    for (std::size_t g = 0; g < gpus_.size(); ++g)
+      if (gpus_[g].pc < program_.gpus[g].size())
+        return "GPU " + std::to_string(g) + " waits at step " + std::to_string(gpus_[g].pc) + ", " +
+               to_string(program_.gpus[g][gpus_[g].pc].kind);
+    return "no GPU waits";
+  }
+
+  const IterationProgram& program_;
+  bool record_spans_;
+  std::vector<GpuState> gpus_;
+  std::vector<CollectiveState> collectives_;
+  std::vector<TransferState> transfers_;
+  IterationOutcome outcome_;
+};
+
+}  // namespace
+
+IterationOutcome replay_program(const IterationProgram& program, double start_s, bool record_spans) {
+  return Replay(program, start_s, record_spans).run();
+}
+
+IterationProgram retime_compute(IterationProgram program,
+                                const std::function<double(int gpu, std::size_t index, const Step& step)>& seconds) {
+  for (std::size_t g = 0; g < program.gpus.size(); ++g)
+    for (std::size_t i = 0; i < program.gpus[g].size(); ++i) {
+      Step& step = program.gpus[g][i];
+      if (step.type != Step::Type::Compute && step.type != Step::Type::ComputeWithCollective) continue;
+      const double retimed = seconds(static_cast<int>(g), i, step);
+      if (step.type == Step::Type::ComputeWithCollective)
+        step.lead_s = step.seconds > 0 ? step.lead_s * retimed / step.seconds : 0.0;
+      step.seconds = retimed;
+    }
+  return program;
+}
+
+}  // namespace lcsim::sim

@@ -1,0 +1,121 @@
+// The command line of `lcsim-gpu live` (calibrate/host/live_options.hpp) and, where the build has the binary, its
+// exits without a GPU: input errors before any GPU is touched, then the no-GPU error (CUDA_VISIBLE_DEVICES="").
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <sys/wait.h>
+
+#include "calibrate/host/live_options.hpp"
+#include "policies/core/errors.hpp"
+
+namespace lcsim {
+namespace {
+
+std::string refusal(const std::vector<std::string>& args) {
+  try {
+    parse_live_options(args);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(LiveCli, ParsesEveryOption) {
+  const LiveOptions o =
+      parse_live_options({"s.json", "--policy", "a", "--policy", "b", "--iterations", "3", "--layers", "12",
+                          "--predicted", "sim.json", "--mode", "rank-serial", "--warmup", "0", "--repetitions", "7",
+                          "--trace", "t.json", "--json", "r.json"});
+  EXPECT_EQ(o.scenario, "s.json");
+  EXPECT_EQ(o.policies, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(o.iterations, 3);
+  EXPECT_EQ(o.layers, 12);
+  EXPECT_EQ(o.predicted_file, "sim.json");
+  EXPECT_EQ(o.mode, LiveMode::RankSerial);
+  EXPECT_EQ(o.warmup, 0);
+  EXPECT_EQ(o.repetitions, 7);
+  EXPECT_EQ(o.trace_file, "t.json");
+  EXPECT_EQ(o.json_file, "r.json");
+  const LiveOptions d = parse_live_options({"s.json"});
+  EXPECT_EQ(d.mode, LiveMode::Auto);
+  EXPECT_EQ(d.warmup, 2);
+  EXPECT_EQ(d.repetitions, 5);
+  EXPECT_FALSE(d.layers);
+  EXPECT_EQ(parse_live_options({"s.json", "--mode", "parallel"}).mode, LiveMode::Parallel);
+}
+
+TEST(LiveCli, RefusesBadArguments) {
+  EXPECT_EQ(refusal({}), "live: missing SCENARIO file");
+  EXPECT_EQ(refusal({"a.json", "b.json"}), "live: expected one SCENARIO file, got 2");
+  EXPECT_EQ(refusal({"s.json", "--frobnicate"}), "live: unknown option '--frobnicate'");
+  EXPECT_EQ(refusal({"s.json", "--layers"}), "live: missing value for --layers");
+  EXPECT_EQ(refusal({"s.json", "--layers", "0"}), "live: --layers: must be at least 1, got 0");
+  EXPECT_EQ(refusal({"s.json", "--iterations", "2x"}), "live: --iterations: not a valid integer: '2x'");
+  EXPECT_EQ(refusal({"s.json", "--repetitions", "0"}), "live: --repetitions: must be at least 1, got 0");
+  EXPECT_EQ(refusal({"s.json", "--warmup", "-1"}), "live: --warmup: must be at least 0, got -1");
+  EXPECT_EQ(refusal({"s.json", "--mode", "fast"}), "live: --mode: expected auto, rank-serial or parallel, got 'fast'");
+}
+
+// lcsim-gpu sits in <build>/calibrate, lcsim in <build>/sim.
+const std::filesystem::path kGpuBinary =
+    std::filesystem::path(LCSIM_BINARY).parent_path().parent_path() / "calibrate" / "lcsim-gpu";
+const std::string kScenario = LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8.json";
+
+struct GpuRun {
+  int exit_code = -1;
+  std::string output;
+};
+
+GpuRun run(const std::string& arguments) {
+  GpuRun r;
+  const std::string command = "CUDA_VISIBLE_DEVICES= '" + kGpuBinary.string() + "' " + arguments + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class LiveBinary : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(kGpuBinary)) GTEST_SKIP() << kGpuBinary << " not built (no CUDA toolkit)";
+  }
+};
+
+TEST_F(LiveBinary, WithoutAGpuItPlansThenSaysWhatIsMissing) {
+  const GpuRun r = run("live '" + kScenario + "' --iterations 1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no usable CUDA GPU"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("lcsim-gpu live needs an NVIDIA GPU"), std::string::npos) << r.output;
+}
+
+TEST_F(LiveBinary, InputErrorsComeBeforeTheGpu) {
+  GpuRun r = run("live '" + kScenario + "' --layers 25");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--layers: must be between 1 and Qwen2.5-0.5B's 24 layers, got 25"), std::string::npos)
+      << r.output;
+  r = run("live '" + kScenario + "' --predicted /nonexistent/sim.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("/nonexistent/sim.json: cannot open file"), std::string::npos) << r.output;
+  r = run("live");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("live: missing SCENARIO file"), std::string::npos) << r.output;
+}
+
+TEST_F(LiveBinary, HelpDescribesTheCommand) {
+  for (const char* args : {"--help", "live --help"}) {
+    const GpuRun r = run(args);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.output.find("live SCENARIO [--policy LABEL]"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("rank-serial"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace lcsim
