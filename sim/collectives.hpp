@@ -38,8 +38,9 @@ FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec);
 
 /// A reusable barrier over n actors whose cost grows linearly with n: SimGrid 3.32's Barrier does work linear in
 /// its waiting actors at every arrival, so one barrier over 1024 actors costs about a million steps per round.
-/// Arrivals form groups of kGroup in arrival order; the last of each group waits for the other groups' last ones,
-/// and the very last arrival runs `last` before anyone is released.
+/// Arrivals form groups of kGroup in arrival order; the last of each group arrives at a TreeBarrier over the
+/// groups (so no SimGrid barrier is ever wider than kGroup), and the very last arrival of all runs `last` before
+/// anyone is released.
 class TreeBarrier {
  public:
   static constexpr std::size_t kGroup = 16;
@@ -48,6 +49,8 @@ class TreeBarrier {
   template <class Last>
   void arrive(Last&& last) {
     const std::size_t k = arrived_++;
+    // Nobody arrives for the next round before this one's release, which comes after this arrival.
+    if (k + 1 == n_) arrived_ = 0;
     const std::size_t group = k / kGroup;
     const std::size_t group_size = std::min(kGroup, n_ - group * kGroup);
     if (groups_.size() <= group) groups_.resize(group + 1);
@@ -57,13 +60,15 @@ class TreeBarrier {
       barrier->wait();
       return;
     }
+    // The group is complete. The group of the very last arrival completes last, so its leader is the last to
+    // arrive above and runs `last` there.
     const std::size_t group_count = (n_ + kGroup - 1) / kGroup;
-    if (group_count > 1 && !top_) top_ = sg4::Barrier::create(static_cast<unsigned>(group_count));
-    if (k + 1 == n_) {
-      arrived_ = 0;  // nobody else arrives before `last` releases this round
+    if (group_count > 1) {
+      if (!above_) above_ = std::make_unique<TreeBarrier>(group_count);
+      above_->arrive(last);
+    } else {
       last();
     }
-    if (group_count > 1) top_->wait();
     barrier->wait();
   }
 
@@ -71,7 +76,7 @@ class TreeBarrier {
   std::size_t n_;
   std::size_t arrived_ = 0;
   std::vector<sg4::BarrierPtr> groups_;
-  sg4::BarrierPtr top_;
+  std::unique_ptr<TreeBarrier> above_;
 };
 
 /// One collective instance at run time. Members join from their actors, each saying when it is ready (its queued

@@ -75,7 +75,9 @@ class Simulation {
   }
 
   void start_iteration(std::size_t index) {
-    program_ = build_program(*plans_[index], cost_, options_.program);
+    ProgramOptions program_options = options_.program;
+    program_options.describe_work = false;  // work descriptors are for live replay; simulating reads seconds only
+    program_ = build_program(*plans_[index], cost_, program_options);
     collectives_ = std::vector<CollectiveRun>(program_.collectives.size());
     transfers_ = std::vector<TransferRun>(program_.transfers.size());
     for (auto& gpu : gpus_) gpu = GpuState{};

@@ -293,13 +293,14 @@ class Builder {
     return work;
   }
   int add_work(ComputeWork work) {
+    if (!options_.describe_work) return -1;
     program_.works.push_back(std::move(work));
     return static_cast<int>(program_.works.size()) - 1;
   }
   /// The work of `shares` over one block (or one pass of it); -1 when there are no shares.
   int add_work(ComputeWork::Pass pass, const Shares& shares, const Ids& ids, const ParallelScheme& s, const Block& b,
                bool head_stage) {
-    if (shares.empty()) return -1;
+    if (shares.empty() || !options_.describe_work) return -1;
     return add_work(ComputeWork{.pass = pass,
                                 .shares = shares,
                                 .sequence_ids = ids,

@@ -150,6 +150,9 @@ struct ProgramOptions {
   /// same; with contention, finer blocks interleave flows of different groups more faithfully, at the price of
   /// proportionally more simulated events.
   int layers_per_block = 0;
+  /// Fill IterationProgram::works and the steps' `work` indices. The live executor runs them; the simulator reads
+  /// only seconds and turns this off, which saves a copy of every share list per compute step.
+  bool describe_work = true;
 };
 
 /// Throws PlanningError for a plan the estimate would refuse (bad shapes, GPUs outside the cluster), and whatever

@@ -43,7 +43,7 @@ std::vector<std::set<AggregateKey>> aggregate_parts(const ClusterSpec& cluster,
 class NodeBuilder {
  public:
   NodeBuilder(const ClusterSpec& cluster, const LinkFigures& figures, std::vector<sg4::Host*>& gpus,
-              std::vector<sg4::Host*>& nics, std::map<AggregateKey, std::pair<sg4::Host*, sg4::Host*>>& aggregates)
+              std::vector<sg4::Host*>& nics, std::vector<Platform::AggregateMap>& aggregates)
       : cluster_(cluster), f_(figures), gpus_(gpus), nics_(nics), aggregates_(aggregates) {}
 
   /// One node: a star zone (the NVSwitch) holding the node's GPU and NIC hosts, its aggregates and the gateway
@@ -79,7 +79,7 @@ class NodeBuilder {
       sg4::Host* down = zone->create_host(name + "-down", Platform::kHostSpeed)->seal();
       add_star_one_way(zone, up->get_netpoint(), nullptr, part_links);
       add_star_one_way(zone, nullptr, down->get_netpoint(), part_links);
-      aggregates_[key] = {up, down};
+      aggregates_[static_cast<std::size_t>(node)][key] = {up, down};
     }
     zone->seal();
     return {zone->get_netpoint(), gateway};
@@ -90,7 +90,7 @@ class NodeBuilder {
   const LinkFigures& f_;
   std::vector<sg4::Host*>& gpus_;
   std::vector<sg4::Host*>& nics_;
-  std::map<AggregateKey, std::pair<sg4::Host*, sg4::Host*>>& aggregates_;
+  std::vector<Platform::AggregateMap>& aggregates_;
 };
 
 }  // namespace
@@ -107,6 +107,7 @@ Platform::Platform(const ClusterSpec& cluster, const std::vector<std::vector<int
   const auto world = static_cast<std::size_t>(cluster.world_size());
   gpus_.assign(world, nullptr);
   nics_.assign(world, nullptr);
+  aggregates_.resize(static_cast<std::size_t>(cluster.nodes));
   const std::vector<std::set<AggregateKey>> parts = aggregate_parts(cluster, groups);
   NodeBuilder nodes(cluster, figures, gpus_, nics_, aggregates_);
   if (cluster.nodes == 1) {
@@ -122,8 +123,11 @@ Platform::Platform(const ClusterSpec& cluster, const std::vector<std::vector<int
 }
 
 std::pair<sg4::Host*, sg4::Host*> Platform::aggregate(const std::vector<int>& gpus, LinkClass link) const {
-  const auto it = aggregates_.find({link, gpus});
-  if (it == aggregates_.end()) return {nullptr, nullptr};
+  if (gpus.empty()) return {nullptr, nullptr};
+  const auto node = static_cast<std::size_t>(node_of(gpus.front()));
+  if (node >= aggregates_.size()) return {nullptr, nullptr};
+  const auto it = aggregates_[node].find({link, gpus});
+  if (it == aggregates_[node].end()) return {nullptr, nullptr};
   return it->second;
 }
 

@@ -30,6 +30,9 @@ namespace lcsim::sim {
 
 class Platform {
  public:
+  /// Aggregate hosts (up, down) of one node's parts of collective groups, by link class and sorted GPUs.
+  using AggregateMap = std::map<std::pair<LinkClass, std::vector<int>>, std::pair<sg4::Host*, sg4::Host*>>;
+
   /// Creates the zones, hosts and links in the current engine (call once, before Engine::run), with aggregates
   /// for the parts of `groups` (each a set of global GPU indices).
   explicit Platform(const ClusterSpec& cluster, const std::vector<std::vector<int>>& groups = {});
@@ -53,7 +56,7 @@ class Platform {
  private:
   std::vector<sg4::Host*> gpus_;  // by global GPU index: Engine::get_all_hosts() has no useful order
   std::vector<sg4::Host*> nics_;
-  std::map<std::pair<LinkClass, std::vector<int>>, std::pair<sg4::Host*, sg4::Host*>> aggregates_;
+  std::vector<AggregateMap> aggregates_;  // by node: a lookup searches only its node's few parts
   int gpus_per_node_ = 1;
   double nvlink_Bps_ = 0;
   double ib_Bps_ = 0;

@@ -159,7 +159,7 @@ void print_simulation_table(const SimulationReport& report, std::ostream& out) {
 
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup", "busy max s", "busy min s", "OOM iters",
-                  "estimate s", "wall s/iter", "cpu s/iter"});
+                  "estimate s", "wall ms/iter", "cpu ms/iter"});
   for (std::size_t p = 0; p < r.policies.size(); ++p) {
     const PolicyResult& pr = r.policies[p];
     const SimulatedPolicyExtras& ex = report.extras[p];
@@ -169,8 +169,8 @@ void print_simulation_table(const SimulationReport& report, std::ostream& out) {
                     format("%.2fx", pr.speedup_vs_baseline), format("%.4f", ex.busy_max_mean_s),
                     format("%.4f", ex.busy_min_mean_s),
                     std::to_string(pr.oom_iterations) + "/" + std::to_string(pr.iterations.size()),
-                    format("%.4f", ex.estimate_mean_s), format("%.3f", ex.wall_s / iterations),
-                    format("%.3f", ex.cpu_s / iterations)});
+                    format("%.4f", ex.estimate_mean_s), format("%.2f", 1e3 * ex.wall_s / iterations),
+                    format("%.2f", 1e3 * ex.cpu_s / iterations)});
   }
   std::vector<std::size_t> width(rows.front().size(), 0);
   for (const auto& row : rows)
@@ -186,7 +186,7 @@ void print_simulation_table(const SimulationReport& report, std::ostream& out) {
   out << "speedup: tokens/s over " << r.baseline
       << "'s; busy max/min: busiest and least busy GPU of the plan (compute + collectives; waits and pipeline\n"
          "transfers are idle), mean over iterations; estimate s: closed-form estimate of the same plans (lcsim plan);\n"
-         "wall s/iter, cpu s/iter: wall and CPU time to simulate one iteration (the CPU time is the wall time on a\n"
+         "wall ms/iter, cpu ms/iter: wall and CPU time to simulate one iteration (the CPU time is the wall time on a\n"
          "dedicated core; neither is written to files)\n";
 }
 

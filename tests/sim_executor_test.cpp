@@ -185,3 +185,41 @@ TEST(SimExecutor, SpansTellComputeFromCommunication) {
 
 }  // namespace
 }  // namespace lcsim
+
+namespace lcsim {
+namespace {
+
+TEST(SimExecutor, HundredsOfGpusMeetThroughEveryLevelOfTheBarrierTree) {
+  // 40 nodes x 8 GPUs: the iteration barrier spans 320 actors (groups of 16, then 20 group leaders, then 2), the
+  // ZeRO collectives 40 replicas each. Replicas of unequal work: no GPU may start iteration 2 before the slowest
+  // has ended iteration 1, and every collective must wait for its slowest member, or the times differ.
+  ClusterSpec cluster;
+  cluster.gpu = named_gpu("H100-SXM");
+  cluster.nodes = 40;
+  cluster.gpus_per_node = 8;
+  cluster.nvlink_GBps = 450;
+  cluster.ib_GBps = 50;
+  const CostModel cost(named_model("Qwen2.5-0.5B"), cluster,
+                       load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json"));
+  std::vector<IterationPlan> plans(2);
+  for (std::size_t p = 0; p < plans.size(); ++p)
+    for (int node = 0; node < cluster.nodes; ++node) {
+      std::vector<int> members;
+      for (int g = 0; g < 8; ++g) members.push_back(node * 8 + g);
+      const std::int64_t id = static_cast<std::int64_t>(p) * 1000 + node;
+      const Tokens tokens = 2048 * (1 + (node * 7 + static_cast<int>(p) * 3) % 11);
+      plans[p].replicas.push_back(replica(scheme(1, 1, 8), members, {micro_batch({sharded(id, tokens)})}));
+    }
+  const auto outcomes = simulate_in_child(plans, cost);
+  ASSERT_EQ(outcomes.size(), plans.size());
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const IterationEstimate estimate = estimate_iteration(plans[i], cost);
+    // Nodes share no links but the fabric's, which the gradient rings cross evenly: no contention.
+    expect_relative(outcomes[i].seconds, estimate.seconds, 1e-6, "plan " + std::to_string(i));
+    ASSERT_EQ(outcomes[i].busy_seconds.size(), 320u);
+  }
+  EXPECT_NEAR(outcomes[1].start_s, outcomes[0].start_s + outcomes[0].seconds, 1e-9);
+}
+
+}  // namespace
+}  // namespace lcsim
