@@ -7,11 +7,15 @@
 #   bench:MODEL      attention TFLOP/s of lcsim's kernels, then PyTorch SDPA on the same shapes (needs python3+torch)
 #   calibrate:MODEL  the full calibration; writes OUTDIR/<gpu>-<model>.json and .measurements.json
 #   quick:MODEL      calibrate --quick (a smoke run)
+#   live:SCENARIO[@SIM.json]
+#                    lcsim-gpu live on SCENARIO (a path from the repository root), predicted by SIM.json (the
+#                    results of `lcsim simulate --json` on the same scenario) when given, else by the program replay;
+#                    writes OUTDIR/live-<scenario name>.json, .trace.json and .log
 # Exits with the first failing step's status.
 set -euo pipefail
 
 if [[ $# -lt 3 ]]; then
-  sed -n '2,12p' "$0"
+  sed -n '2,16p' "$0"
   exit 2
 fi
 binary=$1
@@ -52,6 +56,14 @@ for step in "$@"; do
       [[ $kind == quick ]] && flags=(--quick)
       "$binary" calibrate --model "$model" "${flags[@]}" --out "$outdir/$gpu-$lower.json" 2>&1 |
         tee "$outdir/calibrate-$model.log"
+      ;;
+    live)
+      scenario=${model%%@*}
+      predicted=()
+      [[ $model == *@* ]] && predicted=(--predicted "${model#*@}")
+      name=$(basename "$scenario" .json)
+      "$binary" live "$scenario" "${predicted[@]}" --json "$outdir/live-$name.json" \
+        --trace "$outdir/live-$name.trace.json" 2>&1 | tee "$outdir/live-$name.log"
       ;;
     *)
       echo "unknown step $step" >&2
