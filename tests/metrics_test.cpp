@@ -106,6 +106,26 @@ TEST(MetricsHbp, MeanOverIterations) {
   EXPECT_DOUBLE_EQ(mean_metrics({}).max_min_time_ratio, 1.0);
 }
 
+TEST(MetricsHbp, WorkWeightedAbrWeighsIterationsByAttentionCapacity) {
+  // Iteration 1: two 1K sequences on two GPUs, balanced (ABR 0, capacity 2 x 1K^2). Iteration 2: a 4K sequence
+  // beside a 2K one (idle 16 - 4 = 12 K^2 of a capacity of 2 x 16 K^2: ABR 0.375). The mean of the ABRs is 0.1875;
+  // over the run, 12 K^2 idle of 34 K^2.
+  IterationPlan balanced;
+  balanced.replicas = {replica(scheme(1, 1, 1), {0}, {micro_batch({on_rank(1, K, 0)})}),
+                       replica(scheme(1, 1, 1), {1}, {micro_batch({on_rank(2, K, 0)})})};
+  IterationPlan skewed;
+  skewed.replicas = {replica(scheme(1, 1, 1), {0}, {micro_batch({on_rank(3, 4 * K, 0)})}),
+                     replica(scheme(1, 1, 1), {1}, {micro_batch({on_rank(4, 2 * K, 0)})})};
+  const BalanceMetrics a = compute_metrics(balanced, busy({1, 1}), 2);
+  const BalanceMetrics b = compute_metrics(skewed, busy({1, 1}), 2);
+  EXPECT_DOUBLE_EQ(a.abr_work, a.abr);
+  EXPECT_DOUBLE_EQ(b.abr, 0.375);
+  EXPECT_DOUBLE_EQ(b.attention_capacity, 2.0 * 16 * K * K);
+  const BalanceMetrics run = mean_metrics({a, b});
+  EXPECT_DOUBLE_EQ(run.abr, 0.1875);
+  EXPECT_DOUBLE_EQ(run.abr_work, 12.0 / 34.0);
+}
+
 IterationResult iteration(double seconds, Tokens tokens, bool oom = false) {
   IterationResult it;
   it.seconds = seconds;

@@ -96,8 +96,10 @@ TEST(ResultsIoJson, SchemaKeysInFixedOrder) {
   EXPECT_EQ(keys_of(p), (std::vector<std::string>{"name", "kind", "mean_iteration_s", "p50_iteration_s",
                                                   "p99_iteration_s", "total_s", "tokens", "tokens_per_s",
                                                   "speedup_vs_baseline", "oom_iterations", "metrics", "iterations"}));
-  EXPECT_EQ(keys_of(p["metrics"]), (std::vector<std::string>{"dbr", "pr", "abr", "cr", "max_min_time_ratio"}));
+  EXPECT_EQ(keys_of(p["metrics"]),
+            (std::vector<std::string>{"dbr", "pr", "abr", "abr_work", "cr", "max_min_time_ratio"}));
   const auto& it = p["iterations"][0];
+  EXPECT_EQ(keys_of(it["metrics"]), (std::vector<std::string>{"dbr", "pr", "abr", "cr", "max_min_time_ratio"}));
   EXPECT_EQ(keys_of(it), (std::vector<std::string>{"index", "label", "seconds", "tokens", "sequences", "oom",
                                                    "peak_GiB", "metrics", "busy_s"}));
   EXPECT_EQ(it["oom"], true);
@@ -156,7 +158,7 @@ TEST(ResultsIoTable, HeaderProfileLineThenAlignedRows) {
   std::vector<std::string> lines;
   std::stringstream in(out.str());
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 10u);  // 5 header lines, column header, 2 policies, 2 legend lines
+  ASSERT_EQ(lines.size(), 11u);  // 5 header lines, column header, 2 policies, 3 legend lines
   EXPECT_TRUE(contains(lines[0], "demo (scenarios/demo.json)"));
   EXPECT_TRUE(contains(lines[1], "plan"));
   EXPECT_TRUE(contains(lines[2], "synthetic tulu3"));

@@ -29,11 +29,13 @@ Json number(double value) {
   return std::strtod(format("%.9g", value).c_str(), nullptr);
 }
 
-Json metrics_json(const BalanceMetrics& m) {
+/// `over_run`: a policy's metrics over its iterations, which add abr_work (per iteration it is abr).
+Json metrics_json(const BalanceMetrics& m, bool over_run) {
   Json j;
   j["dbr"] = number(m.dbr);
   j["pr"] = number(m.pr);
   j["abr"] = number(m.abr);
+  if (over_run) j["abr_work"] = number(m.abr_work);
   j["cr"] = number(m.cr);
   j["max_min_time_ratio"] = number(m.max_min_time_ratio);
   return j;
@@ -48,7 +50,7 @@ Json iteration_json(const IterationResult& it) {
   j["sequences"] = it.sequences;
   j["oom"] = it.oom;
   j["peak_GiB"] = number(it.peak_bytes / kGiB);
-  j["metrics"] = metrics_json(it.metrics);
+  j["metrics"] = metrics_json(it.metrics, false);
   Json busy = Json::array();
   for (double s : it.busy_seconds) busy.push_back(number(s));
   j["busy_s"] = std::move(busy);
@@ -67,7 +69,7 @@ Json policy_json(const PolicyResult& p) {
   j["tokens_per_s"] = number(p.tokens_per_s);
   j["speedup_vs_baseline"] = number(p.speedup_vs_baseline);
   j["oom_iterations"] = p.oom_iterations;
-  j["metrics"] = metrics_json(p.metrics);
+  j["metrics"] = metrics_json(p.metrics, true);
   Json iterations = Json::array();
   for (const auto& it : p.iterations) iterations.push_back(iteration_json(it));
   j["iterations"] = std::move(iterations);
@@ -167,19 +169,21 @@ void print_results_table(const RunResults& results, std::ostream& out) {
 
   std::vector<std::vector<std::string>> rows;
   rows.push_back(
-      {"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup", "DBR", "PR", "ABR", "CR", "OOM iters", "plan ms"});
+      {"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup", "DBR", "PR", "ABR", "ABRw", "CR", "OOM iters",
+       "plan ms"});
   for (const auto& p : results.policies) {
     rows.push_back({p.label, format("%.4f", p.mean_iteration_s), format("%.4f", p.p50_iteration_s),
                     format("%.4f", p.p99_iteration_s), format("%.0f", p.tokens_per_s),
                     format("%.2fx", p.speedup_vs_baseline), format("%.3f", p.metrics.dbr), format("%.3f", p.metrics.pr),
-                    format("%.3f", p.metrics.abr), format("%.3f", p.metrics.cr),
+                    format("%.3f", p.metrics.abr), format("%.3f", p.metrics.abr_work), format("%.3f", p.metrics.cr),
                     std::to_string(p.oom_iterations) + "/" + std::to_string(p.iterations.size()),
                     format("%.1f", p.planning_ms)});
   }
   print_table(rows, out);
   out << "speedup: tokens/s over " << results.baseline
       << "'s (same tokens for every policy; re-batching ones take other iteration counts)\n"
-         "DBR, PR, ABR, CR: HBP balance metrics, mean over iterations; plan ms: planning wall time (not in files)\n";
+         "DBR, PR, ABR, CR: HBP balance metrics, mean over iterations; ABRw: ABR over the run, every iteration\n"
+         "weighted by its attention work (sum of idle over sum of capacity); plan ms: planning wall time (not in files)\n";
 }
 
 }  // namespace lcsim

@@ -14,7 +14,8 @@
 //                     "mean_iteration_s", "p50_iteration_s", "p99_iteration_s", "total_s": seconds,
 //                     "tokens": integer, "tokens_per_s", "speedup_vs_baseline": tokens/s over the baseline's,
 //                     "oom_iterations": integer,
-//                     "metrics": { "dbr", "pr", "abr", "cr", "max_min_time_ratio" }  (mean over iterations),
+//                     "metrics": { "dbr", "pr", "abr", "abr_work", "cr", "max_min_time_ratio" }  (mean over
+//                                  iterations; abr_work: ABR over the run, sum of idle over sum of capacity),
 //                     "iterations": [ { "index", "label", "seconds", "tokens", "sequences", "oom": bool,
 //                                       "peak_GiB": largest per-GPU peak (GiB = 2^30 bytes),
 //                                       "metrics": {...}, "busy_s": [ per GPU seconds ] } ] } ] }

@@ -84,6 +84,12 @@ BalanceMetrics compute_metrics(const IterationPlan& plan, const IterationEstimat
   BalanceMetrics m;
   m.dbr = balance_ratio(t_used);
   m.abr = balance_ratio(a_used);
+  if (!a_used.empty()) {
+    const double top = *std::max_element(a_used.begin(), a_used.end());
+    m.attention_capacity = top * static_cast<double>(a_used.size());
+    for (double a : a_used) m.attention_idle += top - a;
+  }
+  m.abr_work = m.abr;
   m.pr = padded_slots > 0 ? padding / padded_slots : 0;
   m.cr = token_sum > 0 ? comm_sum / token_sum : 0;
   if (!busy_used.empty()) {
@@ -108,7 +114,10 @@ BalanceMetrics mean_metrics(const std::vector<BalanceMetrics>& per_iteration) {
     mean.abr += m.abr;
     mean.cr += m.cr;
     mean.max_min_time_ratio += m.max_min_time_ratio;
+    mean.attention_idle += m.attention_idle;
+    mean.attention_capacity += m.attention_capacity;
   }
+  mean.abr_work = mean.attention_capacity > 0 ? mean.attention_idle / mean.attention_capacity : 0;
   const auto n = static_cast<double>(per_iteration.size());
   mean.dbr /= n;
   mean.pr /= n;

@@ -18,10 +18,17 @@ struct BalanceMetrics {
   double abr = 0;
   double cr = 0;
   double max_min_time_ratio = 1;
+  /// ABR's numerator and denominator, sum_i (Amax - A_i) and Amax N (tokens^2): an iteration's idle and total
+  /// attention capacity. Summed over a run they give abr_work.
+  double attention_idle = 0;
+  double attention_capacity = 0;
+  /// Over a run (mean_metrics): sum of attention_idle / sum of attention_capacity, ABR with every iteration
+  /// weighted by its attention capacity. Per iteration it equals abr.
+  double abr_work = 0;
 };
 
 BalanceMetrics compute_metrics(const IterationPlan& plan, const IterationEstimate& estimate, int world_size);
-/// Mean of each metric over iterations.
+/// Mean of each metric over iterations; abr_work and the attention sums over the run.
 BalanceMetrics mean_metrics(const std::vector<BalanceMetrics>& per_iteration);
 
 }  // namespace lcsim
