@@ -25,7 +25,7 @@
 namespace {
 
 constexpr int kInternalError = 1;
-constexpr int kUsageError = 2;  // bad input, or no usable GPU
+constexpr int kUsageError = 2;     // bad input, or no usable GPU
 constexpr int kPlanningError = 3;  // live: a policy could not plan
 
 void usage(std::ostream& out) {

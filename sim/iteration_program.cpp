@@ -257,8 +257,8 @@ class Builder {
           set.bytes = static_bytes;
           push(g, set);
           if (switch_s > 0) {
-            push(g, compute(WorkKind::Switch, switch_s, r, -1, add_work(parameter_work(ComputeWork::Pass::Switch,
-                                                                                       switch_params))));
+            push(g, compute(WorkKind::Switch, switch_s, r, -1,
+                            add_work(parameter_work(ComputeWork::Pass::Switch, switch_params))));
           }
         }
         if (rep.scheme.pp == 1)

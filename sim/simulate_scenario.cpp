@@ -172,17 +172,7 @@ void print_simulation_table(const SimulationReport& report, std::ostream& out) {
                     format("%.4f", ex.estimate_mean_s), format("%.2f", 1e3 * ex.wall_s / iterations),
                     format("%.2f", 1e3 * ex.cpu_s / iterations)});
   }
-  std::vector<std::size_t> width(rows.front().size(), 0);
-  for (const auto& row : rows)
-    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(width[c] - row[c].size(), ' ');
-      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
-    }
-    out << line << '\n';
-  }
+  print_aligned_rows(rows, out);
   out << "speedup: tokens/s over " << r.baseline
       << "'s; busy max/min: busiest and least busy GPU of the plan (compute + collectives; waits and pipeline\n"
          "transfers are idle), mean over iterations; estimate s: closed-form estimate of the same plans (lcsim plan);\n"

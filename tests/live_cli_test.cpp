@@ -24,10 +24,10 @@ std::string refusal(const std::vector<std::string>& args) {
 }
 
 TEST(LiveCli, ParsesEveryOption) {
-  const LiveOptions o =
-      parse_live_options({"s.json", "--policy", "a", "--policy", "b", "--iterations", "3", "--layers", "12",
-                          "--predicted", "sim.json", "--mode", "rank-serial", "--warmup", "0", "--repetitions", "7",
-                          "--trace", "t.json", "--json", "r.json"});
+  const LiveOptions o = parse_live_options(
+      {"s.json", "--policy",    "a",        "--policy", "b",           "--iterations", "3", "--layers",
+       "12",     "--predicted", "sim.json", "--mode",   "rank-serial", "--warmup",     "0", "--repetitions",
+       "7",      "--trace",     "t.json",   "--json",   "r.json"});
   EXPECT_EQ(o.scenario, "s.json");
   EXPECT_EQ(o.policies, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(o.iterations, 3);

@@ -83,17 +83,21 @@ TEST(LivePredicted, RefusesResultsOfAnythingElse) {
             std::string::npos);
   EXPECT_NE(changed([](nlohmann::json& j) { j["seed"] = 7; }).find("sim.json: seed:"), std::string::npos);
   EXPECT_NE(changed([](nlohmann::json& j) { j["policies"].erase(1); }).find("no policy 'skrull'"), std::string::npos);
-  EXPECT_NE(changed([](nlohmann::json& j) { j["policies"][0]["iterations"].erase(1); })
-                .find("policies[0].iterations: holds 1 iterations, this run plans 2"),
+  EXPECT_NE(changed([](nlohmann::json& j) {
+              j["policies"][0]["iterations"].erase(1);
+            }).find("policies[0].iterations: holds 1 iterations, this run plans 2"),
             std::string::npos);
-  EXPECT_NE(changed([](nlohmann::json& j) { j["policies"][1]["iterations"][1]["tokens"] = 5; })
-                .find("policies[1].iterations[1].tokens: this run's plan holds"),
+  EXPECT_NE(changed([](nlohmann::json& j) {
+              j["policies"][1]["iterations"][1]["tokens"] = 5;
+            }).find("policies[1].iterations[1].tokens: this run's plan holds"),
             std::string::npos);
-  EXPECT_NE(changed([](nlohmann::json& j) { j["policies"][0]["iterations"][0]["peak_GiB"] = 1.5; })
-                .find("policies[0].iterations[0].peak_GiB"),
+  EXPECT_NE(changed([](nlohmann::json& j) {
+              j["policies"][0]["iterations"][0]["peak_GiB"] = 1.5;
+            }).find("policies[0].iterations[0].peak_GiB"),
             std::string::npos);
-  EXPECT_NE(changed([](nlohmann::json& j) { j["policies"][0]["iterations"][0]["seconds"] = nullptr; })
-                .find("policies[0].iterations[0].seconds: expected a number"),
+  EXPECT_NE(changed([](nlohmann::json& j) {
+              j["policies"][0]["iterations"][0]["seconds"] = nullptr;
+            }).find("policies[0].iterations[0].seconds: expected a number"),
             std::string::npos);
   EXPECT_NE(changed([](nlohmann::json& j) { j["policies"][0]["iterations"][0]["extra"] = 1; }).find("extra"),
             std::string::npos);

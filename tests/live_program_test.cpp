@@ -43,8 +43,8 @@ std::vector<const ComputeWork*> works_of(const sim::IterationProgram& program, i
 
 IterationPlan dacp_plan(bool overlap) {
   IterationPlan plan;
-  plan.replicas = {replica(scheme(1, 1, 2), {0, 1},
-                           {micro_batch({on_rank(1, 10, 0), on_rank(3, 6, 1), sharded(2, 20)})}, overlap)};
+  plan.replicas = {
+      replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 10, 0), on_rank(3, 6, 1), sharded(2, 20)})}, overlap)};
   return plan;
 }
 
@@ -72,8 +72,8 @@ TEST(LiveProgram, ComputeWorkNamesEachRanksSequencesAndShards) {
   }
   // The step's seconds are the cost model's for exactly those shares.
   const Step& step = program.gpus[0][1];
-  EXPECT_NEAR(step.seconds, cost.compute_seconds(program.works[static_cast<std::size_t>(step.work)].shares,
-                                                 scheme(1, 1, 2), 2, true),
+  EXPECT_NEAR(step.seconds,
+              cost.compute_seconds(program.works[static_cast<std::size_t>(step.work)].shares, scheme(1, 1, 2), 2, true),
               kTol);
 }
 
@@ -92,7 +92,8 @@ TEST(LiveProgram, OverlapSplitsLocalAndDistributedWork) {
 TEST(LiveProgram, PipelineStagesSplitForwardAndBackwardAndOnlyTheLastHasTheHead) {
   const CostModel cost = tiny_cost(1, 2);
   IterationPlan plan;
-  plan.replicas = {replica(scheme(1, 2, 1), {0, 1}, {micro_batch({on_rank(1, 10, 0)}), micro_batch({on_rank(2, 7, 0)})})};
+  plan.replicas = {
+      replica(scheme(1, 2, 1), {0, 1}, {micro_batch({on_rank(1, 10, 0)}), micro_batch({on_rank(2, 7, 0)})})};
   const auto program = sim::build_program(plan, cost, {});
   for (int g : {0, 1}) {
     std::map<int, std::vector<ComputeWork::Pass>> passes;  // per micro-batch

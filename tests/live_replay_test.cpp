@@ -110,9 +110,8 @@ TEST(LiveReplay, RetimingKeepsTheLeadsShareOfTheCompute) {
   sim::IterationProgram p;
   p.collectives = {collective({0}, 1)};
   p.gpus = {{compute(2), join(0, Step::Type::ComputeWithCollective, 4, 1), join(0)}};
-  const sim::IterationProgram r = sim::retime_compute(p, [](int, std::size_t i, const Step& s) {
-    return i == 0 ? 5.0 : s.seconds * 2;
-  });
+  const sim::IterationProgram r =
+      sim::retime_compute(p, [](int, std::size_t i, const Step& s) { return i == 0 ? 5.0 : s.seconds * 2; });
   EXPECT_NEAR(r.gpus[0][0].seconds, 5, kTol);
   EXPECT_NEAR(r.gpus[0][1].seconds, 8, kTol);
   EXPECT_NEAR(r.gpus[0][1].lead_s, 2, kTol);
@@ -124,10 +123,10 @@ TEST(LiveReplay, RetimingKeepsTheLeadsShareOfTheCompute) {
 TEST(LiveReplay, MatchesTheEstimateWithoutOverlapOrPipelines) {
   const CostModel cost = tiny_cost(1, 4);
   IterationPlan plan;
-  plan.replicas = {replica(scheme(2, 1, 2), {0, 1, 2, 3},
-                           {micro_batch({on_rank(1, 10, 0), on_rank(2, 30, 1), sharded(3, 20)}),
-                            micro_batch({on_rank(4, 12, 1), sharded(7, 6)}),
-                            micro_batch({sharded(5, 40), on_rank(6, 8, 0)})})};
+  plan.replicas = {
+      replica(scheme(2, 1, 2), {0, 1, 2, 3},
+              {micro_batch({on_rank(1, 10, 0), on_rank(2, 30, 1), sharded(3, 20)}),
+               micro_batch({on_rank(4, 12, 1), sharded(7, 6)}), micro_batch({sharded(5, 40), on_rank(6, 8, 0)})})};
   const sim::IterationOutcome o = sim::replay_program(sim::build_program(plan, cost, {}), 0, false);
   const IterationEstimate e = estimate_iteration(plan, cost);
   EXPECT_NEAR(o.seconds, e.seconds, 1e-9 * e.seconds);

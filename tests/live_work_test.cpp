@@ -100,10 +100,9 @@ TEST(LiveWork, NcclArgumentsFollowNcclTestsSizes) {
 
 IterationPlan two_rank_plan(bool overlap) {
   IterationPlan plan;
-  plan.replicas = {replica(scheme(1, 1, 2), {0, 1},
-                           {micro_batch({on_rank(1, 10, 0), on_rank(3, 6, 1), sharded(2, 20)}),
-                            micro_batch({sharded(4, 20)})},
-                           overlap)};
+  plan.replicas = {replica(
+      scheme(1, 1, 2), {0, 1},
+      {micro_batch({on_rank(1, 10, 0), on_rank(3, 6, 1), sharded(2, 20)}), micro_batch({sharded(4, 20)})}, overlap)};
   return plan;
 }
 
@@ -179,7 +178,8 @@ TEST(LiveWork, ComposingWithTheModelsOwnSecondsGivesTheModelsIteration) {
     const sim::IterationProgram program = sim::build_program(two_rank_plan(overlap), cost, {});
     JobTable table;
     const ProgramJobs mapped = table.add(program, cost.model());
-    const MeasuredIteration m = compose_rank_serial(program, mapped, table.jobs(), model_results(cost, table.jobs()), true);
+    const MeasuredIteration m =
+        compose_rank_serial(program, mapped, table.jobs(), model_results(cost, table.jobs()), true);
     const sim::IterationOutcome model = sim::replay_program(program, 0, false);
     EXPECT_NEAR(m.seconds, model.seconds, 1e-9 * model.seconds) << "overlap " << overlap;
     for (std::size_t g = 0; g < 2; ++g) EXPECT_NEAR(m.busy_seconds[g], model.busy_seconds[g], 1e-9 * model.seconds);
@@ -194,7 +194,8 @@ TEST(LiveWork, ComposedTimeIsTheReplayOfMeasuredComputeAndModelCollectives) {
   // all-gather (0.25 s each): 10 + 28.8 + 0.5 = 39.3 s. Rank 1 is busy 7 + 28.8 + 0.5 = 36.3 s.
   const CostModel cost = tiny_cost(1, 2);
   IterationPlan plan;
-  plan.replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 10, 0), on_rank(3, 6, 1), sharded(2, 20)})})};
+  plan.replicas = {
+      replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 10, 0), on_rank(3, 6, 1), sharded(2, 20)})})};
   const sim::IterationProgram program = sim::build_program(plan, cost, {});
   JobTable table;
   const ProgramJobs mapped = table.add(program, cost.model());

@@ -71,7 +71,8 @@ TEST(SimRing, EachExchangeRunsBesideTheAttentionBlocksThatHideIt) {
     EXPECT_NEAR(spec.time.latency_s, 10.0, kTol);  // 2 layers x 1 step x 5 s
   }
   // The block takes compute + 6.8 + 2 s: what the estimate charges.
-  const double estimate = micro_batch_seconds(cost, dacp_plan(false).replicas[0], dacp_plan(false).replicas[0].micro_batches[0]);
+  const double estimate =
+      micro_batch_seconds(cost, dacp_plan(false).replicas[0], dacp_plan(false).replicas[0].micro_batches[0]);
   EXPECT_NEAR(estimate, 217.92 + 6.8 + 2.0, 1e-6);
   EXPECT_TRUE(sim::is_communication(WorkKind::CpRing));
 }
@@ -88,7 +89,8 @@ TEST(SimRing, OverlapDealsTheLocalComputeToWhatTheRingLeavesExposed) {
   EXPECT_NEAR(rank0[2].seconds, 3.2 + 6.8, kTol);
   EXPECT_NEAR(rank0[3].seconds, 8.0 + 103.36 - 6.8, kTol);
   // Sum: 103.36 + max(10, 10) + max(10, 104.56) = 217.92 = max(8.8 exposed, 103.36 local) + 114.56.
-  const double estimate = micro_batch_seconds(cost, dacp_plan(true).replicas[0], dacp_plan(true).replicas[0].micro_batches[0]);
+  const double estimate =
+      micro_batch_seconds(cost, dacp_plan(true).replicas[0], dacp_plan(true).replicas[0].micro_batches[0]);
   EXPECT_NEAR(estimate, 217.92, 1e-6);
   // Rank 1 has no local work: only the attention beside its rings.
   EXPECT_NEAR(program.gpus[1][2].seconds, 3.2, kTol);
@@ -197,8 +199,8 @@ TEST(SimRing, MatchesTheClosedFormEstimateOnOneNodeWithoutContention) {
 TEST(SimRing, MatchesTheEstimateOnARingAcrossTwoNodes) {
   const CostModel cost = ring_h100(2);
   std::vector<IterationPlan> plans(1);
-  plans[0].replicas = {replica(scheme(1, 1, 16), gpus(0, 16),
-                               {micro_batch({sharded(1, 4096)}), micro_batch({sharded(2, 131072)})})};
+  plans[0].replicas = {
+      replica(scheme(1, 1, 16), gpus(0, 16), {micro_batch({sharded(1, 4096)}), micro_batch({sharded(2, 131072)})})};
   expect_matches_estimate(plans, cost);
 }
 

@@ -101,21 +101,6 @@ std::string mode_description(const std::string& mode) {
   return mode;
 }
 
-void print_table(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
-  std::vector<std::size_t> width(rows.front().size(), 0);
-  for (const auto& row : rows)
-    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(width[c] - row[c].size(), ' ');
-      // The policy column reads left to right; numbers align on the right.
-      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
-    }
-    out << line << '\n';
-  }
-}
-
 }  // namespace
 
 nlohmann::ordered_json results_to_json(const RunResults& results) {
@@ -168,9 +153,8 @@ void print_results_table(const RunResults& results, std::ostream& out) {
   out << "profile   " << results.profile_label << '\n';
 
   std::vector<std::vector<std::string>> rows;
-  rows.push_back(
-      {"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup", "DBR", "PR", "ABR", "ABRw", "CR", "OOM iters",
-       "plan ms"});
+  rows.push_back({"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup", "DBR", "PR", "ABR", "ABRw", "CR",
+                  "OOM iters", "plan ms"});
   for (const auto& p : results.policies) {
     rows.push_back({p.label, format("%.4f", p.mean_iteration_s), format("%.4f", p.p50_iteration_s),
                     format("%.4f", p.p99_iteration_s), format("%.0f", p.tokens_per_s),
@@ -179,11 +163,28 @@ void print_results_table(const RunResults& results, std::ostream& out) {
                     std::to_string(p.oom_iterations) + "/" + std::to_string(p.iterations.size()),
                     format("%.1f", p.planning_ms)});
   }
-  print_table(rows, out);
+  print_aligned_rows(rows, out);
   out << "speedup: tokens/s over " << results.baseline
       << "'s (same tokens for every policy; re-batching ones take other iteration counts)\n"
          "DBR, PR, ABR, CR: HBP balance metrics, mean over iterations; ABRw: ABR over the run, every iteration\n"
-         "weighted by its attention work (sum of idle over sum of capacity); plan ms: planning wall time (not in files)\n";
+         "weighted by its attention work (sum of idle over sum of capacity); plan ms: planning wall time (not in "
+         "files)\n";
+}
+
+void print_aligned_rows(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  if (rows.empty()) return;
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      // The policy column reads left to right; numbers align on the right.
+      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
+    }
+    out << line << '\n';
+  }
 }
 
 }  // namespace lcsim

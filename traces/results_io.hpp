@@ -46,4 +46,8 @@ void write_results_csv(const RunResults& results, const std::string& file);
 /// iterations and planning milliseconds.
 void print_results_table(const RunResults& results, std::ostream& out);
 
+/// Rows as aligned text columns (two spaces apart): the first column, the row names, left-aligned; the others,
+/// numbers, right-aligned. Every table lcsim and lcsim-gpu print goes through it.
+void print_aligned_rows(const std::vector<std::vector<std::string>>& rows, std::ostream& out);
+
 }  // namespace lcsim

@@ -23,8 +23,8 @@ void run_live(const std::vector<std::string>& args, std::ostream& out) {
   const int gpus = visible_gpus();
   if (mode == LiveMode::Auto) mode = world > 1 && gpus >= world ? LiveMode::Parallel : LiveMode::RankSerial;
   if (mode == LiveMode::Parallel && gpus < world)
-    throw InputError("live --mode parallel: the scenario's cluster has " + std::to_string(world) +
-                     " GPUs, this node " + std::to_string(gpus) + "; use --mode rank-serial");
+    throw InputError("live --mode parallel: the scenario's cluster has " + std::to_string(world) + " GPUs, this node " +
+                     std::to_string(gpus) + "; use --mode rank-serial");
   if (options.mode == LiveMode::Auto && mode == LiveMode::Parallel) {
     try {
       check_parallel_plans(live);

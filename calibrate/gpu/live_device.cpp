@@ -126,8 +126,8 @@ double LiveDevice::run_layers(const ProxyShape& shape, const JobEvents& events) 
       head_key_ = key;
     }
   }
-  proxy.set_batch(shape.local, kernels::LayerProxy::Sharded{shape.sharded, shape.cp, shape.sharded_heads,
-                                                             shape.sharded_kv_heads});
+  proxy.set_batch(shape.local,
+                  kernels::LayerProxy::Sharded{shape.sharded, shape.cp, shape.sharded_heads, shape.sharded_kv_heads});
   const int rows = proxy.tokens();
   // The batch's input and output gradient are activations; whatever else was live before is not the run's.
   const double batch_bytes = 2.0 * rows * hidden * static_cast<double>(sizeof(bf16));

@@ -116,8 +116,7 @@ void issue(const NcclLibrary& nccl, const sim::CollectiveSpec& spec, ncclComm_t 
                      "ReduceScatter");
           break;
         case CollectiveOp::AllReduce:
-          nccl.check(nccl.all_reduce(rig.send, rig.recv, a.count, ncclBfloat16, ncclSum, comm, rig.comm),
-                     "AllReduce");
+          nccl.check(nccl.all_reduce(rig.send, rig.recv, a.count, ncclBfloat16, ncclSum, comm, rig.comm), "AllReduce");
           break;
         case CollectiveOp::SendRecv:
           throw std::logic_error("live: a send/recv inside a collective step");
@@ -168,7 +167,8 @@ class ParallelRun {
     rigs_.resize(static_cast<std::size_t>(world_));
     for (int g = 0; g < world_; ++g) {
       Rig& rig = rigs_[static_cast<std::size_t>(g)];
-      rig.device = std::make_unique<LiveDevice>(g, live.loaded.cost->capacity_bytes(), kSeed + static_cast<unsigned>(g));
+      rig.device =
+          std::make_unique<LiveDevice>(g, live.loaded.cost->capacity_bytes(), kSeed + static_cast<unsigned>(g));
       check_cuda(cudaStreamCreateWithFlags(&rig.comm, cudaStreamNonBlocking), "live: communication stream");
     }
   }
@@ -193,14 +193,14 @@ class ParallelRun {
     exec.collectives = "NCCL " + nccl_.version() + " on this node (the cost model's sizes and counts)";
     exec.notes.push_back(std::to_string(options_.warmup) + " warm-up and " + std::to_string(options_.repetitions) +
                          " timed runs of every iteration (median; iteration time: the slowest GPU's CUDA events)");
-    exec.notes.push_back("each compute step uploads its batch layout first (a host synchronisation inside the "
-                         "iteration); Ulysses shards attend on local copies, the all-to-alls move buffers of their "
-                         "size");
+    exec.notes.push_back(
+        "each compute step uploads its batch layout first (a host synchronisation inside the "
+        "iteration); Ulysses shards attend on local copies, the all-to-alls move buffers of their "
+        "size");
     for (std::size_t p = 0; p < live_.policies.size(); ++p) {
       exec.iterations.emplace_back();
       for (std::size_t i = 0; i < live_.policies[p].programs.size(); ++i) {
-        progress_ << "[" << live_.policies[p].label << " " << i + 1 << "/" << live_.policies[p].programs.size()
-                  << "] ";
+        progress_ << "[" << live_.policies[p].label << " " << i + 1 << "/" << live_.policies[p].programs.size() << "] ";
         exec.iterations.back().push_back(iteration(live_.policies[p].programs[i], jobs_[p][i]));
         const MeasuredIteration& m = exec.iterations.back().back();
         if (std::isfinite(m.seconds))

@@ -58,8 +58,8 @@ LiveExecution run_rank_serial(const LivePlans& live, const LiveOptions& options,
   exec.execution = "rank-serial: the compute of all " + std::to_string(world) + " GPUs in turn on GPU 0";
   exec.device = device_name();
   exec.collectives = "from the profile (rank-serial: collectives, pipeline transfers and strategy switches not run)";
-  exec.notes.push_back("compute: " + std::to_string(jobs.size()) + " distinct jobs, " +
-                       std::to_string(options.warmup) + " warm-up and " + std::to_string(options.repetitions) +
+  exec.notes.push_back("compute: " + std::to_string(jobs.size()) + " distinct jobs, " + std::to_string(options.warmup) +
+                       " warm-up and " + std::to_string(options.repetitions) +
                        " timed runs each (median); Ulysses shards run their post-all-to-all attention on local copies");
   char text[200];
   std::snprintf(text, sizeof text,
@@ -98,7 +98,8 @@ LiveExecution run_rank_serial(const LivePlans& live, const LiveOptions& options,
   for (std::size_t p = 0; p < live.policies.size(); ++p) {
     exec.iterations.emplace_back();
     for (std::size_t i = 0; i < live.policies[p].programs.size(); ++i)
-      exec.iterations.back().push_back(compose_rank_serial(live.policies[p].programs[i], mapped[p][i], jobs, results, spans));
+      exec.iterations.back().push_back(
+          compose_rank_serial(live.policies[p].programs[i], mapped[p][i], jobs, results, spans));
   }
   return exec;
 }

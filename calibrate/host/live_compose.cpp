@@ -35,7 +35,8 @@ MeasuredIteration compose_rank_serial(const sim::IterationProgram& program, cons
   for (std::size_t g = 0; g < world; ++g) {
     std::vector<int> used = mapped.memory[g];
     double activations = 0;
-    for (int j : mapped.memory[g]) activations = std::max(activations, results.at(static_cast<std::size_t>(j)).activation_peak_bytes);
+    for (int j : mapped.memory[g])
+      activations = std::max(activations, results.at(static_cast<std::size_t>(j)).activation_peak_bytes);
     for (const StepJob& s : mapped.steps[g]) {
       if (s.job < 0) continue;
       used.push_back(s.job);
@@ -56,10 +57,9 @@ MeasuredIteration compose_rank_serial(const sim::IterationProgram& program, cons
     m.busy_seconds.assign(world, 0.0);
     return m;
   }
-  const sim::IterationProgram measured =
-      sim::retime_compute(program, [&](int g, std::size_t i, const sim::Step& step) {
-        return step_seconds(mapped.steps.at(static_cast<std::size_t>(g)).at(i), step, results);
-      });
+  const sim::IterationProgram measured = sim::retime_compute(program, [&](int g, std::size_t i, const sim::Step& step) {
+    return step_seconds(mapped.steps.at(static_cast<std::size_t>(g)).at(i), step, results);
+  });
   sim::IterationOutcome outcome = sim::replay_program(measured, 0, record_spans);
   m.seconds = outcome.seconds;
   m.busy_seconds = std::move(outcome.busy_seconds);

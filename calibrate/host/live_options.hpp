@@ -19,8 +19,8 @@ struct LiveOptions {
   std::string scenario;
   std::vector<std::string> policies;  ///< labels (the baseline is always added); empty: all
   std::optional<int> iterations;
-  std::optional<int> layers;     ///< scale the model down to this many layers
-  std::string predicted_file;    ///< `lcsim simulate --json` results of the same scenario; empty: program replay
+  std::optional<int> layers;   ///< scale the model down to this many layers
+  std::string predicted_file;  ///< `lcsim simulate --json` results of the same scenario; empty: program replay
   LiveMode mode = LiveMode::Auto;
   int warmup = 2;       ///< untimed runs before the timed ones (per distinct compute, or per iteration in parallel)
   int repetitions = 5;  ///< timed runs; the median counts

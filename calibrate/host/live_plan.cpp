@@ -22,8 +22,10 @@ LivePlans plan_live(LoadedScenario loaded, const std::vector<std::string>& polic
   // The layer proxy runs a sharded sequence's attention the Ulysses way (all tokens, the rank's heads); ring
   // attention's blockwise exchange would be measured as something it is not.
   if (cost.options().cp_attention != CpAttention::Ulysses)
-    throw InputError(live.loaded.scenario.file + ": parallel.cp_attention: live runs Ulysses context parallelism "
-                     "only; \"" + std::string(to_string(cost.options().cp_attention)) + "\" is not executed live");
+    throw InputError(live.loaded.scenario.file +
+                     ": parallel.cp_attention: live runs Ulysses context parallelism "
+                     "only; \"" +
+                     std::string(to_string(cost.options().cp_attention)) + "\" is not executed live");
   for (const PolicySpec* spec : select_policies(live.loaded.scenario, policies)) {
     PolicyPlans planned = plan_policy(live.loaded, *spec);
     LivePolicyPlans p;
@@ -54,12 +56,14 @@ void check_parallel_plans(const LivePlans& live) {
       const std::string where = "live --mode parallel: " + policy.label + " iteration " + std::to_string(i);
       const IterationPlan& plan = policy.plans[i];
       if (plan.phase_count() > 1)
-        throw InputError(where + " switches strategies between phases, which parallel mode does not run; use "
-                                 "--mode rank-serial");
+        throw InputError(where +
+                         " switches strategies between phases, which parallel mode does not run; use "
+                         "--mode rank-serial");
       for (const Replica& replica : plan.replicas)
         if (replica.scheme.pp > 1)
-          throw InputError(where + " has a pipeline (pp > 1), which parallel mode does not run; use --mode "
-                                   "rank-serial");
+          throw InputError(where +
+                           " has a pipeline (pp > 1), which parallel mode does not run; use --mode "
+                           "rank-serial");
     }
 }
 

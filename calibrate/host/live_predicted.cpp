@@ -92,7 +92,8 @@ Prediction predict_from_results(const LivePlans& live, const nlohmann::json& res
     const std::string path = r.path("policies") + "[" + std::to_string(match - policies.begin()) + "]";
     JsonObjectReader pr = r.child(*match, path);
     pr.required<std::string>("name");
-    if (pr.required<std::string>("kind") != policy.kind) pr.fail("kind", "this run's policy is a '" + policy.kind + "'");
+    if (pr.required<std::string>("kind") != policy.kind)
+      pr.fail("kind", "this run's policy is a '" + policy.kind + "'");
     skip(pr, {"mean_iteration_s", "p50_iteration_s", "p99_iteration_s", "total_s", "tokens", "tokens_per_s",
               "speedup_vs_baseline", "oom_iterations", "metrics"});
     const nlohmann::json& iterations = pr.value("iterations");

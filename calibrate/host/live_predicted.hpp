@@ -16,7 +16,7 @@ namespace lcsim {
 struct Prediction {
   enum class Source { Simulation, ProgramReplay };
   Source source = Source::ProgramReplay;
-  std::string label;                        ///< for tables and files: where the predicted times come from
+  std::string label;                         ///< for tables and files: where the predicted times come from
   std::vector<std::vector<double>> seconds;  ///< [policy][iteration], parallel to LivePlans::policies
 };
 

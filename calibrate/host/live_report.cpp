@@ -39,20 +39,6 @@ double largest(const std::vector<double>& values) {
   return values.empty() ? 0.0 : *std::max_element(values.begin(), values.end());
 }
 
-void print_rows(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
-  std::vector<std::size_t> width(rows.front().size(), 0);
-  for (const auto& row : rows)
-    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(width[c] - row[c].size(), ' ');
-      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
-    }
-    out << line << '\n';
-  }
-}
-
 std::string baseline_of(const LivePlans& live) {
   return live.loaded.scenario.baseline;
 }
@@ -179,7 +165,8 @@ void print_live_report(const LivePlans& live, const Prediction& prediction, cons
   for (const auto& note : execution.notes) out << "note       " << note << '\n';
 
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"policy", "iter", "predicted s", "measured s", "error", "peak pred GiB", "peak meas GiB", "OOM GPUs"});
+  rows.push_back(
+      {"policy", "iter", "predicted s", "measured s", "error", "peak pred GiB", "peak meas GiB", "OOM GPUs"});
   for (std::size_t p = 0; p < live.policies.size(); ++p)
     for (std::size_t i = 0; i < live.policies[p].plans.size(); ++i) {
       const MeasuredIteration& m = execution.iterations[p][i];
@@ -188,12 +175,12 @@ void print_live_report(const LivePlans& live, const Prediction& prediction, cons
                       cell("%+.1f%%", comparisons[p].error[i] * 100), format("%.2f", peaks[p][i] / kGiB),
                       cell("%.2f", largest(m.peak_bytes) / kGiB), std::to_string(m.oom_gpus.size())});
     }
-  print_rows(rows, out);
+  print_aligned_rows(rows, out);
   out << '\n';
 
   rows.clear();
-  rows.push_back({"policy", "mean pred s", "mean meas s", "MAPE", "tokens/s meas", "speedup pred", "speedup meas",
-                  "measured"});
+  rows.push_back(
+      {"policy", "mean pred s", "mean meas s", "MAPE", "tokens/s meas", "speedup pred", "speedup meas", "measured"});
   for (std::size_t p = 0; p < live.policies.size(); ++p) {
     const LiveComparison& c = comparisons[p];
     const auto n = static_cast<double>(std::max<std::size_t>(1, live.policies[p].plans.size()));
@@ -202,7 +189,7 @@ void print_live_report(const LivePlans& live, const Prediction& prediction, cons
                     cell("%.2fx", c.predicted_speedup), cell("%.2fx", c.measured_speedup),
                     std::to_string(c.measured_iterations) + "/" + std::to_string(live.policies[p].plans.size())});
   }
-  print_rows(rows, out);
+  print_aligned_rows(rows, out);
   out << "error: (predicted - measured) / measured; MAPE: mean |error| over measured iterations; speedup: tokens/s\n"
          "over "
       << s.baseline
