@@ -41,6 +41,12 @@ FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec);
 /// Arrivals form groups of kGroup in arrival order; the last of each group arrives at a TreeBarrier over the
 /// groups (so no SimGrid barrier is ever wider than kGroup), and the very last arrival of all runs `last` before
 /// anyone is released.
+///
+/// Release cascades down the tree over several scheduling rounds, so an actor released early could arrive for the
+/// next round while some group barrier of this round has not yet let its members go (SimGrid's first-in first-out
+/// run queue happens to run the leaders first; correctness should not rest on that). Rounds therefore alternate
+/// between two sets of group barriers: every barrier of round k-1 has completed before round k can complete (each
+/// of its members left one), so round k+1 finds its set free.
 class TreeBarrier {
  public:
   static constexpr std::size_t kGroup = 16;
@@ -49,13 +55,16 @@ class TreeBarrier {
   template <class Last>
   void arrive(Last&& last) {
     const std::size_t k = arrived_++;
-    // Nobody arrives for the next round before this one's release, which comes after this arrival.
-    if (k + 1 == n_) arrived_ = 0;
+    std::vector<sg4::BarrierPtr>& groups = groups_[round_ % 2];
+    if (k + 1 == n_) {  // this round is complete: the next one starts counting on the other set
+      arrived_ = 0;
+      ++round_;
+    }
     const std::size_t group = k / kGroup;
     const std::size_t group_size = std::min(kGroup, n_ - group * kGroup);
-    if (groups_.size() <= group) groups_.resize(group + 1);
-    if (!groups_[group]) groups_[group] = sg4::Barrier::create(static_cast<unsigned>(group_size));
-    const sg4::BarrierPtr barrier = groups_[group];
+    if (groups.size() <= group) groups.resize(group + 1);
+    if (!groups[group]) groups[group] = sg4::Barrier::create(static_cast<unsigned>(group_size));
+    const sg4::BarrierPtr barrier = groups[group];
     if (k % kGroup + 1 < group_size) {
       barrier->wait();
       return;
@@ -75,7 +84,8 @@ class TreeBarrier {
  private:
   std::size_t n_;
   std::size_t arrived_ = 0;
-  std::vector<sg4::BarrierPtr> groups_;
+  std::size_t round_ = 0;
+  std::vector<sg4::BarrierPtr> groups_[2];  // by round parity
   std::unique_ptr<TreeBarrier> above_;
 };
 

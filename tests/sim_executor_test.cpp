@@ -221,5 +221,38 @@ TEST(SimExecutor, HundredsOfGpusMeetThroughEveryLevelOfTheBarrierTree) {
   EXPECT_NEAR(outcomes[1].start_s, outcomes[0].start_s + outcomes[0].seconds, 1e-9);
 }
 
+TEST(SimExecutor, IdleGpusReturningAtOnceDoNotDisturbTheNextIteration) {
+  // 40 nodes, but each plan uses only some of them: the idle GPUs have nothing to do and arrive at the next
+  // iteration's barrier as soon as they are released, while the release of 320 actors is still going down the
+  // barrier tree. Every iteration must still take its estimate and follow the previous one.
+  ClusterSpec cluster;
+  cluster.gpu = named_gpu("H100-SXM");
+  cluster.nodes = 40;
+  cluster.gpus_per_node = 8;
+  cluster.nvlink_GBps = 450;
+  cluster.ib_GBps = 50;
+  const CostModel cost(named_model("Qwen2.5-0.5B"), cluster,
+                       load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json"));
+  std::vector<IterationPlan> plans(6);
+  for (std::size_t p = 0; p < plans.size(); ++p) {
+    const int first = static_cast<int>(p % 3) * 10;  // nodes [first, first + 7) busy, the other 33 idle
+    for (int node = first; node < first + 7; ++node) {
+      std::vector<int> members;
+      for (int g = 0; g < 8; ++g) members.push_back(node * 8 + g);
+      const std::int64_t id = static_cast<std::int64_t>(p) * 1000 + node;
+      const Tokens tokens = 1024 * (1 + (node * 5 + static_cast<int>(p)) % 9);
+      plans[p].replicas.push_back(replica(scheme(1, 1, 8), members, {micro_batch({sharded(id, tokens)})}));
+    }
+  }
+  const auto outcomes = simulate_in_child(plans, cost);
+  ASSERT_EQ(outcomes.size(), plans.size());
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    expect_relative(outcomes[i].seconds, estimate_iteration(plans[i], cost).seconds, 1e-6, "plan " + std::to_string(i));
+    if (i > 0) {
+      EXPECT_NEAR(outcomes[i].start_s, outcomes[i - 1].start_s + outcomes[i - 1].seconds, 1e-9);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lcsim
