@@ -44,6 +44,7 @@
 #include "sim/collectives.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 namespace lcsim::sim {
@@ -124,11 +125,24 @@ CommInterval CollectiveRun::join(const Platform& platform, const CollectiveSpec&
   if (!barrier_) barrier_ = std::make_unique<TreeBarrier>(n);
   ready_ = std::max(ready_, ready);
   // The last to arrive runs the collective once everyone is ready; the others are released when it is over.
-  barrier_->arrive([&] { run(platform, spec); });
+  barrier_->arrive([&] { run_flows(platform, spec); });
   return interval_;
 }
 
-void CollectiveRun::run(const Platform& platform, const CollectiveSpec& spec) {
+bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
+  assert(members_.size() < std::max<std::size_t>(1, spec.gpus.size()) && "more arrivals than members");
+  members_.push_back(gpu);
+  ready_ = members_.size() == 1 ? ready : std::max(ready_, ready);
+  return members_.size() >= spec.gpus.size();
+}
+
+CommInterval CollectiveRun::run(const Platform& platform, const CollectiveSpec& spec) {
+  if (spec.gpus.size() <= 1) return {ready_, ready_ + spec.time.seconds()};  // as join()
+  run_flows(platform, spec);
+  return interval_;
+}
+
+void CollectiveRun::run_flows(const Platform& platform, const CollectiveSpec& spec) {
   interval_.start = std::max(ready_, sg4::Engine::get_clock());
   const FlowPlan flows = plan_flows(platform, spec);
   if (flows.bytes == 0) {

@@ -89,19 +89,29 @@ class TreeBarrier {
   std::unique_ptr<TreeBarrier> above_;
 };
 
-/// One collective instance at run time. Members join from their actors, each saying when it is ready (its queued
-/// compute may end later than now: see the executor); the last to join waits until every member is ready, runs
-/// the flows while the others wait at a barrier, and releases them: every member leaves knowing when the
-/// collective ran, and it starts when the last member is ready and ends when the last flow does (as NCCL
-/// collectives do: each rank needs data from all).
+/// One collective instance at run time. It starts when the last member is ready and ends when the last flow does
+/// (as NCCL collectives do: each rank needs data from all), and every member leaves knowing when it ran. Two ways to
+/// use it:
+///   - join(): each member calls it from its own actor with when it is ready (its queued compute may end later than
+///     now: see the executor); the last to join runs the flows while the others wait at a barrier.
+///   - arrive() / run(): the executor records arrivals without blocking (a member may even be arrived on another's
+///     behalf) and has the actor of the last arrival call run(); who waits, and how, is the caller's business.
 class CollectiveRun {
  public:
   CommInterval join(const Platform& platform, const CollectiveSpec& spec, double ready);
 
+  /// Records `gpu`'s arrival, ready at `ready`; true when it completes the spec's members.
+  bool arrive(const CollectiveSpec& spec, int gpu, double ready);
+  /// Runs the collective once every member has arrived (blocking the calling actor for its simulated duration).
+  CommInterval run(const Platform& platform, const CollectiveSpec& spec);
+  /// The members in arrival order (arrive() only).
+  const std::vector<int>& members() const { return members_; }
+
  private:
-  void run(const Platform& platform, const CollectiveSpec& spec);
+  void run_flows(const Platform& platform, const CollectiveSpec& spec);
 
   std::unique_ptr<TreeBarrier> barrier_;
+  std::vector<int> members_;
   double ready_ = 0;
   CommInterval interval_;
 };

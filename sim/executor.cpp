@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <exception>
 #include <set>
@@ -21,12 +22,23 @@ double process_cpu_seconds() {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
+/// Where a GPU's steps stop being bookkeeping: its actor must act (or, parked, wait to be told).
+enum class Halt : std::uint8_t {
+  Parked,         ///< arrived at a collective that others have not all reached: nothing to do until it ran
+  RunCollective,  ///< arrived last at a collective: its actor runs it
+  Transfer,       ///< a pipeline send or receive: its actor does it
+  End,            ///< no steps left this iteration
+};
+
 struct GpuState {
   double busy = 0;
   double static_bytes = 0;
   double in_flight = 0;
   double peak = 0;
   std::vector<GpuSpan> spans;
+  std::size_t pc = 0;     ///< next step
+  double ready = 0;       ///< when its queued compute ends
+  Halt halt = Halt::End;  ///< what a parked GPU's actor does when woken
 };
 
 class Simulation {
@@ -39,9 +51,11 @@ class Simulation {
         on_iteration_(on_iteration),
         platform_(platform),
         gpus_(static_cast<std::size_t>(platform.world_size())),
+        wake_(gpus_.size()),
         meeting_(gpus_.size()) {}
 
   void gpu_actor(int gpu) {
+    wake_[static_cast<std::size_t>(gpu)] = sg4::Semaphore::create(0);
     try {
       for (;;) {
         meet();
@@ -109,72 +123,142 @@ class Simulation {
       gpus_[static_cast<std::size_t>(gpu)].spans.push_back({gpu, start, end, kind, step.replica, step.micro_batch});
   }
 
-  /// Runs a GPU's steps. Compute is not simulated step by step: `ready` is when the GPU's queued compute ends
-  /// (it never shares anything, so only its end matters), and the GPU only waits for the clock where it meets
-  /// others -- collectives take `ready` as its arrival, transfers and the end of the iteration wait until it.
-  /// Same times as waiting after every compute, with one context switch per collective instead of two.
+  /// Runs a GPU's share of the iteration. Compute is not simulated step by step: `ready` is when the GPU's queued
+  /// compute ends (it never shares anything, so only its end matters), and the GPU only waits for the clock where
+  /// it meets others -- collectives take `ready` as its arrival, transfers and the end of the iteration wait until
+  /// it. Same times as waiting after every compute.
+  ///
+  /// Nor does every GPU wake up for every collective: when a collective has run, its runner does the bookkeeping of
+  /// every member (its compute up to its next collective, and its arrival there), which is all a member would do at
+  /// that instant of simulated time. A member's actor is woken only to act: to run a collective it arrived at last,
+  /// for a pipeline transfer, or at the end of its steps. A group that moves in lockstep then costs one context
+  /// switch per collective instead of one per member.
   void run_steps(int gpu) {
     GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
-    double ready = sg4::Engine::get_clock();
-    const auto catch_up = [&ready] {
-      if (ready > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(ready);
-    };
-    for (const Step& step : program_.gpus[static_cast<std::size_t>(gpu)]) {
-      if (step.type == Step::Type::SetStatic) {
-        state.static_bytes = step.bytes;
-        state.peak = std::max(state.peak, state.static_bytes + state.in_flight);
-        continue;
+    state.pc = 0;
+    state.ready = sg4::Engine::get_clock();
+    Halt halt = advance(gpu);
+    for (;;) {
+      switch (halt) {
+        case Halt::Parked:
+          wake_[static_cast<std::size_t>(gpu)]->acquire();  // whoever wakes it has set `halt`
+          halt = state.halt;
+          break;
+        case Halt::RunCollective:
+          halt = run_collective(gpu);
+          break;
+        case Halt::Transfer:
+          transfer(gpu);
+          halt = advance(gpu);
+          break;
+        case Halt::End:
+          catch_up(state.ready);
+          return;
       }
-      state.in_flight += step.alloc_bytes;
-      state.peak = std::max(state.peak, state.static_bytes + state.in_flight);
+    }
+  }
+
+  static void catch_up(double ready) {
+    if (ready > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(ready);
+  }
+
+  static void allocate(GpuState& state, const Step& step) {
+    state.in_flight += step.alloc_bytes;
+    state.peak = std::max(state.peak, state.static_bytes + state.in_flight);
+  }
+
+  /// Bookkeeping of `gpu`'s steps from its next one, up to (and including its arrival at) the first step its actor
+  /// must act on. Needs no actor of its own: it neither waits nor uses the network.
+  Halt advance(int gpu) {
+    GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
+    const std::vector<Step>& steps = program_.gpus[static_cast<std::size_t>(gpu)];
+    for (; state.pc < steps.size(); ++state.pc) {
+      const Step& step = steps[state.pc];
       switch (step.type) {
+        case Step::Type::SetStatic:
+          state.static_bytes = step.bytes;
+          state.peak = std::max(state.peak, state.static_bytes + state.in_flight);
+          break;
         case Step::Type::Compute:
-          record(gpu, ready, ready + step.seconds, step.kind, step);
-          ready += step.seconds;
+          allocate(state, step);
+          record(gpu, state.ready, state.ready + step.seconds, step.kind, step);
+          state.ready += step.seconds;
           state.busy += step.seconds;
+          state.in_flight -= step.free_bytes;
           break;
-        case Step::Type::Collective: {
-          const auto& spec = program_.collectives[static_cast<std::size_t>(step.index)];
-          const CommInterval comm = collectives_[static_cast<std::size_t>(step.index)].join(platform_, spec, ready);
-          state.busy += comm.end - comm.start;
-          record(gpu, comm.start, comm.end, spec.kind, step);
-          ready = std::max(ready, comm.end);
-          break;
-        }
+        case Step::Type::Collective:
         case Step::Type::ComputeWithCollective: {
-          // The compute runs beside the collective, which does not wait for it (different engines of the GPU); it
-          // starts when the GPU is ready but at most `lead_s` before the collective does. The step ends when both
-          // have.
-          const auto& spec = program_.collectives[static_cast<std::size_t>(step.index)];
-          const CommInterval comm = collectives_[static_cast<std::size_t>(step.index)].join(platform_, spec, ready);
-          const double compute_start = std::max(ready, comm.start - step.lead_s);
-          const double compute_end = compute_start + step.seconds;
-          const double overlap = std::max(0.0, std::min(compute_end, comm.end) - std::max(compute_start, comm.start));
-          state.busy += step.seconds + (comm.end - comm.start) - overlap;
-          record(gpu, compute_start, compute_end, step.kind, step);
-          record(gpu, comm.start, comm.end, spec.kind, step);
-          ready = std::max(compute_end, comm.end);
-          break;
+          allocate(state, step);
+          const auto c = static_cast<std::size_t>(step.index);
+          return collectives_[c].arrive(program_.collectives[c], gpu, state.ready) ? Halt::RunCollective : Halt::Parked;
         }
         case Step::Type::Send:
-          catch_up();
-          transfers_[static_cast<std::size_t>(step.index)].send(
-              platform_, program_.transfers[static_cast<std::size_t>(step.index)]);
-          break;
-        case Step::Type::Recv: {
-          catch_up();
-          const auto& spec = program_.transfers[static_cast<std::size_t>(step.index)];
-          const CommInterval comm = transfers_[static_cast<std::size_t>(step.index)].receive(platform_, spec);
-          record(gpu, comm.start, comm.end, spec.kind, step);
-          ready = sg4::Engine::get_clock();
-          break;
-        }
-        case Step::Type::SetStatic:
-          break;
+        case Step::Type::Recv:
+          return Halt::Transfer;
       }
-      state.in_flight -= step.free_bytes;
     }
-    catch_up();
+    return Halt::End;
+  }
+
+  /// Runs the collective `gpu` arrived at last, closes that step for every member, and moves the others on (waking
+  /// those whose actor must act); `gpu` itself goes last, so that in a lockstep group it arrives last at the next
+  /// collective and runs it without waking anyone.
+  Halt run_collective(int gpu) {
+    const Step& step = program_.gpus[static_cast<std::size_t>(gpu)][gpus_[static_cast<std::size_t>(gpu)].pc];
+    const auto c = static_cast<std::size_t>(step.index);
+    CollectiveRun& run = collectives_[c];
+    const CommInterval comm = run.run(platform_, program_.collectives[c]);
+    for (int member : run.members()) close_collective(member, comm);
+    for (int member : run.members()) {
+      if (member == gpu) continue;
+      const Halt next = advance(member);
+      if (next == Halt::Parked) continue;
+      gpus_[static_cast<std::size_t>(member)].halt = next;
+      wake_[static_cast<std::size_t>(member)]->release();
+    }
+    return advance(gpu);
+  }
+
+  /// The end of a collective step for one member.
+  void close_collective(int gpu, const CommInterval& comm) {
+    GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
+    const Step& step = program_.gpus[static_cast<std::size_t>(gpu)][state.pc];
+    const auto& spec = program_.collectives[static_cast<std::size_t>(step.index)];
+    if (step.type == Step::Type::Collective) {
+      state.busy += comm.end - comm.start;
+      record(gpu, comm.start, comm.end, spec.kind, step);
+      state.ready = std::max(state.ready, comm.end);
+    } else {
+      // The compute runs beside the collective, which does not wait for it (different engines of the GPU); it
+      // starts when the GPU is ready but at most `lead_s` before the collective does. The step ends when both have.
+      const double compute_start = std::max(state.ready, comm.start - step.lead_s);
+      const double compute_end = compute_start + step.seconds;
+      const double overlap = std::max(0.0, std::min(compute_end, comm.end) - std::max(compute_start, comm.start));
+      state.busy += step.seconds + (comm.end - comm.start) - overlap;
+      record(gpu, compute_start, compute_end, step.kind, step);
+      record(gpu, comm.start, comm.end, spec.kind, step);
+      state.ready = std::max(compute_end, comm.end);
+    }
+    state.in_flight -= step.free_bytes;
+    ++state.pc;
+  }
+
+  /// A pipeline send (the sender never waits) or receive (waits for the data), at the GPU's ready time.
+  void transfer(int gpu) {
+    GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
+    const Step& step = program_.gpus[static_cast<std::size_t>(gpu)][state.pc];
+    const auto t = static_cast<std::size_t>(step.index);
+    allocate(state, step);
+    catch_up(state.ready);
+    if (step.type == Step::Type::Send) {
+      transfers_[t].send(platform_, program_.transfers[t]);
+    } else {
+      const CommInterval comm = transfers_[t].receive(platform_, program_.transfers[t]);
+      record(gpu, comm.start, comm.end, program_.transfers[t].kind, step);
+      state.ready = sg4::Engine::get_clock();
+    }
+    state.in_flight -= step.free_bytes;
+    ++state.pc;
   }
 
   std::span<const IterationPlan* const> plans_;
@@ -187,6 +271,7 @@ class Simulation {
   std::vector<CollectiveRun> collectives_;
   std::vector<TransferRun> transfers_;
   std::vector<GpuState> gpus_;
+  std::vector<sg4::SemaphorePtr> wake_;  // per GPU: a parked actor waits here
 
   TreeBarrier meeting_;
   std::size_t next_ = 0;

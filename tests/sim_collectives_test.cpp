@@ -141,5 +141,53 @@ TEST(SimCollectives, FlowPlansUseOneFlowPerNodeWhereTheyCan) {
   EXPECT_EQ(text, "1 400000000 2 1 4 1 0 0.001");
 }
 
+TEST(SimCollectiveRun, ArrivalsCompleteWithTheLastMemberAndKeepTheirOrder) {
+  const CollectiveSpec s = spec({4, 5, 6}, LinkClass::NvLink, 1e-6, 1e-3);
+  CollectiveRun run;
+  EXPECT_FALSE(run.arrive(s, 6, 2.0));
+  EXPECT_FALSE(run.arrive(s, 4, 3.5));
+  EXPECT_TRUE(run.arrive(s, 5, 1.0));
+  EXPECT_EQ(run.members(), (std::vector<int>{6, 4, 5}));
+}
+
+TEST(SimCollectiveRun, RunStartsWhenTheLastMemberIsReadyAndTakesTheCostModelTime) {
+  // Arrivals recorded without blocking (as the executor does), then one actor runs it: it starts at the latest
+  // ready time (2.5 s), waits the latency and moves the flows: ends at 2.5 + 1e-3 + 2e-3. A one-GPU group is a
+  // local delay from its member's ready time.
+  const std::string text = testing::in_child_process([] {
+    sim::quiet_simgrid_logs();
+    std::string name = "test";
+    int argc = 1;
+    char* argv[] = {name.data(), nullptr};
+    sg4::Engine engine(&argc, argv);
+    sim::set_network_model();
+    const Platform platform(cluster(1, 4), {});
+    const CollectiveSpec four = spec({0, 1, 2, 3}, LinkClass::NvLink, 1e-3, 2e-3);
+    const CollectiveSpec one = spec({2}, LinkClass::NvLink, 0.25, 0.5);
+    sim::CommInterval a;
+    sim::CommInterval b;
+    sg4::Actor::create("runner", platform.gpu(0), [&] {
+      CollectiveRun run;
+      for (int g = 0; g < 4; ++g) run.arrive(four, g, g == 2 ? 2.5 : 0.5);
+      a = run.run(platform, four);
+      CollectiveRun alone;
+      alone.arrive(one, 2, 7.0);
+      b = alone.run(platform, one);
+    });
+    engine.run();
+    std::ostringstream out;
+    out.precision(17);
+    out << a.start << ' ' << a.end << ' ' << b.start << ' ' << b.end;
+    return out.str();
+  });
+  std::istringstream in(text);
+  double a_start = 0, a_end = 0, b_start = 0, b_end = 0;
+  in >> a_start >> a_end >> b_start >> b_end;
+  EXPECT_NEAR(a_start, 2.5, 1e-12);
+  EXPECT_NEAR(a_end, 2.503, 1e-9);
+  EXPECT_DOUBLE_EQ(b_start, 7.0);
+  EXPECT_DOUBLE_EQ(b_end, 7.75);
+}
+
 }  // namespace
 }  // namespace lcsim
