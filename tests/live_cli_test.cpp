@@ -56,6 +56,9 @@ TEST(LiveCli, RefusesBadArguments) {
   EXPECT_EQ(refusal({"s.json", "--repetitions", "0"}), "live: --repetitions: must be at least 1, got 0");
   EXPECT_EQ(refusal({"s.json", "--warmup", "-1"}), "live: --warmup: must be at least 0, got -1");
   EXPECT_EQ(refusal({"s.json", "--mode", "fast"}), "live: --mode: expected auto, rank-serial or parallel, got 'fast'");
+  EXPECT_NE(refusal({"s.json", "--mode", "parallel", "--warmup", "0"}).find("at least one untimed iteration"),
+            std::string::npos);
+  EXPECT_NO_THROW(parse_live_options({"s.json", "--mode", "rank-serial", "--warmup", "0"}));
 }
 
 // lcsim-gpu sits in <build>/calibrate, lcsim in <build>/sim.

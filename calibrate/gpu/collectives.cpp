@@ -159,7 +159,7 @@ void launch(Group& g, CollectiveOp op, std::size_t count, int r) {
                  "ReduceScatter");
       break;
     case CollectiveOp::AllToAll:
-      nccl.check(nccl.all_to_all(g.send(r), g.recv(r), count, ncclFloat, g.comm(r), g.stream(r)), "AlltoAll");
+      nccl.check(nccl.alltoall(g.send(r), g.recv(r), count, ncclFloat, g.comm(r), g.stream(r)), "AlltoAll");
       break;
     case CollectiveOp::SendRecv:  // nccl-tests sendrecv: send to the next rank, receive from the previous
       nccl.check(nccl.send(g.send(r), count, ncclFloat, (r + 1) % n, g.comm(r), g.stream(r)), "Send");
@@ -233,7 +233,7 @@ std::vector<UlyssesMeasurement> measure_ulysses(const ModelConfig& model, const 
             const auto& nccl = group.nccl();
             for (std::size_t count : {q_count, kv_count, kv_count, q_count}) {
               nccl.check(
-                  nccl.all_to_all(group.send(r), group.recv(r), count, ncclBfloat16, group.comm(r), group.stream(r)),
+                  nccl.alltoall(group.send(r), group.recv(r), count, ncclBfloat16, group.comm(r), group.stream(r)),
                   "AlltoAll (Ulysses)");
             }
           },

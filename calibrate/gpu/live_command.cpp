@@ -3,6 +3,7 @@
 #include "calibrate/gpu/device_info.hpp"
 #include "calibrate/gpu/live_parallel.hpp"
 #include "calibrate/gpu/live_rank_serial.hpp"
+#include "calibrate/gpu/nccl_library.hpp"
 #include "calibrate/host/live_options.hpp"
 #include "calibrate/host/live_plan.hpp"
 #include "calibrate/host/live_predicted.hpp"
@@ -32,6 +33,13 @@ void run_live(const std::vector<std::string>& args, std::ostream& out) {
       mode = LiveMode::RankSerial;  // pipelines or strategy switches: rank-serial measures them
     }
   }
+  if (options.mode == LiveMode::Auto && mode == LiveMode::Parallel && !NcclLibrary::get().available()) {
+    out << "lcsim-gpu live: NCCL unavailable (" << NcclLibrary::get().reason() << "): rank-serial instead\n";
+    mode = LiveMode::RankSerial;
+  }
+  if (mode == LiveMode::Parallel && options.warmup == 0)
+    throw InputError("live: --warmup 0 in parallel mode (chosen by --mode auto for this " + std::to_string(world) +
+                     "-GPU plan): the first iteration sets up NCCL, so at least one untimed iteration is needed");
   out << "lcsim-gpu live: " << to_string(mode) << " on " << gpus << " visible GPU(s) for a " << world
       << "-GPU plan; prediction: " << prediction.label << "\n";
   const LiveExecution execution =

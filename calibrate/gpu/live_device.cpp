@@ -117,6 +117,7 @@ double LiveDevice::run_layers(const ProxyShape& shape, const JobEvents& events) 
     if (key != head_key_) {
       head_weight_.reset();
       head_grad_.reset();
+      head_key_.clear();  // until both are allocated again: an allocation failure must not leave a stale key
       const auto elements = static_cast<std::int64_t>(vocab) * hidden;
       head_weight_ = arena_->allocate(static_cast<std::size_t>(elements) * sizeof(bf16));
       kernels::fill_uniform(head_weight_.as<bf16>(), elements, seed_ + 7, 1.f / std::sqrt(static_cast<float>(hidden)),

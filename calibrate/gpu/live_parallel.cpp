@@ -34,6 +34,7 @@ class Communicators {
  public:
   explicit Communicators(const NcclLibrary& nccl) : nccl_(nccl) {}
   ~Communicators() {
+    if (aborted_) return;  // ncclCommAbort freed them
     for (auto& [group, comms] : groups_)
       for (ncclComm_t c : comms) nccl_.comm_destroy(c);
   }
@@ -46,6 +47,15 @@ class Communicators {
     nccl_.check(nccl_.comm_init_all(comms.data(), static_cast<int>(gpus.size()), gpus.data()), "ncclCommInitAll");
     groups_.emplace(gpus, std::move(comms));
   }
+  /// Aborts every communicator, so that GPUs waiting in a collective for a peer that failed return (with an
+  /// error) instead of hanging. Safe from any thread, once; the communicators are unusable afterwards.
+  void abort_all() {
+    std::call_once(abort_once_, [this] {
+      for (auto& [group, comms] : groups_)
+        for (ncclComm_t c : comms) nccl_.comm_abort(c);
+      aborted_ = true;
+    });
+  }
   ncclComm_t get(const std::vector<int>& gpus, int gpu) const {
     const auto& comms = groups_.at(gpus);
     return comms[static_cast<std::size_t>(std::find(gpus.begin(), gpus.end(), gpu) - gpus.begin())];
@@ -54,6 +64,8 @@ class Communicators {
  private:
   const NcclLibrary& nccl_;
   std::map<std::vector<int>, std::vector<ncclComm_t>> groups_;
+  std::once_flag abort_once_;
+  bool aborted_ = false;
 };
 
 /// One GPU: its device, a communication stream and the collectives' buffers.
@@ -106,7 +118,7 @@ void issue(const NcclLibrary& nccl, const sim::CollectiveSpec& spec, ncclComm_t 
     for (long k = 0; k < calls; ++k) {
       switch (call.op) {
         case CollectiveOp::AllToAll:
-          nccl.check(nccl.all_to_all(rig.send, rig.recv, a.count, ncclBfloat16, comm, rig.comm), "AlltoAll");
+          nccl.check(nccl.alltoall(rig.send, rig.recv, a.count, ncclBfloat16, comm, rig.comm), "AlltoAll");
           break;
         case CollectiveOp::AllGather:
           nccl.check(nccl.all_gather(rig.send, rig.recv, a.count, ncclBfloat16, comm, rig.comm), "AllGather");
@@ -243,11 +255,11 @@ class ParallelRun {
     on_every_gpu([&](int g) {
       const auto gi = static_cast<std::size_t>(g);
       Rig& rig = rigs_[gi];
+      rig.free_buffers();  // the previous program's: they must not count against this one's static block
       if (!rig.device->reserve_static(mapped.static_bytes[gi])) {
         oom[gi] = "the plan's static bytes do not fit";
         return;
       }
-      rig.free_buffers();
       const auto [send, recv] = buffer_sizes(program, g);
       if (send + recv <= rig.device->static_size()) {  // gradients and parameters live in the static block
         rig.send = rig.device->static_block();
@@ -291,7 +303,15 @@ class ParallelRun {
     for (int r = 0; r < options_.warmup + options_.repetitions; ++r) {
       std::vector<GpuRun> per_gpu(static_cast<std::size_t>(world_));
       std::barrier start(world_);
-      on_every_gpu([&](int g) { per_gpu[static_cast<std::size_t>(g)] = run_steps(program, mapped, g, start); });
+      on_every_gpu([&](int g) {
+        try {
+          per_gpu[static_cast<std::size_t>(g)] = run_steps(program, mapped, g, start);
+        } catch (...) {
+          // The other GPUs may wait in a collective for this one forever: abort NCCL so that they fail too.
+          comms_.abort_all();
+          throw;
+        }
+      });
       if (r < options_.warmup) continue;
       double slowest = 0;
       for (const GpuRun& run : per_gpu) slowest = std::max(slowest, run.seconds);
@@ -323,7 +343,12 @@ class ParallelRun {
     // Events: 0 start, 1 end, then 5 per step: communication start and end, the GPU ready for the collective,
     // compute start and end. All created before any is used (the list must not grow meanwhile).
     constexpr std::size_t kPerStep = 5;
-    rig.event(1 + kPerStep * steps.size());
+    try {
+      rig.event(1 + kPerStep * steps.size());
+    } catch (...) {
+      start.arrive_and_drop();  // the others must not wait for this GPU at the start
+      throw;
+    }
     struct Recorded {
       std::size_t step;
       cudaEvent_t from, to;
@@ -348,7 +373,8 @@ class ParallelRun {
         rec(e[2], compute);  // the GPU is ready: the collective may start
         wait(rig.comm, e[2]);
         rec(e[0], rig.comm);
-        if (spec.gpus.size() > 1) issue(nccl_, spec, comms_.get(spec.gpus, g), rig);
+        // A spec without calls moves nothing (and has no communicator): it only orders the streams.
+        if (spec.gpus.size() > 1 && !spec.calls.empty()) issue(nccl_, spec, comms_.get(spec.gpus, g), rig);
         rec(e[1], rig.comm);
         recorded.push_back({i, e[0], e[1], spec.kind});
       }

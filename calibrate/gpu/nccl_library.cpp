@@ -34,17 +34,51 @@ NcclLibrary::NcclLibrary() {
       bind(handle, "ncclGetVersion", get_version, reason_) &&
       bind(handle, "ncclGetErrorString", error_string, reason_) &&
       bind(handle, "ncclCommInitAll", comm_init_all, reason_) &&
-      bind(handle, "ncclCommDestroy", comm_destroy, reason_) && bind(handle, "ncclGroupStart", group_start, reason_) &&
-      bind(handle, "ncclGroupEnd", group_end, reason_) && bind(handle, "ncclAllGather", all_gather, reason_) &&
+      bind(handle, "ncclCommDestroy", comm_destroy, reason_) && bind(handle, "ncclCommAbort", comm_abort, reason_) &&
+      bind(handle, "ncclGroupStart", group_start, reason_) && bind(handle, "ncclGroupEnd", group_end, reason_) &&
+      bind(handle, "ncclAllGather", all_gather, reason_) &&
       bind(handle, "ncclReduceScatter", reduce_scatter, reason_) &&
-      bind(handle, "ncclAllReduce", all_reduce, reason_) && bind(handle, "ncclAlltoAll", all_to_all, reason_) &&
-      bind(handle, "ncclSend", send, reason_) && bind(handle, "ncclRecv", recv, reason_);
+      bind(handle, "ncclAllReduce", all_reduce, reason_) && bind(handle, "ncclSend", send, reason_) &&
+      bind(handle, "ncclRecv", recv, reason_) && bind(handle, "ncclCommCount", comm_count, reason_);
+  // ncclAlltoAll came with NCCL 2.28; without it alltoall() groups sends and receives.
+  all_to_all = reinterpret_cast<decltype(all_to_all)>(dlsym(handle, "ncclAlltoAll"));
   if (!ok) {
-    reason_ = file + ": " + reason_ + " (NCCL 2.28 or newer is needed for ncclAlltoAll)";
+    reason_ = file + ": " + reason_ + " (NCCL 2.7 or newer is needed)";
     dlclose(handle);
     return;
   }
   handle_ = handle;
+}
+
+ncclResult_t NcclLibrary::alltoall(const void* send_buffer, void* recv_buffer, std::size_t count, ncclDataType_t type,
+                                   ncclComm_t comm, cudaStream_t stream) const {
+  if (all_to_all != nullptr) return all_to_all(send_buffer, recv_buffer, count, type, comm, stream);
+  int peers = 0;
+  if (const ncclResult_t r = comm_count(comm, &peers); r != ncclSuccess) return r;
+  std::size_t element = 0;
+  switch (type) {
+    case ncclFloat32:
+      element = 4;
+      break;
+    case ncclBfloat16:
+    case ncclFloat16:
+      element = 2;
+      break;
+    default:
+      return ncclInvalidArgument;  // lcsim moves only float and bf16
+  }
+  const std::size_t block = count * element;
+  const auto* from = static_cast<const char*>(send_buffer);
+  auto* to = static_cast<char*>(recv_buffer);
+  if (const ncclResult_t r = group_start(); r != ncclSuccess) return r;
+  ncclResult_t result = ncclSuccess;
+  for (int p = 0; p < peers && result == ncclSuccess; ++p) {
+    const std::size_t offset = static_cast<std::size_t>(p) * block;
+    result = send(from + offset, count, type, p, comm, stream);
+    if (result == ncclSuccess) result = recv(to + offset, count, type, p, comm, stream);
+  }
+  const ncclResult_t ended = group_end();
+  return result != ncclSuccess ? result : ended;
 }
 
 const NcclLibrary& NcclLibrary::get() {

@@ -2,6 +2,7 @@
 // NCCL, loaded at run time (dlopen) rather than linked: a one-GPU node needs no NCCL at all, and the library is
 // found wherever the machine keeps it (the CUDA toolkit, a Python wheel) through the loader's search path or
 // $LCSIM_NCCL_LIBRARY.
+#include <cstddef>
 #include <string>
 
 #include <nccl.h>
@@ -20,11 +21,17 @@ class NcclLibrary {
   std::string version() const;
   /// Throws std::runtime_error naming `what` and NCCL's message when `result` is not ncclSuccess.
   void check(ncclResult_t result, const std::string& what) const;
+  /// All-to-all of `count` elements per peer: ncclAlltoAll where the library has it (NCCL 2.28+), else one grouped
+  /// ncclSend / ncclRecv per peer (what older NCCL's own all-to-all did), so older libraries still work.
+  ncclResult_t alltoall(const void* send_buffer, void* recv_buffer, std::size_t count, ncclDataType_t type,
+                        ncclComm_t comm, cudaStream_t stream) const;
+  bool native_alltoall() const { return all_to_all != nullptr; }
 
   decltype(&ncclGetVersion) get_version = nullptr;
   decltype(&ncclGetErrorString) error_string = nullptr;
   decltype(&ncclCommInitAll) comm_init_all = nullptr;
   decltype(&ncclCommDestroy) comm_destroy = nullptr;
+  decltype(&ncclCommAbort) comm_abort = nullptr;
   decltype(&ncclGroupStart) group_start = nullptr;
   decltype(&ncclGroupEnd) group_end = nullptr;
   decltype(&ncclAllGather) all_gather = nullptr;
@@ -33,6 +40,7 @@ class NcclLibrary {
   decltype(&ncclAlltoAll) all_to_all = nullptr;
   decltype(&ncclSend) send = nullptr;
   decltype(&ncclRecv) recv = nullptr;
+  decltype(&ncclCommCount) comm_count = nullptr;
 
  private:
   NcclLibrary();

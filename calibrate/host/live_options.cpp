@@ -75,6 +75,10 @@ LiveOptions parse_live_options(const std::vector<std::string>& args) {
       files.push_back(arg);
     }
   }
+  if (o.mode == LiveMode::Parallel && o.warmup == 0)
+    throw InputError(
+        "live: --warmup 0 with --mode parallel: the first iteration sets up NCCL's connections and "
+        "buffers, so at least one untimed iteration is needed");
   if (files.size() != 1)
     throw InputError(files.empty() ? std::string("live: missing SCENARIO file")
                                    : "live: expected one SCENARIO file, got " + std::to_string(files.size()));
