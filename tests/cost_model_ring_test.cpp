@@ -7,47 +7,28 @@
 
 #include "policies/core/cost_model.hpp"
 #include "policies/core/errors.hpp"
+#include "tests/flat_profile_fixtures.hpp"
 
 namespace lcsim {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using testing::flat_compute_profile;
+using testing::single_segment;
 
-// hidden 64, 2 layers, 4 heads of 16 (q_hidden 64), 2 KV heads (kv_hidden 32), ffn 128, vocab 1000.
 ModelConfig tiny_model() {
-  return ModelConfig{"tiny", 64, 2, 4, 2, 16, 128, 1000, false};
-}
-
-CollectiveFit single(CollectiveOp op, LinkClass link, int n, double latency_us, double bus_GBps) {
-  CollectiveFit fit;
-  fit.op = op;
-  fit.link = link;
-  fit.group_size = n;
-  fit.segments = {{kInf, latency_us, bus_GBps}};
-  return fit;
+  return testing::flat_tiny_model();
 }
 
 /// send_recv on NVLink: 1 us + bytes / `sendrecv_Bps`; all-to-all over 4: 1 us + bytes * 3/4 / 1 GB/s.
 Profile flat_profile(double sendrecv_Bps) {
-  Profile p;
-  p.gpu = "TestGPU";
-  p.provenance.source = "unit test";
-  p.compute.peak_tflops = 1e-6;  // 1e6 FLOP/s
-  p.compute.gemm_efficiency = Curve{{1}, {1.0}, std::nullopt};
-  p.compute.attention_efficiency = Curve{{1}, {0.5}, std::nullopt};
-  p.compute.attention_backward_ratio = 2.5;
-  p.compute.layer_overhead_us = 10;
-  p.collectives.push_back(single(CollectiveOp::AllToAll, LinkClass::NvLink, 4, 1, 1));
-  p.collectives.push_back(single(CollectiveOp::SendRecv, LinkClass::NvLink, 2, 1, sendrecv_Bps / 1e9));
+  Profile p = flat_compute_profile();
+  p.collectives.push_back(single_segment(CollectiveOp::AllToAll, LinkClass::NvLink, 4, 1, 1));
+  p.collectives.push_back(single_segment(CollectiveOp::SendRecv, LinkClass::NvLink, 2, 1, sendrecv_Bps / 1e9));
   return p;
 }
 
 ClusterSpec tiny_cluster() {
-  ClusterSpec c;
-  c.gpu = GpuKind{"TestGPU", 1e9, 1e-6, 1, 1};
-  c.nodes = 1;
-  c.gpus_per_node = 8;
-  return c;
+  return testing::flat_tiny_cluster(1, 8);
 }
 
 CostModel ring_cost(double sendrecv_Bps) {

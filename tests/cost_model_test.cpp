@@ -5,57 +5,33 @@
 
 #include "policies/core/cost_model.hpp"
 #include "policies/core/errors.hpp"
+#include "tests/flat_profile_fixtures.hpp"
 
 namespace lcsim {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using testing::add_flat_memory;
+using testing::flat_compute_profile;
+using testing::single_segment;
 
-// hidden 64, 2 layers, 4 heads of 16, 2 KV heads (kv_hidden 32), ffn 128, vocab 1000, untied.
 ModelConfig tiny_model() {
-  return ModelConfig{"tiny", 64, 2, 4, 2, 16, 128, 1000, false};
-}
-
-CollectiveFit single(CollectiveOp op, LinkClass link, int n, double latency_us, double bus_GBps) {
-  CollectiveFit fit;
-  fit.op = op;
-  fit.link = link;
-  fit.group_size = n;
-  fit.segments = {{kInf, latency_us, bus_GBps}};
-  return fit;
+  return testing::flat_tiny_model();
 }
 
 Profile flat_profile() {
-  Profile p;
-  p.gpu = "TestGPU";
-  p.provenance.source = "unit test";
-  p.compute.peak_tflops = 1e-6;  // 1e6 FLOP/s
-  p.compute.gemm_efficiency = Curve{{1}, {1.0}, std::nullopt};
-  p.compute.attention_efficiency = Curve{{1}, {0.5}, std::nullopt};
-  p.compute.attention_backward_ratio = 2.5;
-  p.compute.layer_overhead_us = 10;
+  Profile p = flat_compute_profile();
   p.compute.optimizer_us_per_mparam = 10;
-  p.memory.activations_none = {12, 4, 8};
-  p.memory.activations_selective = {10, 4, 6};
-  p.memory.activations_full = {2, 0, 0};
-  p.memory.logits_bytes_per_token_per_vocab = 10;
-  p.memory.replicated_bytes_per_param = {16, 4, 2, 0};
-  p.memory.sharded_bytes_per_param = {0, 12, 14, 16};
-  p.memory.reserve_bytes = 0.25 * 1024 * 1024 * 1024;
+  add_flat_memory(p);
   for (auto op : {CollectiveOp::AllGather, CollectiveOp::ReduceScatter, CollectiveOp::AllReduce, CollectiveOp::AllToAll,
                   CollectiveOp::SendRecv}) {
-    p.collectives.push_back(single(op, LinkClass::NvLink, op == CollectiveOp::SendRecv ? 2 : 4, 1, 1));
-    p.collectives.push_back(single(op, LinkClass::InfiniBand, op == CollectiveOp::SendRecv ? 2 : 16, 5, 0.5));
+    p.collectives.push_back(single_segment(op, LinkClass::NvLink, op == CollectiveOp::SendRecv ? 2 : 4, 1, 1));
+    p.collectives.push_back(single_segment(op, LinkClass::InfiniBand, op == CollectiveOp::SendRecv ? 2 : 16, 5, 0.5));
   }
   return p;
 }
 
 ClusterSpec tiny_cluster() {
-  ClusterSpec c;
-  c.gpu = GpuKind{"TestGPU", 1e9, 1e-6, 1, 1};
-  c.nodes = 2;
-  c.gpus_per_node = 4;
-  return c;
+  return testing::flat_tiny_cluster(2, 4);
 }
 
 CostModel tiny_cost(int zero_stage = 2) {

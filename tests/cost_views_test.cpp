@@ -7,48 +7,32 @@
 
 #include "policies/core/cost_views.hpp"
 #include "policies/core/errors.hpp"
+#include "tests/flat_profile_fixtures.hpp"
 
 namespace lcsim {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using testing::add_flat_memory;
+using testing::single_segment;
 
-// hidden 64, 2 layers, 4 heads of 16 (q_hidden 64), 2 KV heads (kv_hidden 32), ffn 128, vocab 1000, untied.
 ModelConfig tiny_model() {
-  return ModelConfig{"tiny", 64, 2, 4, 2, 16, 128, 1000, false};
+  return testing::flat_tiny_model();
 }
 
 Profile flat_profile(double attention_efficiency = 0.5, double layer_overhead_us = 10) {
-  Profile p;
-  p.gpu = "TestGPU";
-  p.provenance.source = "unit test";
-  p.compute.peak_tflops = 1e-6;
-  p.compute.gemm_efficiency = Curve{{1}, {1.0}, std::nullopt};
-  p.compute.attention_efficiency = Curve{{1}, {attention_efficiency}, std::nullopt};
-  p.compute.attention_backward_ratio = 2.5;
-  p.compute.layer_overhead_us = layer_overhead_us;
-  p.memory.activations_none = {12, 4, 8};
-  p.memory.activations_selective = {10, 4, 6};
-  p.memory.activations_full = {2, 0, 0};
-  p.memory.logits_bytes_per_token_per_vocab = 10;
-  p.memory.replicated_bytes_per_param = {16, 4, 2, 0};
-  p.memory.sharded_bytes_per_param = {0, 12, 14, 16};
-  p.memory.reserve_bytes = 0.25 * 1024 * 1024 * 1024;
+  Profile p = testing::flat_compute_profile(attention_efficiency, layer_overhead_us);
+  add_flat_memory(p);
   for (auto op : {CollectiveOp::AllGather, CollectiveOp::ReduceScatter, CollectiveOp::AllReduce, CollectiveOp::AllToAll,
                   CollectiveOp::SendRecv}) {
     const int n = op == CollectiveOp::SendRecv ? 2 : 4;
-    p.collectives.push_back({op, LinkClass::NvLink, n, {{kInf, 1, 1}}, std::nullopt, false});
-    p.collectives.push_back({op, LinkClass::InfiniBand, n, {{kInf, 5, 0.5}}, std::nullopt, false});
+    p.collectives.push_back(single_segment(op, LinkClass::NvLink, n, 1, 1));
+    p.collectives.push_back(single_segment(op, LinkClass::InfiniBand, n, 5, 0.5));
   }
   return p;
 }
 
 ClusterSpec tiny_cluster(double memory_bytes = 1e9) {
-  ClusterSpec c;
-  c.gpu = GpuKind{"TestGPU", memory_bytes, 1e-6, 1, 1};
-  c.nodes = 2;
-  c.gpus_per_node = 4;
-  return c;
+  return testing::flat_tiny_cluster(2, 4, memory_bytes);
 }
 
 ParallelScheme skrull_scheme(int cp) {
