@@ -26,11 +26,7 @@ constexpr double kTol = 1e-9;
 //   all-to-all per GPU 10 tokens: q and kv 160 bytes each, 1 s + 160/2/100 s = 1.8 s per collective,
 //   2 layers x 2 directions x (2 + 2) collectives                                             = 28.8 s
 //   gradient sync over 2 GPUs: reduce-scatter 0.25 s + all-gather 0.25 s                     = 0.5 s
-IterationPlan dacp_plan(bool overlap) {
-  IterationPlan plan;
-  plan.replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 10, 0), sharded(2, 20)})}, overlap)};
-  return plan;
-}
+using testing::dacp_plan;
 
 TEST(EstimateClosedForm, WithoutOverlapCommunicationAddsToCompute) {
   const CostModel cost = tiny_cost(1, 2);

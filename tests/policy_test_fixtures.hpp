@@ -160,4 +160,12 @@ inline ParallelScheme scheme(int tp, int pp, int cp, Recompute recompute = Recom
   return s;
 }
 
+/// The hand-checked DACP micro-batch of estimate_test.cpp on tiny_cost(): on a CP=2 replica, sequence 1 (10 tokens)
+/// local on CP rank 0 and sequence 2 (20 tokens) sharded; `overlap`: Skrull's DACP overlap.
+inline IterationPlan dacp_plan(bool overlap) {
+  IterationPlan plan;
+  plan.replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 10, 0), sharded(2, 20)})}, overlap)};
+  return plan;
+}
+
 }  // namespace lcsim::testing

@@ -27,11 +27,7 @@ constexpr double kTol = 1e-9;
 
 // Sequence 1 (10 tokens) local on CP rank 0, sequence 2 (20 tokens) sharded over CP=2 (estimate_test.cpp):
 // rank 0 local 103.36 s, sharded 114.56 s, both together 217.92 s, all-to-alls 28.8 s (16 s of it latency).
-IterationPlan dacp_plan(bool overlap) {
-  IterationPlan plan;
-  plan.replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 10, 0), sharded(2, 20)})}, overlap)};
-  return plan;
-}
+using testing::dacp_plan;
 
 std::vector<Step::Type> types(const std::vector<Step>& steps) {
   std::vector<Step::Type> out;

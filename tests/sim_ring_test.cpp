@@ -42,11 +42,7 @@ CostModel toy_ring_cost(int nodes, int gpus_per_node, double latency_s) {
 // attention is 2 * 20^2 * 8 / 2 FLOPs = 3.2 s per layer per GPU; with cp = 2 one ring step per layer runs beside
 // one of its two blocks: 1.6 s forward, 2.5 x 1.6 = 4 s backward. With 5 s per send_recv step, over 2 layers the
 // forward exchange takes 10 s beside 3.2 s (6.8 s exposed), the backward one 10 s beside 8 s (2 s exposed).
-IterationPlan dacp_plan(bool overlap) {
-  IterationPlan plan;
-  plan.replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 10, 0), sharded(2, 20)})}, overlap)};
-  return plan;
-}
+using testing::dacp_plan;
 
 TEST(SimRing, EachExchangeRunsBesideTheAttentionBlocksThatHideIt) {
   const CostModel cost = toy_ring_cost(1, 2, 5);
