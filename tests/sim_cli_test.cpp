@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -71,6 +72,35 @@ TEST_F(SimCliTest, SimulatesTheDefaultScenarioAndWritesResultsAndTimeline) {
   const nlohmann::json timeline = nlohmann::json::parse(trace_in);
   EXPECT_GT(timeline["traceEvents"].size(), 32u);
   EXPECT_TRUE(std::filesystem::file_size(csv) > 0);
+}
+
+std::string file_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_F(SimCliTest, SameScenarioGivesByteIdenticalResultsAndTimelines) {
+  // Every policy of the default scenario (Skrull's overlap, contention across 4 nodes) and a pipelined Hydraulis
+  // scenario, twice each.
+  for (const std::string& scenario :
+       {kDefaultScenario, std::string(LCSIM_SOURCE_DIR) + "/scenarios/hydraulis/llama-32b-github-32gpu.json"}) {
+    std::string first_json, first_trace;
+    for (int run = 0; run < 2; ++run) {
+      const auto json = dir_ / ("r" + std::to_string(run) + ".json");
+      const auto trace = dir_ / ("t" + std::to_string(run) + ".json");
+      const CliRun r = run_lcsim("simulate '" + scenario + "' -n 2 --quiet --json '" + json.string() + "' --trace '" +
+                                 trace.string() + "'");
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      if (run == 0) {
+        first_json = file_bytes(json);
+        first_trace = file_bytes(trace);
+        EXPECT_GT(first_json.size(), 1000u);
+      } else {
+        EXPECT_EQ(file_bytes(json), first_json) << scenario;
+        EXPECT_EQ(file_bytes(trace), first_trace) << scenario;
+      }
+    }
+  }
 }
 
 TEST_F(SimCliTest, BadOptionsExitTwo) {
