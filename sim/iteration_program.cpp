@@ -237,7 +237,8 @@ class Builder {
 
   IterationProgram build() {
     bool first = true;
-    for (const auto& [phase, replicas] : replicas_by_phase(plan_)) {
+    const std::map<int, std::vector<int>> phases = replicas_by_phase(plan_);
+    for (const auto& [phase, replicas] : phases) {
       double switch_s = 0;
       double switch_params = 0;
       if (!first) {
@@ -266,7 +267,8 @@ class Builder {
         else
           add_pipelined_replica(r);
       }
-      add_gradient_sync(replicas);
+      // One gradient sync and optimizer step per iteration, after the last phase (earlier phases accumulate).
+      if (phase == phases.rbegin()->first) add_gradient_sync(replicas);
     }
     return std::move(program_);
   }

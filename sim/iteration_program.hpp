@@ -28,10 +28,11 @@
 // s - 1 and a backward on stage s < pp - 1 its gradients from stage s + 1 (send/recv of pp_transfer_calls);
 // sends never block the sender.
 //
-// End of the phase, per model slice (the GPUs of the phase's replicas with the same tp and pp at the same stage
-// and TP rank): ZeRO reduce-scatter of gradients -> optimizer step -> all-gather of parameters (ZeRO-0:
+// End of the last phase, per model slice (the GPUs of the phase's replicas with the same tp and pp at the same
+// stage and TP rank): ZeRO reduce-scatter of gradients -> optimizer step -> all-gather of parameters (ZeRO-0:
 // all-reduce -> optimizer), sized by gradient_sync_calls(scheme, shard_degree). Phases are separated by a
-// barrier over every GPU, then the GPUs of the new phase pay the strategy switch (switch_seconds).
+// barrier over every GPU, then the GPUs of the new phase pay the strategy switch (switch_seconds), which moves
+// the parameters and the gradients accumulated so far: one gradient sync and optimizer step per iteration.
 //
 // Memory: a GPU holds static_bytes of its replica's scheme plus, while a micro-batch is in flight (forward start
 // to backward end), activation_bytes_per_token x its tokens.

@@ -163,6 +163,7 @@ TEST(SimProgram, GradientSyncReduceScattersThenStepsThenAllGathers) {
 TEST(SimProgram, PhasesMeetAtABarrierThenPayTheSwitch) {
   Profile profile = tiny_profile();
   profile.compute.hot_switch_us_per_mparam = 1e6;
+  profile.compute.optimizer_us_per_mparam = 1e6;
   const CostModel cost = tiny_cost(1, 2, profile);
   IterationPlan plan;
   plan.replicas = {replica(scheme(1, 1, 1), {0}, {micro_batch({on_rank(1, 10, 0)})}, false, 0),
@@ -177,6 +178,11 @@ TEST(SimProgram, PhasesMeetAtABarrierThenPayTheSwitch) {
         std::find_if(barrier, steps.end(), [](const Step& s) { return s.kind == WorkKind::Switch; });
     ASSERT_NE(switch_step, steps.end());
     EXPECT_NEAR(switch_step->seconds, cost.switch_seconds(scheme(1, 1, 2)), kTol);
+    // Gradients accumulate over the phases: one optimizer step, after the switch into the last phase.
+    EXPECT_EQ(std::count_if(steps.begin(), steps.end(), [](const Step& s) { return s.kind == WorkKind::Optimizer; }),
+              1);
+    EXPECT_EQ(std::find_if(steps.begin(), barrier, [](const Step& s) { return s.kind == WorkKind::GradReduceScatter; }),
+              barrier);
   }
   // The barrier spans the world and moves no data.
   const auto& barrier = program.collectives[static_cast<std::size_t>(

@@ -21,15 +21,17 @@
 // occupies the bottleneck stage for slot_m = S_m + 2 X_m (activations forward, gradients backward), and filling
 // plus draining the pipeline adds pp - 1 slots of the largest size:
 //   replica time = sum_m slot_m + (pp - 1) max_m slot_m.
-// Every replica then adds gradient_sync_seconds(scheme, shard_degree, link) + optimizer_seconds(scheme,
-// shard_degree), shard_degree = world / (tp pp) (ZeRO shards across every GPU holding the same model slice);
-// the link is that of the GPUs at (stage 0, tp rank 0) of the phase's replicas.
+// Every replica of the last phase then adds gradient_sync_seconds(scheme, shard_degree, link) +
+// optimizer_seconds(scheme, shard_degree), shard_degree = world / (tp pp) (ZeRO shards across every GPU holding
+// the same model slice); the link is that of the GPUs at (stage 0, tp rank 0) of the phase's replicas. Earlier
+// phases (HotSPa's strategies within one iteration) accumulate gradients, which the strategy switch re-shards
+// with the parameters: one gradient sync and one optimizer step per iteration, as in HotSPa.
 // Phase time = slowest replica of the phase; iteration = sum of phase times (in increasing phase order) plus,
 // before every phase after the first, a strategy switch (HotSPa) of hot_switch_us_per_mparam times the largest
 // parameters_per_gpu of the new phase's schemes.
 //
 // Busy time of a GPU = its own Time_j contributions over the micro-batches (pipeline transfers and waits are
-// idle) + gradient sync + optimizer step + any strategy switch into its phase.
+// idle) + gradient sync + optimizer step (last phase) + any strategy switch into its phase.
 //
 // Peak bytes of a GPU = static_bytes(scheme, shard_degree) + activation_bytes_per_token(scheme, layers / pp,
 // head on the last stage) x its tokens in flight: on a non-pipelined replica the largest micro-batch share; on
@@ -252,6 +254,7 @@ IterationEstimate estimate_iteration(const IterationPlan& plan, const CostModel&
   for (const auto& replica : plan.replicas) phases[replica.phase].push_back(&replica);
 
   bool first_phase = true;
+  const int last_phase = phases.empty() ? 0 : phases.rbegin()->first;
   for (const auto& [phase, replicas] : phases) {
     double switch_seconds = 0;
     if (!first_phase)
@@ -268,7 +271,9 @@ IterationEstimate estimate_iteration(const IterationPlan& plan, const CostModel&
       const auto& s = r->scheme;
       const ReplicaLinks links = replica_links(cost, *r);
       const int shards = shard_degree(cost, s);
-      const double tail = cost.gradient_sync_seconds(s, shards, sync_link) + cost.optimizer_seconds(s, shards);
+      const double tail = phase == last_phase
+                              ? cost.gradient_sync_seconds(s, shards, sync_link) + cost.optimizer_seconds(s, shards)
+                              : 0.0;
 
       // busy[stage][rank]
       std::vector<std::vector<double>> busy(static_cast<std::size_t>(s.pp),
