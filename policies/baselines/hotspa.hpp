@@ -2,7 +2,8 @@
 // `hotspa`: HotSPa as Hydraulis's baseline (Sec. 8, Table 3, App. F): a few homogeneous strategies, each for a
 // bucket of sequence lengths, run one after another inside every iteration -- phase i of the plan is the i-th
 // strategy that has sequences -- and every switch between them pays the profile's hot_switch_us_per_mparam x the
-// new scheme's parameters per GPU (the estimate prices it before every phase after the first). Odd iterations run
+// new scheme's parameters per GPU (the estimate prices it before every phase after the first); gradients accumulate
+// over the phases, with one sync and optimizer step after the last. Odd iterations run
 // the strategies in reverse order, so an iteration starts with the strategy the previous one ended with and no
 // switch falls between iterations. Each strategy uses all the layout's GPUs (dp = GPUs / (tp pp sp)); a sequence
 // goes to the strategy with the smallest max_tokens that holds it; inside a strategy its sequences are packed to
