@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "policies/core/errors.hpp"
+#include "tests/scenario_test_support.hpp"
 #include "traces/scenario.hpp"
 #include "traces/scenario_loader.hpp"
 
@@ -17,50 +18,23 @@ namespace {
 
 using Json = nlohmann::json;
 
-const std::string kFile = "/data/runs/s.json";
-const std::string kSourceDir = LCSIM_SOURCE_DIR;
+using testing::contains;
+using testing::ScratchDir;
+const std::string& kFile = testing::kScenarioFile;
 
+/// One iteration of deepspeed: enough to load.
 Json minimal() {
-  return Json::parse(R"({
-    "name": "mini",
-    "model": "Qwen2.5-0.5B",
-    "cluster": {"gpu": "H100-SXM", "nodes": 2},
-    "profile": "profile.json",
-    "dataset": {"distribution": "chatqa2-long-sft"},
-    "training": {"global_batch_sequences": 32, "context_length_tokens": 131072, "iterations": 1},
-    "parallel": {"cp": 8},
-    "policies": [{"kind": "deepspeed"}]
-  })");
+  Json doc = testing::minimal_scenario();
+  doc["training"]["iterations"] = 1;
+  doc["policies"] = Json::array({{{"kind", "deepspeed"}}});
+  return doc;
 }
 
 std::string error_of(const Json& doc) {
-  try {
-    scenario_from_json(doc, kFile);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InputError for " << doc.dump();
-  return "";
+  return testing::scenario_error(doc);
 }
 
-::testing::AssertionResult contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << part << "\" not found in: " << text;
-}
-
-struct ScratchDir {
-  ScratchDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = std::filesystem::temp_directory_path() /
-           ("lcsim-cp-attention-test-" + std::to_string(::getpid()) + "-" + info->name());
-    std::filesystem::create_directories(path);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::filesystem::path path;
-};
+const std::string kSourceDir = LCSIM_SOURCE_DIR;
 
 TEST(ScenarioCpAttention, DefaultsToUlysses) {
   EXPECT_EQ(scenario_from_json(minimal(), kFile).cp_attention, CpAttention::Ulysses);

@@ -1,0 +1,70 @@
+#pragma once
+// What the scenario tests share: a minimal valid scenario, the InputError a document raises, substring checks
+// that print the whole text, and a scratch folder per test.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "policies/core/errors.hpp"
+#include "traces/scenario.hpp"
+
+namespace lcsim::testing {
+
+/// The file name parse errors are reported against (never read).
+inline const std::string kScenarioFile = "/data/runs/s.json";
+
+/// A minimal valid scenario: Qwen2.5-0.5B on two H100 nodes, CP 8, deepspeed and sorted.
+inline nlohmann::json minimal_scenario() {
+  return nlohmann::json::parse(R"({
+    "name": "mini",
+    "model": "Qwen2.5-0.5B",
+    "cluster": {"gpu": "H100-SXM", "nodes": 2},
+    "profile": "profile.json",
+    "dataset": {"distribution": "chatqa2-long-sft"},
+    "training": {"global_batch_sequences": 32, "context_length_tokens": 131072},
+    "parallel": {"cp": 8},
+    "policies": [{"kind": "deepspeed"}, {"kind": "sorted"}]
+  })");
+}
+
+/// The InputError message scenario_from_json throws for `doc` (fails the test when it does not throw).
+inline std::string scenario_error(const nlohmann::json& doc) {
+  try {
+    scenario_from_json(doc, kScenarioFile);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError for " << doc.dump();
+  return "";
+}
+
+/// Reports the whole text when `part` is missing from it.
+inline ::testing::AssertionResult contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << part << "\" not found in: " << text;
+}
+
+/// A scratch folder unique to this process and test, removed afterwards.
+struct ScratchDir {
+  ScratchDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path = std::filesystem::temp_directory_path() /
+           ("lcsim-" + std::string(info->test_suite_name()) + "-" + std::to_string(::getpid()) + "-" + info->name());
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::filesystem::path path;
+};
+
+}  // namespace lcsim::testing
