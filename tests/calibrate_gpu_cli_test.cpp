@@ -3,40 +3,24 @@
 // any machine, with or without a GPU.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "calibrate/host/measurements.hpp"
 #include "policies/core/profile.hpp"
 #include "tests/calibrate_fixtures.hpp"
+#include "tests/command_run_support.hpp"
 
 namespace lcsim {
 namespace {
 
-// lcsim-gpu sits in <build>/calibrate, lcsim in <build>/sim.
-const std::filesystem::path kGpuBinary =
-    std::filesystem::path(LCSIM_BINARY).parent_path().parent_path() / "calibrate" / "lcsim-gpu";
-
-struct GpuRun {
-  int exit_code = -1;
-  std::string output;
-};
+using GpuRun = testing::CommandRun;
+using testing::kGpuBinary;
 
 GpuRun run(const std::string& arguments) {
-  GpuRun r;
-  const std::string command = "CUDA_VISIBLE_DEVICES= '" + kGpuBinary.string() + "' " + arguments + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::run_lcsim_gpu(arguments);
 }
 
 class CalibrateGpuCli : public ::testing::Test {

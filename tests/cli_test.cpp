@@ -2,41 +2,23 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "policies/core/policy.hpp"
+#include "tests/command_run_support.hpp"
 
 namespace {
 
-const std::string kBinary = LCSIM_BINARY;
+using CliRun = lcsim::testing::CommandRun;
+using lcsim::testing::run_lcsim;
 const std::string kDefaultScenario = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
-
-struct CliRun {
-  int exit_code = -1;
-  std::string output;  ///< stdout and stderr together
-};
-
-CliRun run_lcsim(const std::string& arguments) {
-  CliRun run;
-  const std::string command = "'" + kBinary + "' " + arguments + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
 
 std::string read_file(const std::filesystem::path& file) {
   std::ifstream in(file);

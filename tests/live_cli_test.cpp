@@ -2,17 +2,22 @@
 // exits without a GPU: input errors before any GPU is touched, then the no-GPU error (CUDA_VISIBLE_DEVICES="").
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
-#include <sys/wait.h>
-
 #include "calibrate/host/live_options.hpp"
 #include "policies/core/errors.hpp"
+#include "tests/command_run_support.hpp"
 
 namespace lcsim {
 namespace {
+
+using GpuRun = testing::CommandRun;
+using testing::kGpuBinary;
+
+GpuRun run(const std::string& arguments) {
+  return testing::run_lcsim_gpu(arguments);
+}
 
 std::string refusal(const std::vector<std::string>& args) {
   try {
@@ -61,28 +66,7 @@ TEST(LiveCli, RefusesBadArguments) {
   EXPECT_NO_THROW(parse_live_options({"s.json", "--mode", "rank-serial", "--warmup", "0"}));
 }
 
-// lcsim-gpu sits in <build>/calibrate, lcsim in <build>/sim.
-const std::filesystem::path kGpuBinary =
-    std::filesystem::path(LCSIM_BINARY).parent_path().parent_path() / "calibrate" / "lcsim-gpu";
 const std::string kScenario = LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8.json";
-
-struct GpuRun {
-  int exit_code = -1;
-  std::string output;
-};
-
-GpuRun run(const std::string& arguments) {
-  GpuRun r;
-  const std::string command = "CUDA_VISIBLE_DEVICES= '" + kGpuBinary.string() + "' " + arguments + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 class LiveBinary : public ::testing::Test {
  protected:

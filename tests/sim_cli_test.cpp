@@ -1,10 +1,8 @@
 // `lcsim simulate` end to end (the built binary, so the SimGrid engine runs in its own process).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -12,26 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/command_run_support.hpp"
+
 namespace {
 
-const std::string kBinary = LCSIM_BINARY;
+using CliRun = lcsim::testing::CommandRun;
+using lcsim::testing::run_lcsim;
 const std::string kDefaultScenario = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
-
-struct CliRun {
-  int exit_code = -1;
-  std::string output;
-};
-
-CliRun run_lcsim(const std::string& arguments) {
-  CliRun run;
-  FILE* pipe = ::popen(("'" + kBinary + "' " + arguments + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buffer[4096];
-  for (std::size_t n = 0; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
 
 class SimCliTest : public ::testing::Test {
  protected:

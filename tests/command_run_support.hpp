@@ -1,0 +1,43 @@
+#pragma once
+// Running the built binaries from tests: `lcsim` (sim/) and `lcsim-gpu` (calibrate/, built only with CUDA).
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace lcsim::testing {
+
+struct CommandRun {
+  int exit_code = -1;  ///< -1 when the command could not run or did not exit normally
+  std::string output;  ///< stdout and stderr together
+};
+
+/// Runs `command` through the shell with stderr folded into stdout.
+inline CommandRun run_command(const std::string& command) {
+  CommandRun run;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+/// `lcsim ARGUMENTS` (arguments are passed to the shell as written: quote paths).
+inline CommandRun run_lcsim(const std::string& arguments) {
+  return run_command("'" + std::string(LCSIM_BINARY) + "' " + arguments);
+}
+
+/// lcsim-gpu sits in <build>/calibrate, lcsim in <build>/sim.
+inline const std::filesystem::path kGpuBinary =
+    std::filesystem::path(LCSIM_BINARY).parent_path().parent_path() / "calibrate" / "lcsim-gpu";
+
+/// `lcsim-gpu ARGUMENTS` with no GPU visible, as on a machine without one.
+inline CommandRun run_lcsim_gpu(const std::string& arguments) {
+  return run_command("CUDA_VISIBLE_DEVICES= '" + kGpuBinary.string() + "' " + arguments);
+}
+
+}  // namespace lcsim::testing
