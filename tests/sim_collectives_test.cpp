@@ -36,15 +36,21 @@ CollectiveSpec spec(std::vector<int> gpus, LinkClass link, double latency_s, dou
   return s;
 }
 
+/// A SimGrid engine with lcsim's network model, for a test running in its own child process.
+std::unique_ptr<sg4::Engine> make_engine() {
+  sim::quiet_simgrid_logs();
+  static std::string name = "test";  // SimGrid may keep argv[0]
+  int argc = 1;
+  char* argv[] = {name.data(), nullptr};
+  auto engine = std::make_unique<sg4::Engine>(&argc, argv);
+  sim::set_network_model();
+  return engine;
+}
+
 /// Every collective of `specs` joined at time 0 by one actor per member GPU; returns each one's end time.
 std::vector<double> run_concurrently(const ClusterSpec& c, const std::vector<CollectiveSpec>& specs, bool aggregates) {
   const std::string text = testing::in_child_process([&] {
-    sim::quiet_simgrid_logs();
-    std::string name = "test";
-    int argc = 1;
-    char* argv[] = {name.data(), nullptr};
-    sg4::Engine engine(&argc, argv);
-    sim::set_network_model();
+    const auto engine = make_engine();
     std::vector<std::vector<int>> groups;
     if (aggregates)
       for (const auto& s : specs) groups.push_back(s.gpus);
@@ -58,7 +64,7 @@ std::vector<double> run_concurrently(const ClusterSpec& c, const std::vector<Col
           // Members leave when the collective is over: their clock is its end.
           ends[i] = std::max(interval.end, sg4::Engine::get_clock());
         });
-    engine.run();
+    engine->run();
     std::ostringstream out;
     out.precision(17);
     for (double e : ends) out << e << ' ';
@@ -115,12 +121,7 @@ TEST(SimCollectives, InfiniBandCollectivesContendOnTheNics) {
 
 TEST(SimCollectives, FlowPlansUseOneFlowPerNodeWhereTheyCan) {
   const std::string text = testing::in_child_process([] {
-    sim::quiet_simgrid_logs();
-    std::string name = "test";
-    int argc = 1;
-    char* argv[] = {name.data(), nullptr};
-    sg4::Engine engine(&argc, argv);
-    sim::set_network_model();
+    const auto engine = make_engine();
     const Platform platform(cluster(2, 4), {{0, 1, 2, 3}, {0, 1, 4, 5}});
     std::ostringstream out;
     // Registered, one node: one flow from the up aggregate to the down aggregate.
@@ -155,12 +156,7 @@ TEST(SimCollectiveRun, RunStartsWhenTheLastMemberIsReadyAndTakesTheCostModelTime
   // ready time (2.5 s), waits the latency and moves the flows: ends at 2.5 + 1e-3 + 2e-3. A one-GPU group is a
   // local delay from its member's ready time.
   const std::string text = testing::in_child_process([] {
-    sim::quiet_simgrid_logs();
-    std::string name = "test";
-    int argc = 1;
-    char* argv[] = {name.data(), nullptr};
-    sg4::Engine engine(&argc, argv);
-    sim::set_network_model();
+    const auto engine = make_engine();
     const Platform platform(cluster(1, 4), {});
     const CollectiveSpec four = spec({0, 1, 2, 3}, LinkClass::NvLink, 1e-3, 2e-3);
     const CollectiveSpec one = spec({2}, LinkClass::NvLink, 0.25, 0.5);
@@ -174,7 +170,7 @@ TEST(SimCollectiveRun, RunStartsWhenTheLastMemberIsReadyAndTakesTheCostModelTime
       alone.arrive(one, 2, 7.0);
       b = alone.run(platform, one);
     });
-    engine.run();
+    engine->run();
     std::ostringstream out;
     out.precision(17);
     out << a.start << ' ' << a.end << ' ' << b.start << ' ' << b.end;
