@@ -39,9 +39,10 @@ CollectiveSpec spec(std::vector<int> gpus, LinkClass link, double latency_s, dou
 /// A SimGrid engine with lcsim's network model, for a test running in its own child process.
 std::unique_ptr<sg4::Engine> make_engine() {
   sim::quiet_simgrid_logs();
-  static std::string name = "test";  // SimGrid may keep argv[0]
-  int argc = 1;
-  char* argv[] = {name.data(), nullptr};
+  // Static: the engine outlives this function and SimGrid may keep pointers into argv.
+  static std::string name = "test";
+  static int argc = 1;
+  static char* argv[] = {name.data(), nullptr};
   auto engine = std::make_unique<sg4::Engine>(&argc, argv);
   sim::set_network_model();
   return engine;
