@@ -22,11 +22,8 @@ std::string format(const char* spec, double value) {
   return text;
 }
 
-/// 9 significant digits: enough for any figure lcsim reports, and the last-bit noise of floating-point
-/// summation order never reaches the file.
 Json number(double value) {
-  if (!std::isfinite(value)) return nullptr;
-  return std::strtod(format("%.9g", value).c_str(), nullptr);
+  return results_number(value);
 }
 
 /// `over_run`: a policy's metrics over its iterations, which add abr_work (per iteration it is abr).
@@ -185,6 +182,11 @@ void print_aligned_rows(const std::vector<std::vector<std::string>>& rows, std::
     }
     out << line << '\n';
   }
+}
+
+Json results_number(double value) {
+  if (!std::isfinite(value)) return nullptr;
+  return std::strtod(format("%.9g", value).c_str(), nullptr);
 }
 
 }  // namespace lcsim

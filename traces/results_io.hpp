@@ -46,6 +46,11 @@ void write_results_csv(const RunResults& results, const std::string& file);
 /// iterations and planning milliseconds.
 void print_results_table(const RunResults& results, std::ostream& out);
 
+/// A figure as results files write it: 9 significant digits (enough for any figure lcsim reports, and the
+/// last-bit noise of floating-point summation order never reaches the file), null when not finite. Every writer of
+/// an lcsim results file uses it, so identical runs give byte-identical files.
+nlohmann::ordered_json results_number(double value);
+
 /// Rows as aligned text columns (two spaces apart): the first column, the row names, left-aligned; the others,
 /// numbers, right-aligned. Every table lcsim and lcsim-gpu print goes through it.
 void print_aligned_rows(const std::vector<std::vector<std::string>>& rows, std::ostream& out);

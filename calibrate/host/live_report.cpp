@@ -25,10 +25,8 @@ std::string format(const char* spec, double value) {
   return text;
 }
 
-/// As the results writer: 9 significant digits, null when not finite.
 Json number(double value) {
-  if (!std::isfinite(value)) return nullptr;
-  return std::strtod(format("%.9g", value).c_str(), nullptr);
+  return results_number(value);  // the results writer's rounding: live files are results files
 }
 
 std::string cell(const char* spec, double value) {
