@@ -13,6 +13,7 @@
 namespace lcsim {
 namespace {
 
+using testing::h100_qwen_cost;
 using testing::micro_batch;
 using testing::on_rank;
 using testing::replica;
@@ -21,18 +22,6 @@ using testing::sharded;
 using testing::sim_tiny_cost;
 using testing::simulate_in_child;
 using testing::tiny_profile;
-
-/// Qwen2.5-0.5B on `nodes` nodes of 8 H100s with the shipped default profile: realistic sizes.
-CostModel h100_cost(int nodes) {
-  ClusterSpec cluster;
-  cluster.gpu = named_gpu("H100-SXM");
-  cluster.nodes = nodes;
-  cluster.gpus_per_node = 8;
-  cluster.nvlink_GBps = 450;
-  cluster.ib_GBps = 50;
-  return CostModel(named_model("Qwen2.5-0.5B"), cluster,
-                   load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json"));
-}
 
 std::vector<int> gpus(int n) {
   std::vector<int> out(static_cast<std::size_t>(n));
@@ -45,7 +34,7 @@ void expect_relative(double simulated, double expected, double tolerance, const 
 }
 
 TEST(SimExecutor, MatchesTheClosedFormEstimateOnOneNodeWithoutContention) {
-  const CostModel cost = h100_cost(1);
+  const CostModel cost = h100_qwen_cost(1);
   std::vector<IterationPlan> plans(3);
   // DeepSpeed-Ulysses: one sharded sequence per micro-batch, CP = 8.
   plans[0].replicas = {replica(scheme(1, 1, 8), gpus(8),
@@ -193,7 +182,7 @@ TEST(SimExecutor, HundredsOfGpusMeetThroughEveryLevelOfTheBarrierTree) {
   // 40 nodes x 8 GPUs: the iteration barrier spans 320 actors (groups of 16, then 20 group leaders, then 2), the
   // ZeRO collectives 40 replicas each. Replicas of unequal work: no GPU may start iteration 2 before the slowest
   // has ended iteration 1, and every collective must wait for its slowest member, or the times differ.
-  const CostModel cost = h100_cost(40);
+  const CostModel cost = h100_qwen_cost(40);
   std::vector<IterationPlan> plans(2);
   for (std::size_t p = 0; p < plans.size(); ++p)
     for (int node = 0; node < cost.cluster().nodes; ++node) {
@@ -218,7 +207,7 @@ TEST(SimExecutor, IdleGpusReturningAtOnceDoNotDisturbTheNextIteration) {
   // 40 nodes, but each plan uses only some of them: the idle GPUs have nothing to do and arrive at the next
   // iteration's barrier as soon as they are released, while the release of 320 actors is still going down the
   // barrier tree. Every iteration must still take its estimate and follow the previous one.
-  const CostModel cost = h100_cost(40);
+  const CostModel cost = h100_qwen_cost(40);
   std::vector<IterationPlan> plans(6);
   for (std::size_t p = 0; p < plans.size(); ++p) {
     const int first = static_cast<int>(p % 3) * 10;  // nodes [first, first + 7) busy, the other 33 idle

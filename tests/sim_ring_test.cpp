@@ -139,19 +139,6 @@ TEST(SimRing, RingFlowsGoToTheSuccessorOnNvLinkInsideANodeAndOverTheNicsAcross) 
   EXPECT_EQ(text, "4 50000000 1 1 1 1 1");
 }
 
-/// Qwen2.5-0.5B on `nodes` nodes of 8 H100s with the shipped default profile, ring attention.
-CostModel ring_h100(int nodes) {
-  ClusterSpec cluster;
-  cluster.gpu = named_gpu("H100-SXM");
-  cluster.nodes = nodes;
-  cluster.gpus_per_node = 8;
-  cluster.nvlink_GBps = 450;
-  cluster.ib_GBps = 50;
-  return CostModel(named_model("Qwen2.5-0.5B"), cluster,
-                   load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json"),
-                   CostModelOptions{2, CpAttention::Ring});
-}
-
 std::vector<int> gpus(int first, int n) {
   std::vector<int> out;
   for (int i = 0; i < n; ++i) out.push_back(first + i);
@@ -172,7 +159,7 @@ void expect_matches_estimate(const std::vector<IterationPlan>& plans, const Cost
 }
 
 TEST(SimRing, MatchesTheClosedFormEstimateOnOneNodeWithoutContention) {
-  const CostModel cost = ring_h100(1);
+  const CostModel cost = testing::h100_qwen_cost(1, CostModelOptions{2, CpAttention::Ring});
   std::vector<IterationPlan> plans(3);
   // DeepSpeed-style: one sharded sequence per micro-batch over CP 8, from 2K (ring exposed) to 64K (hidden).
   plans[0].replicas = {replica(scheme(1, 1, 8), gpus(0, 8),
@@ -193,7 +180,7 @@ TEST(SimRing, MatchesTheClosedFormEstimateOnOneNodeWithoutContention) {
 }
 
 TEST(SimRing, MatchesTheEstimateOnARingAcrossTwoNodes) {
-  const CostModel cost = ring_h100(2);
+  const CostModel cost = testing::h100_qwen_cost(2, CostModelOptions{2, CpAttention::Ring});
   std::vector<IterationPlan> plans(1);
   plans[0].replicas = {
       replica(scheme(1, 1, 16), gpus(0, 16), {micro_batch({sharded(1, 4096)}), micro_batch({sharded(2, 131072)})})};

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "policies/core/profile.hpp"
 #include "sim/executor.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
@@ -31,6 +32,18 @@ inline CostModel sim_tiny_cost(int nodes, int gpus_per_node, Profile profile = t
 
 /// Runs `body` in a child process and returns what it returned; a crash, an exception or a non-zero exit fails
 /// the calling test (and returns "").
+/// Qwen2.5-0.5B on `nodes` nodes of 8 H100-SXM with the shipped default profile: realistic sizes.
+inline CostModel h100_qwen_cost(int nodes, CostModelOptions options = {}) {
+  ClusterSpec cluster;
+  cluster.gpu = named_gpu("H100-SXM");
+  cluster.nodes = nodes;
+  cluster.gpus_per_node = 8;
+  cluster.nvlink_GBps = 450;
+  cluster.ib_GBps = 50;
+  return CostModel(named_model("Qwen2.5-0.5B"), cluster,
+                   load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json"), options);
+}
+
 inline std::string in_child_process(const std::function<std::string()>& body) {
   std::cout.flush();
   std::fflush(nullptr);
