@@ -31,7 +31,9 @@
 // above, node by node). A collective then moves at the pace of its slowest link, as NCCL's rings do; the
 // fabric's leaf links see one flow per node instead of one per GPU, which changes nothing on a non-blocking
 // fat-tree whose leaves carry a whole node's NICs. It saves most of the simulation cost: one flow, route
-// and max-min variable per node instead of per GPU.
+// and max-min variable per node instead of per GPU. The flows' shapes (flow_shapes) are declared to the platform
+// before the run (link_uses), which then merges the links they always cross together (sim/platform.hpp): a CP
+// group filling a node moves one flow over one link, not eight.
 //
 // Ring attention (CP). cp - 1 steps in which every rank sends its K,V block (and, backward, dK,dV) to its ring
 // successor: one flow per rank to its successor in the group's order, carrying all its steps. A hop between GPUs
@@ -55,36 +57,92 @@ std::uint64_t flow_bytes(const Platform& platform, LinkClass link, double transf
   return static_cast<std::uint64_t>(std::llround(transfer_s * platform.bandwidth(link)));
 }
 
-/// The members split by node, in order (members are sorted by GPU index).
-std::vector<std::vector<int>> node_parts(const Platform& platform, std::vector<int> gpus) {
+/// The members split by node, in order of GPU index.
+std::vector<std::vector<int>> node_parts(int gpus_per_node, std::vector<int> gpus) {
   std::sort(gpus.begin(), gpus.end());
   std::vector<std::vector<int>> parts;
   for (int g : gpus) {
-    if (parts.empty() || platform.node_of(parts.back().front()) != platform.node_of(g)) parts.emplace_back();
+    if (parts.empty() || parts.back().front() / gpus_per_node != g / gpus_per_node) parts.emplace_back();
     parts.back().push_back(g);
   }
   return parts;
 }
 
-/// One flow per node when every part has aggregates (or is one GPU) and the parts are the same size.
-bool aggregated_flows(const Platform& platform, const CollectiveSpec& spec, FlowPlan& plan) {
-  const std::vector<std::vector<int>> parts = node_parts(platform, spec.gpus);
-  std::vector<std::pair<sg4::Host*, sg4::Host*>> ends;
-  for (const auto& part : parts) {
-    if (part.size() != parts.front().size()) return false;
-    const auto agg = part.size() == 1
-                         ? std::pair{platform.endpoint(part[0], spec.link), platform.endpoint(part[0], spec.link)}
-                         : platform.aggregate(part, spec.link);
-    if (agg.first == nullptr) return false;
-    ends.push_back(agg);
+/// Ring attention spanning nodes: one flow per hop, over NVLink within a node and the NICs between nodes.
+std::vector<FlowShape> ring_hops(int gpus_per_node, const std::vector<int>& gpus) {
+  std::vector<FlowShape> shapes;
+  for (std::size_t k = 0; k < gpus.size(); ++k) {
+    const int from = gpus[k];
+    const int to = gpus[(k + 1) % gpus.size()];
+    const LinkClass hop = from / gpus_per_node == to / gpus_per_node ? LinkClass::NvLink : LinkClass::InfiniBand;
+    shapes.push_back({hop, {from}, {to}});
   }
-  if (parts.size() == 1 && parts.front().size() == 1) return false;
-  for (std::size_t i = 0; i < ends.size(); ++i)
-    plan.flows.push_back({ends[i].first, ends[(i + 1) % ends.size()].second});
-  return true;
+  return shapes;
+}
+
+/// One flow per node part when the parts are the same size: part i sends to part i + 1 (to itself on one node).
+std::vector<FlowShape> part_flows(int gpus_per_node, const std::vector<int>& gpus, LinkClass link) {
+  const std::vector<std::vector<int>> parts = node_parts(gpus_per_node, gpus);
+  for (const auto& part : parts)
+    if (part.size() != parts.front().size()) return {};
+  std::vector<FlowShape> shapes;
+  for (std::size_t i = 0; i < parts.size(); ++i) shapes.push_back({link, parts[i], parts[(i + 1) % parts.size()]});
+  return shapes;
+}
+
+/// One flow per member to the member `shift` places on (header comment).
+std::vector<FlowShape> member_flows(int gpus_per_node, const std::vector<int>& gpus, LinkClass link) {
+  const std::size_t n = gpus.size();
+  std::size_t shift = 1;
+  if (link == LinkClass::InfiniBand) {
+    const int node = gpus.front() / gpus_per_node;
+    const auto same_node = static_cast<std::size_t>(
+        std::count_if(gpus.begin(), gpus.end(), [&](int g) { return g / gpus_per_node == node; }));
+    if (same_node < n) shift = same_node;
+  }
+  std::vector<FlowShape> shapes;
+  for (std::size_t k = 0; k < n; ++k) shapes.push_back({link, {gpus[k]}, {gpus[(k + shift) % n]}});
+  return shapes;
+}
+
+bool is_transfer(WorkKind kind) {
+  return kind == WorkKind::PpActivation || kind == WorkKind::PpGradient;
+}
+
+/// The host a flow end leaves from (`up`) or enters through: the GPU's endpoint, or the part's aggregate
+/// (nullptr when the platform has none).
+sg4::Host* end_host(const Platform& platform, const std::vector<int>& gpus, LinkClass link, bool up) {
+  if (gpus.size() == 1) return platform.endpoint(gpus.front(), link);
+  const auto agg = platform.aggregate(gpus, link);
+  return up ? agg.first : agg.second;
 }
 
 }  // namespace
+
+std::vector<FlowShape> flow_shapes(int gpus_per_node, const std::vector<int>& gpus, LinkClass link, WorkKind kind,
+                                   bool aggregate) {
+  assert(gpus_per_node >= 1);
+  if (gpus.size() <= 1) return {};
+  if (is_transfer(kind)) {
+    assert(gpus.size() == 2 && "a transfer is a pair (from, to)");
+    return {{link, {gpus[0]}, {gpus[1]}}};
+  }
+  if (kind == WorkKind::CpRing && link == LinkClass::InfiniBand) return ring_hops(gpus_per_node, gpus);
+  if (aggregate) {
+    std::vector<FlowShape> shapes = part_flows(gpus_per_node, gpus, link);
+    if (!shapes.empty()) return shapes;
+  }
+  return member_flows(gpus_per_node, gpus, link);
+}
+
+std::vector<LinkUse> link_uses(const ClusterSpec& cluster, const std::vector<int>& gpus, WorkKind kind) {
+  std::vector<LinkUse> uses;
+  for (const FlowShape& shape : flow_shapes(cluster.gpus_per_node, gpus, cluster.link_class(gpus), kind, true)) {
+    uses.push_back({shape.link, shape.from});
+    uses.push_back({shape.link, shape.to});
+  }
+  return uses;
+}
 
 FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
   FlowPlan plan;
@@ -92,26 +150,19 @@ FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
   plan.bytes = n > 1 ? flow_bytes(platform, spec.link, spec.time.transfer_s) : 0;
   plan.delay_s = spec.time.latency_s;
   if (plan.bytes == 0) return plan;
-  if (spec.kind == WorkKind::CpRing && spec.link == LinkClass::InfiniBand) {
-    for (std::size_t k = 0; k < n; ++k) {
-      const int from = spec.gpus[k];
-      const int to = spec.gpus[(k + 1) % n];
-      const LinkClass hop = platform.node_of(from) == platform.node_of(to) ? LinkClass::NvLink : LinkClass::InfiniBand;
-      plan.flows.push_back({platform.endpoint(from, hop), platform.endpoint(to, hop)});
+  const auto hosts = [&](const std::vector<FlowShape>& shapes) {
+    plan.flows.clear();
+    for (const FlowShape& shape : shapes) {
+      FlowPlan::Flow flow{end_host(platform, shape.from, shape.link, true),
+                          end_host(platform, shape.to, shape.link, false)};
+      if (flow.from == nullptr || flow.to == nullptr) return false;
+      plan.flows.push_back(flow);
     }
-    return plan;
-  }
-  if (aggregated_flows(platform, spec, plan)) return plan;
-  std::size_t shift = 1;
-  if (spec.link == LinkClass::InfiniBand) {
-    const int node = platform.node_of(spec.gpus.front());
-    const auto same_node = static_cast<std::size_t>(
-        std::count_if(spec.gpus.begin(), spec.gpus.end(), [&](int g) { return platform.node_of(g) == node; }));
-    if (same_node < n) shift = same_node;
-  }
-  for (std::size_t k = 0; k < n; ++k)
-    plan.flows.push_back(
-        {platform.endpoint(spec.gpus[k], spec.link), platform.endpoint(spec.gpus[(k + shift) % n], spec.link)});
+    return true;
+  };
+  // Per-node flows need the parts' aggregates; a group the platform was not told of gets one flow per member.
+  if (!hosts(flow_shapes(platform.gpus_per_node(), spec.gpus, spec.link, spec.kind, true)))
+    hosts(flow_shapes(platform.gpus_per_node(), spec.gpus, spec.link, spec.kind, false));
   return plan;
 }
 

@@ -36,6 +36,22 @@ struct FlowPlan {
 /// Exposed for tests: the flows that make `spec` take exactly its cost-model time on an idle platform.
 FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec);
 
+/// One flow before hosts are chosen: it leaves through the links of class `link` of `from` and enters through
+/// those of `to` (one GPU: its own endpoint; more, on one node: their aggregate).
+struct FlowShape {
+  LinkClass link = LinkClass::NvLink;
+  std::vector<int> from;
+  std::vector<int> to;
+};
+/// The flows of a collective of `kind` over `gpus` (in group order) on link class `link`, or of a transfer
+/// (`kind` PpActivation or PpGradient, `gpus` = {from, to}); `aggregate` false: one flow per member, never per
+/// node. plan_flows() gives these hosts; link_uses() declares them to the platform.
+std::vector<FlowShape> flow_shapes(int gpus_per_node, const std::vector<int>& gpus, LinkClass link, WorkKind kind,
+                                   bool aggregate);
+/// What the flows of a collective (or transfer) of `kind` over `gpus` cross, on the group's link class: the
+/// platform must be built with these for plan_flows() to find its aggregates and its endpoints unmerged.
+std::vector<LinkUse> link_uses(const ClusterSpec& cluster, const std::vector<int>& gpus, WorkKind kind);
+
 /// A reusable barrier over n actors whose cost grows linearly with n: SimGrid 3.32's Barrier does work linear in
 /// its waiting actors at every arrival, so one barrier over 1024 actors costs about a million steps per round.
 /// Arrivals form groups of kGroup in arrival order; the last of each group arrives at a TreeBarrier over the

@@ -300,10 +300,11 @@ void simulate(std::span<const IterationPlan* const> plans, const CostModel& cost
   set_network_model();
   set_actor_stacks(512);
 
-  std::set<std::vector<int>> groups;
+  std::set<LinkUse> uses;
   for (const IterationPlan* plan : plans)
-    for (auto& group : collective_groups(*plan, cost)) groups.insert(std::move(group));
-  const Platform platform(cost.cluster(), {groups.begin(), groups.end()});
+    for (const FlowGroup& group : flow_groups(*plan, cost))
+      for (LinkUse& use : link_uses(cost.cluster(), group.gpus, group.kind)) uses.insert(std::move(use));
+  const Platform platform(cost.cluster(), {uses.begin(), uses.end()}, options.merge_links);
   Simulation simulation(plans, cost, options, on_iteration, platform);
   for (int gpu = 0; gpu < platform.world_size(); ++gpu)
     sg4::Actor::create("gpu-" + std::to_string(gpu), platform.gpu(gpu),

@@ -24,6 +24,9 @@ namespace lcsim::sim {
 struct SimulationOptions {
   ProgramOptions program;
   bool record_spans = false;  ///< keep every GPU's spans (for timelines)
+  /// Merge the links that the run's flows always cross together (sim/platform.hpp): exact, so off only to check
+  /// that it changes no result.
+  bool merge_links = true;
 };
 
 /// One interval of a GPU's timeline.

@@ -729,20 +729,27 @@ IterationProgram build_program(const IterationPlan& plan, const CostModel& cost,
   return Builder(plan, cost, options).build();
 }
 
-std::vector<std::vector<int>> collective_groups(const IterationPlan& plan, const CostModel& cost) {
+std::vector<FlowGroup> flow_groups(const IterationPlan& plan, const CostModel& cost) {
   check_plan(plan, cost);
-  std::vector<std::vector<int>> groups;
+  const WorkKind cp_kind = cost.options().cp_attention == CpAttention::Ring ? WorkKind::CpRing : WorkKind::CpAllToAll;
+  std::vector<FlowGroup> groups;
   for (const auto& [phase, replicas] : replicas_by_phase(plan)) {
     for (int r : replicas) {
       const Replica& rep = plan.replicas[static_cast<std::size_t>(r)];
-      for (int stage = 0; stage < rep.scheme.pp; ++stage) {
-        if (rep.scheme.cp > 1)
-          for (int t = 0; t < rep.scheme.tp; ++t) groups.push_back(group_over_cp(rep, stage, t));
-        if (rep.scheme.tp > 1)
-          for (int j = 0; j < rep.scheme.cp; ++j) groups.push_back(group_over_tp(rep, stage, j));
+      const ParallelScheme& s = rep.scheme;
+      for (int stage = 0; stage < s.pp; ++stage) {
+        if (s.cp > 1)
+          for (int t = 0; t < s.tp; ++t) groups.push_back({group_over_cp(rep, stage, t), cp_kind});
+        if (s.tp > 1)
+          for (int j = 0; j < s.cp; ++j) groups.push_back({group_over_tp(rep, stage, j), WorkKind::TpCollective});
+        if (stage + 1 < s.pp)  // activations up, gradients back down: the same two endpoints
+          for (int j = 0; j < s.cp; ++j)
+            for (int t = 0; t < s.tp; ++t)
+              groups.push_back({{rep.gpu(stage, j, t), rep.gpu(stage + 1, j, t)}, WorkKind::PpActivation});
       }
     }
-    for (SliceGroup& group : slice_groups(plan, replicas)) groups.push_back(std::move(group.gpus));
+    for (SliceGroup& group : slice_groups(plan, replicas))
+      groups.push_back({std::move(group.gpus), WorkKind::GradAllReduce});
   }
   return groups;
 }

@@ -160,8 +160,14 @@ struct ProgramOptions {
 /// the cost model throws (InputError for a profile missing a collective).
 IterationProgram build_program(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options);
 
-/// Every group of GPUs that build_program may give a collective (CP, TP and gradient-sync groups, not the phase
-/// barrier, which moves no data): the platform adds aggregate routes for them. Throws as build_program.
-std::vector<std::vector<int>> collective_groups(const IterationPlan& plan, const CostModel& cost);
+/// A group of GPUs that build_program may give flows: the members of a collective of `kind`, or a pipeline
+/// transfer's pair {from, to} (kind PpActivation).
+struct FlowGroup {
+  std::vector<int> gpus;
+  WorkKind kind = WorkKind::CpAllToAll;
+};
+/// Every such group of a plan (CP, TP and gradient-sync groups, pipeline neighbours; not the phase barrier, which
+/// moves no data): the platform is built for their flows. Throws as build_program.
+std::vector<FlowGroup> flow_groups(const IterationPlan& plan, const CostModel& cost);
 
 }  // namespace lcsim::sim

@@ -1,6 +1,7 @@
 #include "sim/platform.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -13,31 +14,60 @@ struct LinkFigures {
   double ib_Bps;
 };
 
-using AggregateKey = std::pair<LinkClass, std::vector<int>>;
+/// One node's declared uses: aggregates (two GPUs or more) and, by link class, the sets of the node's GPUs that
+/// share one link (header comment). Every GPU of the node is in exactly one set per class.
+struct NodeUses {
+  std::vector<LinkUse> aggregates;
+  std::map<LinkClass, std::vector<std::vector<int>>> link_sets;
+};
 
-/// The parts (on one node, two GPUs or more) of every group, by node.
-std::vector<std::set<AggregateKey>> aggregate_parts(const ClusterSpec& cluster,
-                                                    const std::vector<std::vector<int>>& groups) {
-  std::vector<std::set<AggregateKey>> parts(static_cast<std::size_t>(cluster.nodes));
-  for (std::vector<int> group : groups) {
-    if (group.size() < 2) continue;
-    for (int g : group)
-      if (g < 0 || g >= cluster.world_size()) throw std::invalid_argument("platform: group GPU outside the cluster");
-    const LinkClass link = cluster.link_class(group);
-    std::sort(group.begin(), group.end());
-    group.erase(std::unique(group.begin(), group.end()), group.end());
-    for (std::size_t first = 0; first < group.size();) {
-      const int node = cluster.node_of(group[first]);
-      std::size_t last = first;
-      while (last < group.size() && cluster.node_of(group[last]) == node) ++last;
-      if (last - first >= 2)
-        parts[static_cast<std::size_t>(node)].insert(
-            {link, std::vector<int>(group.begin() + static_cast<std::ptrdiff_t>(first),
-                                    group.begin() + static_cast<std::ptrdiff_t>(last))});
-      first = last;
-    }
+std::vector<NodeUses> node_uses(const ClusterSpec& cluster, const std::vector<LinkUse>& declared, bool merge_links) {
+  std::set<LinkUse> distinct;  // sorted GPUs, each use once: an aggregate is made once
+  for (LinkUse use : declared) {
+    std::sort(use.gpus.begin(), use.gpus.end());
+    use.gpus.erase(std::unique(use.gpus.begin(), use.gpus.end()), use.gpus.end());
+    distinct.insert(std::move(use));
   }
-  return parts;
+  const std::vector<LinkUse> uses(distinct.begin(), distinct.end());
+  std::vector<NodeUses> nodes(static_cast<std::size_t>(cluster.nodes));
+  // Per node and class: for each GPU, the uses that cross its link (its signature).
+  std::vector<std::map<LinkClass, std::map<int, std::vector<std::size_t>>>> signatures(nodes.size());
+  for (std::size_t u = 0; u < uses.size(); ++u) {
+    const LinkUse& use = uses[u];
+    if (use.gpus.empty()) throw std::invalid_argument("platform: a link use names no GPU");
+    for (int g : use.gpus)
+      if (g < 0 || g >= cluster.world_size()) throw std::invalid_argument("platform: use of a GPU outside the cluster");
+    const auto node = static_cast<std::size_t>(cluster.node_of(use.gpus.front()));
+    for (int g : use.gpus)
+      if (static_cast<std::size_t>(cluster.node_of(g)) != node)
+        throw std::invalid_argument("platform: a link use spans nodes");
+    if (use.gpus.size() >= 2) nodes[node].aggregates.push_back(use);
+    for (int g : use.gpus) signatures[node][use.link][g].push_back(u);
+  }
+  for (std::size_t n = 0; n < nodes.size(); ++n)
+    for (LinkClass link : {LinkClass::NvLink, LinkClass::InfiniBand}) {
+      std::map<std::vector<std::size_t>, std::size_t> set_of_signature;
+      auto& sets = nodes[n].link_sets[link];
+      for (int local = 0; local < cluster.gpus_per_node; ++local) {
+        const int g = static_cast<int>(n) * cluster.gpus_per_node + local;
+        const auto& by_gpu = signatures[n][link];
+        const auto it = by_gpu.find(g);
+        if (!merge_links || it == by_gpu.end()) {  // no use names it: its own link, as if never merged
+          sets.push_back({g});
+          continue;
+        }
+        const auto [found, added] = set_of_signature.try_emplace(it->second, sets.size());
+        if (added) sets.emplace_back();
+        sets[found->second].push_back(g);
+      }
+    }
+  return nodes;
+}
+
+std::string link_name(const char* prefix, const std::vector<int>& gpus) {
+  std::string name = prefix;
+  for (std::size_t i = 0; i < gpus.size(); ++i) name += (i == 0 ? "" : "+") + std::to_string(gpus[i]);
+  return name;
 }
 
 class NodeBuilder {
@@ -48,38 +78,45 @@ class NodeBuilder {
 
   /// One node: a star zone (the NVSwitch) holding the node's GPU and NIC hosts, its aggregates and the gateway
   /// to the fabric.
-  FatTreeLeaf make(int node, const sg4::NetZone* parent, const std::set<AggregateKey>& parts) {
+  FatTreeLeaf make(int node, const sg4::NetZone* parent, const NodeUses& uses) {
     const std::string n = std::to_string(node);
     sg4::NetZone* zone = make_star_zone("node-" + n, parent);
     auto* gateway = parent != nullptr ? zone->create_router("gw-" + n) : nullptr;
-    std::map<int, sg4::Link*> nvlinks;
-    std::map<int, sg4::Link*> ibs;
+    std::map<LinkClass, std::map<int, sg4::Link*>> links;  // by class and GPU: the link it crosses
+    for (const auto& [link, sets] : uses.link_sets) {
+      const bool nvlink = link == LinkClass::NvLink;
+      for (const auto& set : sets) {
+        sg4::Link* shared = zone->create_split_duplex_link(link_name(nvlink ? "nvlink-" : "ib-", set),
+                                                           nvlink ? f_.nvlink_Bps : f_.ib_Bps)
+                                ->set_latency(0)
+                                ->seal();
+        for (int g : set) links[link][g] = shared;
+      }
+    }
     for (int local = 0; local < cluster_.gpus_per_node; ++local) {
       const int rank = node * cluster_.gpus_per_node + local;
       const std::string r = std::to_string(rank);
       sg4::Host* gpu = zone->create_host("gpu-" + r, Platform::kHostSpeed)->seal();
-      sg4::Link* nvlink = zone->create_split_duplex_link("nvlink-" + r, f_.nvlink_Bps)->set_latency(0);
-      add_star_route(zone, gpu->get_netpoint(), nullptr, {nvlink->seal()});
+      add_star_route(zone, gpu->get_netpoint(), nullptr, {links.at(LinkClass::NvLink).at(rank)});
       sg4::Host* nic = zone->create_host("nic-" + r, Platform::kHostSpeed)->seal();
-      sg4::Link* ib = zone->create_split_duplex_link("ib-" + r, f_.ib_Bps)->set_latency(0);
-      add_star_route(zone, nic->get_netpoint(), nullptr, {ib->seal()});
+      add_star_route(zone, nic->get_netpoint(), nullptr, {links.at(LinkClass::InfiniBand).at(rank)});
       gpus_[static_cast<std::size_t>(rank)] = gpu;
       nics_[static_cast<std::size_t>(rank)] = nic;
-      nvlinks[rank] = nvlink;
-      ibs[rank] = ib;
     }
     int k = 0;
-    for (const auto& key : parts) {
-      const auto& links = key.first == LinkClass::NvLink ? nvlinks : ibs;
-      std::vector<sg4::Link*> part_links;
-      for (int g : key.second) part_links.push_back(links.at(g));
+    for (const LinkUse& use : uses.aggregates) {
+      std::vector<sg4::Link*> part_links;  // each merged link once, in GPU order (pointer order would vary by run)
+      for (int g : use.gpus) {
+        sg4::Link* link = links.at(use.link).at(g);
+        if (std::find(part_links.begin(), part_links.end(), link) == part_links.end()) part_links.push_back(link);
+      }
       const std::string name =
-          std::string(key.first == LinkClass::NvLink ? "agg-nv-" : "agg-ib-") + n + "-" + std::to_string(k++);
+          std::string(use.link == LinkClass::NvLink ? "agg-nv-" : "agg-ib-") + n + "-" + std::to_string(k++);
       sg4::Host* up = zone->create_host(name + "-up", Platform::kHostSpeed)->seal();
       sg4::Host* down = zone->create_host(name + "-down", Platform::kHostSpeed)->seal();
       add_star_one_way(zone, up->get_netpoint(), nullptr, part_links);
       add_star_one_way(zone, nullptr, down->get_netpoint(), part_links);
-      aggregates_[static_cast<std::size_t>(node)][key] = {up, down};
+      aggregates_[static_cast<std::size_t>(node)][{use.link, use.gpus}] = {up, down};
     }
     zone->seal();
     return {zone->get_netpoint(), gateway};
@@ -95,7 +132,7 @@ class NodeBuilder {
 
 }  // namespace
 
-Platform::Platform(const ClusterSpec& cluster, const std::vector<std::vector<int>>& groups) {
+Platform::Platform(const ClusterSpec& cluster, const std::vector<LinkUse>& uses, bool merge_links) {
   if (cluster.nodes < 1 || cluster.gpus_per_node < 1) throw std::invalid_argument("platform: empty cluster");
   if (!(cluster.nvlink_GBps > 0) || !(cluster.ib_GBps > 0))
     throw std::invalid_argument("platform: link bandwidths must be positive");
@@ -108,18 +145,38 @@ Platform::Platform(const ClusterSpec& cluster, const std::vector<std::vector<int
   gpus_.assign(world, nullptr);
   nics_.assign(world, nullptr);
   aggregates_.resize(static_cast<std::size_t>(cluster.nodes));
-  const std::vector<std::set<AggregateKey>> parts = aggregate_parts(cluster, groups);
+  const std::vector<NodeUses> nodes_uses = node_uses(cluster, uses, merge_links);
+  nvlink_sharers_.assign(world, 1);
+  ib_sharers_.assign(world, 1);
+  for (const NodeUses& node : nodes_uses)
+    for (const auto& [link, sets] : node.link_sets)
+      for (const auto& set : sets)
+        for (int g : set)
+          (link == LinkClass::NvLink ? nvlink_sharers_ : ib_sharers_)[static_cast<std::size_t>(g)] =
+              static_cast<int>(set.size());
+
   NodeBuilder nodes(cluster, figures, gpus_, nics_, aggregates_);
   if (cluster.nodes == 1) {
-    nodes.make(0, nullptr, parts[0]);
+    nodes.make(0, nullptr, nodes_uses[0]);
     return;
   }
   sg4::NetZone* fabric =
       make_fat_tree_zone("fabric", static_cast<unsigned>(cluster.nodes), cluster.gpus_per_node * ib_Bps_,
                          [&](sg4::NetZone* zone, unsigned long id) {
-                           return nodes.make(static_cast<int>(id), zone, parts[static_cast<std::size_t>(id)]);
+                           return nodes.make(static_cast<int>(id), zone, nodes_uses[static_cast<std::size_t>(id)]);
                          });
   fabric->seal();
+}
+
+int Platform::link_sharers(int rank, LinkClass link) const {
+  return (link == LinkClass::NvLink ? nvlink_sharers_ : ib_sharers_).at(static_cast<std::size_t>(rank));
+}
+
+sg4::Host* Platform::endpoint(int rank, LinkClass link) const {
+  if (link_sharers(rank, link) != 1)
+    throw std::logic_error("platform: a flow uses GPU " + std::to_string(rank) + "'s " + std::string(to_string(link)) +
+                           " link alone, but it is merged with others: the flow was not declared (LinkUse)");
+  return link == LinkClass::NvLink ? gpu(rank) : nic(rank);
 }
 
 std::pair<sg4::Host*, sg4::Host*> Platform::aggregate(const std::vector<int>& gpus, LinkClass link) const {

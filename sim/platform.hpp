@@ -19,6 +19,15 @@
 // part: NVLink links for a group within the node, NICs for a group spanning nodes. One flow between them loads
 // each of those links exactly as one flow per GPU would, at a fraction of the simulation cost (see
 // sim/collectives.cpp).
+//
+// Merged links. What the run's flows may cross is declared up front (LinkUse: one GPU's own endpoint, or an
+// aggregate's GPUs). GPUs of a node whose links of one class are crossed by exactly the same declared uses get one
+// link between them: every flow crossing one of those links crosses all of them, so their max-min constraints are
+// identical and one stands for all -- the same rates, at a fraction of the constraints per flow and of the link
+// objects the solver touches (8 NVLink links become 1 for a CP group filling a node). A GPU no use names keeps
+// its own link. Asking for the own endpoint of a GPU whose link is merged would break that equivalence, so
+// endpoint() refuses it (std::logic_error): the declarations missed a flow.
+#include <compare>
 #include <map>
 #include <utility>
 #include <vector>
@@ -28,23 +37,37 @@
 
 namespace lcsim::sim {
 
+/// Links that one end of a flow crosses together: the links of class `link` of `gpus` (sorted, one node). One GPU
+/// is that GPU's own endpoint; more are an aggregate.
+struct LinkUse {
+  LinkClass link = LinkClass::NvLink;
+  std::vector<int> gpus;
+  auto operator<=>(const LinkUse&) const = default;
+};
+
 class Platform {
  public:
   /// Aggregate hosts (up, down) of one node's parts of collective groups, by link class and sorted GPUs.
   using AggregateMap = std::map<std::pair<LinkClass, std::vector<int>>, std::pair<sg4::Host*, sg4::Host*>>;
 
-  /// Creates the zones, hosts and links in the current engine (call once, before Engine::run), with aggregates
-  /// for the parts of `groups` (each a set of global GPU indices).
-  explicit Platform(const ClusterSpec& cluster, const std::vector<std::vector<int>>& groups = {});
+  /// Creates the zones, hosts and links in the current engine (call once, before Engine::run), with an aggregate
+  /// for every use of two GPUs or more, and links merged as the header says (`merge_links` false keeps one link
+  /// per GPU and class: the same results, for checking that). Throws std::invalid_argument for a use outside the
+  /// cluster or spanning nodes.
+  explicit Platform(const ClusterSpec& cluster, const std::vector<LinkUse>& uses = {}, bool merge_links = true);
 
   int world_size() const { return static_cast<int>(gpus_.size()); }
   int node_of(int rank) const { return rank / gpus_per_node_; }
+  int gpus_per_node() const { return gpus_per_node_; }
   /// The host that computes for GPU `rank` (global GPU index) and sends its NVLink traffic.
   sg4::Host* gpu(int rank) const { return gpus_.at(static_cast<std::size_t>(rank)); }
   /// The host that sends GPU `rank`'s InfiniBand traffic.
   sg4::Host* nic(int rank) const { return nics_.at(static_cast<std::size_t>(rank)); }
-  /// Where a flow of link class `link` leaves and enters: the GPU host on NVLink, the NIC host on InfiniBand.
-  sg4::Host* endpoint(int rank, LinkClass link) const { return link == LinkClass::NvLink ? gpu(rank) : nic(rank); }
+  /// Where a flow of link class `link` leaves and enters alone: the GPU host on NVLink, the NIC host on
+  /// InfiniBand. Throws std::logic_error when that GPU's link is merged with others (an undeclared use).
+  sg4::Host* endpoint(int rank, LinkClass link) const;
+  /// How many GPUs share GPU `rank`'s link of class `link` (1: its own).
+  int link_sharers(int rank, LinkClass link) const;
   /// Bytes per second of one GPU's link of that class, per direction.
   double bandwidth(LinkClass link) const { return link == LinkClass::NvLink ? nvlink_Bps_ : ib_Bps_; }
   /// The aggregate hosts (up, down) of `gpus`, sorted GPUs of one node, for `link`; {nullptr, nullptr} when the
@@ -57,6 +80,8 @@ class Platform {
   std::vector<sg4::Host*> gpus_;  // by global GPU index: Engine::get_all_hosts() has no useful order
   std::vector<sg4::Host*> nics_;
   std::vector<AggregateMap> aggregates_;  // by node: a lookup searches only its node's few parts
+  std::vector<int> nvlink_sharers_;       // by GPU: how many GPUs its NVLink link stands for
+  std::vector<int> ib_sharers_;           // and its NIC link
   int gpus_per_node_ = 1;
   double nvlink_Bps_ = 0;
   double ib_Bps_ = 0;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #include "sim/platform.hpp"
 #include "tests/sim_test_support.hpp"
@@ -52,10 +53,11 @@ std::unique_ptr<sg4::Engine> make_engine() {
 std::vector<double> run_concurrently(const ClusterSpec& c, const std::vector<CollectiveSpec>& specs, bool aggregates) {
   const std::string text = testing::in_child_process([&] {
     const auto engine = make_engine();
-    std::vector<std::vector<int>> groups;
+    std::vector<sim::LinkUse> uses;
     if (aggregates)
-      for (const auto& s : specs) groups.push_back(s.gpus);
-    const Platform platform(c, groups);
+      for (const auto& s : specs)
+        for (auto& use : sim::link_uses(c, s.gpus, s.kind)) uses.push_back(std::move(use));
+    const Platform platform(c, uses);
     std::vector<CollectiveRun> runs(specs.size());
     std::vector<double> ends(specs.size(), -1);
     for (std::size_t i = 0; i < specs.size(); ++i)
@@ -123,7 +125,10 @@ TEST(SimCollectives, InfiniBandCollectivesContendOnTheNics) {
 TEST(SimCollectives, FlowPlansUseOneFlowPerNodeWhereTheyCan) {
   const std::string text = testing::in_child_process([] {
     const auto engine = make_engine();
-    const Platform platform(cluster(2, 4), {{0, 1, 2, 3}, {0, 1, 4, 5}});
+    const ClusterSpec c = cluster(2, 4);
+    std::vector<sim::LinkUse> uses = sim::link_uses(c, {0, 1, 2, 3}, sim::WorkKind::CpAllToAll);
+    for (auto& use : sim::link_uses(c, {0, 1, 4, 5}, sim::WorkKind::GradAllReduce)) uses.push_back(std::move(use));
+    const Platform platform(c, uses);
     std::ostringstream out;
     // Registered, one node: one flow from the up aggregate to the down aggregate.
     const auto within = sim::plan_flows(platform, spec({0, 1, 2, 3}, LinkClass::NvLink, 1e-3, 1e-3));
@@ -131,16 +136,23 @@ TEST(SimCollectives, FlowPlansUseOneFlowPerNodeWhereTheyCan) {
     // Registered, two nodes of two: one flow per node, node 0 -> node 1 and back.
     const auto across = sim::plan_flows(platform, spec({0, 1, 4, 5}, LinkClass::InfiniBand, 1e-3, 1e-3));
     out << across.flows.size() << ' ' << (across.flows[0].from != across.flows[1].from) << ' ';
-    // Not registered: one flow per member, each to a member on the other node.
-    const auto plain = sim::plan_flows(platform, spec({0, 2, 4, 6}, LinkClass::InfiniBand, 1e-3, 1e-3));
-    out << plain.flows.size() << ' ' << (plain.flows[0].to == platform.nic(4)) << ' ';
+    // Not registered, on links no use merged: one flow per member, each to a member on the other node.
+    const auto plain = sim::plan_flows(platform, spec({2, 3, 6, 7}, LinkClass::InfiniBand, 1e-3, 1e-3));
+    out << plain.flows.size() << ' ' << (plain.flows[0].to == platform.nic(6)) << ' ';
     // No transfer: no flow, the latency only.
     const auto empty = sim::plan_flows(platform, spec({0, 1}, LinkClass::NvLink, 1e-3, 0));
-    out << empty.flows.size() << ' ' << empty.delay_s;
+    out << empty.flows.size() << ' ' << empty.delay_s << ' ';
+    // Not registered, over NICs merged for {0, 1, 4, 5}: refused rather than simulated on the wrong links.
+    try {
+      sim::plan_flows(platform, spec({0, 2, 4, 6}, LinkClass::InfiniBand, 1e-3, 1e-3));
+      out << "planned";
+    } catch (const std::logic_error&) {
+      out << "refused";
+    }
     return out.str();
   });
   // 1 ms at 400 GB/s: 4e8 bytes.
-  EXPECT_EQ(text, "1 400000000 2 1 4 1 0 0.001");
+  EXPECT_EQ(text, "1 400000000 2 1 4 1 0 0.001 refused");
 }
 
 TEST(SimCollectiveRun, ArrivalsCompleteWithTheLastMemberAndKeepTheirOrder) {
@@ -158,7 +170,7 @@ TEST(SimCollectiveRun, RunStartsWhenTheLastMemberIsReadyAndTakesTheCostModelTime
   // local delay from its member's ready time.
   const std::string text = testing::in_child_process([] {
     const auto engine = make_engine();
-    const Platform platform(cluster(1, 4), {});
+    const Platform platform(cluster(1, 4));
     const CollectiveSpec four = spec({0, 1, 2, 3}, LinkClass::NvLink, 1e-3, 2e-3);
     const CollectiveSpec one = spec({2}, LinkClass::NvLink, 0.25, 0.5);
     sim::CommInterval a;

@@ -193,16 +193,6 @@ TEST(SimProgram, PhasesMeetAtABarrierThenPayTheSwitch) {
   EXPECT_EQ(barrier.time.seconds(), 0.0);
 }
 
-TEST(SimProgram, CollectiveGroupsAreTheCpTpAndSliceGroups) {
-  const CostModel cost = tiny_cost(1, 4);
-  IterationPlan plan;
-  // tp 2, cp 2: index (stage * cp + j) * tp + t.
-  plan.replicas = {replica(scheme(2, 1, 2), {0, 1, 2, 3}, {micro_batch({sharded(1, 20)})})};
-  auto groups = sim::collective_groups(plan, cost);
-  std::sort(groups.begin(), groups.end());
-  EXPECT_EQ(groups, (std::vector<std::vector<int>>{{0, 1}, {0, 2}, {0, 2}, {1, 3}, {1, 3}, {2, 3}}));
-}
-
 TEST(SimProgram, RefusesAPlanTheEstimateWouldRefuse) {
   const CostModel cost = tiny_cost(1, 2);
   IterationPlan plan;

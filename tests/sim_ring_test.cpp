@@ -122,7 +122,7 @@ TEST(SimRing, RingFlowsGoToTheSuccessorOnNvLinkInsideANodeAndOverTheNicsAcross) 
     ClusterSpec c = testing::tiny_cluster(2, 2);
     c.nvlink_GBps = 400;
     c.ib_GBps = 50;
-    const sim::Platform platform(c, {{0, 1, 2, 3}});
+    const sim::Platform platform(c, sim::link_uses(c, {0, 1, 2, 3}, WorkKind::CpRing));
     sim::CollectiveSpec spec;
     spec.gpus = {0, 1, 2, 3};
     spec.link = LinkClass::InfiniBand;

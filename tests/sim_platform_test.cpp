@@ -1,0 +1,190 @@
+// What the platform is built for (flow groups, link uses) and its merged links: exact, and refused where a flow
+// was not declared. Tests that start SimGrid run it in a child process (sim_test_support.hpp).
+#include "sim/platform.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "sim/collectives.hpp"
+#include "sim/executor.hpp"
+#include "sim/iteration_program.hpp"
+#include "tests/sim_test_support.hpp"
+
+namespace lcsim {
+namespace {
+
+using sim::LinkUse;
+using sim::WorkKind;
+using testing::h100_qwen_cost;
+using testing::micro_batch;
+using testing::on_rank;
+using testing::replica;
+using testing::scheme;
+using testing::sharded;
+using testing::simulate_in_child;
+
+std::vector<int> range(int first, int count) {
+  std::vector<int> out;
+  for (int g = first; g < first + count; ++g) out.push_back(g);
+  return out;
+}
+
+std::set<LinkUse> declared_uses(const IterationPlan& plan, const CostModel& cost) {
+  std::set<LinkUse> uses;
+  for (const auto& group : sim::flow_groups(plan, cost))
+    for (auto& use : sim::link_uses(cost.cluster(), group.gpus, group.kind)) uses.insert(std::move(use));
+  return uses;
+}
+
+/// Every use that a flow of the plan's program needs, none of them missing from what flow_groups() declares.
+std::vector<std::string> undeclared_flows(const IterationPlan& plan, const CostModel& cost) {
+  const std::set<LinkUse> declared = declared_uses(plan, cost);
+  const sim::IterationProgram program = sim::build_program(plan, cost, {});
+  std::vector<std::string> missing;
+  const auto check = [&](const std::vector<int>& gpus, WorkKind kind) {
+    for (const LinkUse& use : sim::link_uses(cost.cluster(), gpus, kind))
+      if (!declared.contains(use))
+        missing.push_back(std::string(sim::to_string(kind)) + " GPU " + std::to_string(use.gpus.front()));
+  };
+  for (const auto& spec : program.collectives)
+    if (spec.time.transfer_s > 0) check(spec.gpus, spec.kind);
+  for (const auto& transfer : program.transfers) check({transfer.from, transfer.to}, transfer.kind);
+  return missing;
+}
+
+TEST(SimFlowGroups, NameTheCpTpSliceGroupsAndPipelineNeighbours) {
+  const CostModel cost = testing::tiny_cost(1, 8);
+  IterationPlan plan;
+  // tp 2, pp 2, cp 2: index (stage * cp + j) * tp + t.
+  plan.replicas = {replica(scheme(2, 2, 2), range(0, 8), {micro_batch({sharded(1, 20)})})};
+  std::vector<std::pair<std::vector<int>, WorkKind>> groups;
+  for (const auto& g : sim::flow_groups(plan, cost)) groups.emplace_back(g.gpus, g.kind);
+  std::sort(groups.begin(), groups.end());
+  const std::vector<std::pair<std::vector<int>, WorkKind>> expected = {
+      {{0, 1}, WorkKind::TpCollective},  {{0, 2}, WorkKind::CpAllToAll},   {{0, 2}, WorkKind::GradAllReduce},
+      {{0, 4}, WorkKind::PpActivation},  {{1, 3}, WorkKind::CpAllToAll},   {{1, 3}, WorkKind::GradAllReduce},
+      {{1, 5}, WorkKind::PpActivation},  {{2, 3}, WorkKind::TpCollective}, {{2, 6}, WorkKind::PpActivation},
+      {{3, 7}, WorkKind::PpActivation},  {{4, 5}, WorkKind::TpCollective}, {{4, 6}, WorkKind::CpAllToAll},
+      {{4, 6}, WorkKind::GradAllReduce}, {{5, 7}, WorkKind::CpAllToAll},   {{5, 7}, WorkKind::GradAllReduce},
+      {{6, 7}, WorkKind::TpCollective}};
+  EXPECT_EQ(groups, expected);
+}
+
+TEST(SimFlowGroups, DeclareEveryFlowTheProgramStarts) {
+  // Pipelines across nodes, TP and CP within, several replicas; and ring attention spanning nodes (its hops use
+  // the GPUs' own links).
+  const CostModel cost = h100_qwen_cost(2);
+  IterationPlan pipeline;
+  pipeline.replicas = {replica(scheme(2, 2, 2), {0, 1, 2, 3, 8, 9, 10, 11},
+                               {micro_batch({sharded(1, 4096)}), micro_batch({on_rank(2, 512, 1)})}),
+                       replica(scheme(1, 1, 4), {4, 5, 6, 7}, {micro_batch({sharded(3, 8192)})}),
+                       replica(scheme(1, 1, 4), {12, 13, 14, 15}, {micro_batch({sharded(4, 8192)})})};
+  EXPECT_EQ(undeclared_flows(pipeline, cost), std::vector<std::string>{});
+
+  CostModelOptions ring_options;
+  ring_options.cp_attention = CpAttention::Ring;
+  const CostModel ring_cost = h100_qwen_cost(2, ring_options);
+  IterationPlan ring;
+  ring.replicas = {replica(scheme(1, 1, 16), range(0, 16), {micro_batch({sharded(1, 65536)})})};
+  EXPECT_EQ(undeclared_flows(ring, ring_cost), std::vector<std::string>{});
+  // The check can fail: declared as an all-to-all group, the ring's hops would be missing (the GPUs' own links).
+  const auto as_set = [](const std::vector<LinkUse>& uses) { return std::set<LinkUse>(uses.begin(), uses.end()); };
+  const auto all_to_all = as_set(sim::link_uses(ring_cost.cluster(), range(0, 16), WorkKind::CpAllToAll));
+  const auto hops = as_set(sim::link_uses(ring_cost.cluster(), range(0, 16), WorkKind::CpRing));
+  EXPECT_FALSE(std::includes(all_to_all.begin(), all_to_all.end(), hops.begin(), hops.end()));
+}
+
+TEST(SimPlatform, GpusCrossedByTheSameUsesShareOneLink) {
+  const std::string text = testing::in_child_process([] {
+    sim::quiet_simgrid_logs();
+    static std::string name = "test";
+    static int argc = 1;
+    static char* argv[] = {name.data(), nullptr};
+    simgrid::s4u::Engine engine(&argc, argv);
+    sim::set_network_model();
+    ClusterSpec c = testing::tiny_cluster(2, 4);
+    c.nvlink_GBps = 400;
+    c.ib_GBps = 50;
+    // NVLink: an aggregate over node 0, and GPU 0 on its own (a pipeline neighbour, say). InfiniBand: one
+    // aggregate per node (a group over all 8 GPUs). GPU 7's NVLink link: no use.
+    std::vector<LinkUse> uses = sim::link_uses(c, range(0, 8), WorkKind::GradAllReduce);
+    uses.push_back({LinkClass::NvLink, {0, 1, 2, 3}});
+    uses.push_back({LinkClass::NvLink, {0}});
+    uses.push_back({LinkClass::NvLink, {4, 5, 6}});
+    std::ostringstream out;
+    const sim::Platform merged(c, uses);
+    for (int g : {0, 1, 4, 7}) out << merged.link_sharers(g, LinkClass::NvLink) << ' ';
+    out << merged.link_sharers(5, LinkClass::InfiniBand) << ' ';
+    out << (merged.endpoint(0, LinkClass::NvLink) == merged.gpu(0)) << ' ';
+    out << (merged.endpoint(7, LinkClass::NvLink) == merged.gpu(7)) << ' ';
+    for (const auto& [gpu, link] : {std::pair{1, LinkClass::NvLink}, std::pair{5, LinkClass::InfiniBand}}) {
+      try {
+        merged.endpoint(gpu, link);
+        out << "alone ";
+      } catch (const std::logic_error&) {
+        out << "refused ";
+      }
+    }
+    return out.str();
+  });
+  EXPECT_EQ(text, "1 3 3 1 4 1 1 refused refused ");
+}
+
+TEST(SimPlatform, WithoutMergingEveryGpuKeepsItsLinks) {
+  const std::string text = testing::in_child_process([] {
+    sim::quiet_simgrid_logs();
+    static std::string name = "test";
+    static int argc = 1;
+    static char* argv[] = {name.data(), nullptr};
+    simgrid::s4u::Engine engine(&argc, argv);
+    sim::set_network_model();
+    ClusterSpec c = testing::tiny_cluster(1, 4);
+    c.nvlink_GBps = 400;
+    c.ib_GBps = 50;
+    const sim::Platform platform(c, sim::link_uses(c, range(0, 4), WorkKind::CpAllToAll), false);
+    std::ostringstream out;
+    for (int g = 0; g < 4; ++g) out << platform.link_sharers(g, LinkClass::NvLink) << ' ';
+    out << (platform.aggregate(range(0, 4), LinkClass::NvLink).first != nullptr);
+    return out.str();
+  });
+  EXPECT_EQ(text, "1 1 1 1 1");
+}
+
+TEST(SimPlatform, MergedLinksChangeNoSimulatedTime) {
+  // Two nodes of 8: a CP group filling each node (its 8 NVLink links merge into one) and ZeRO over all 16 GPUs
+  // (each node's NICs merge); uneven micro-batches, so the groups do not move in step.
+  const CostModel cost = h100_qwen_cost(2);
+  std::vector<IterationPlan> plans(2);
+  plans[0].replicas = {
+      replica(scheme(1, 1, 8), range(0, 8), {micro_batch({sharded(1, 32768)}), micro_batch({on_rank(2, 4096, 3)})}),
+      replica(scheme(1, 1, 8), range(8, 8), {micro_batch({sharded(3, 8192), on_rank(4, 2048, 0)})})};
+  plans[1].index = 1;
+  plans[1].replicas = {replica(scheme(1, 1, 8), range(0, 8), {micro_batch({sharded(5, 16384)})}),
+                       replica(scheme(1, 1, 8), range(8, 8), {micro_batch({sharded(6, 65536)})})};
+  sim::SimulationOptions merged;
+  merged.record_spans = true;
+  sim::SimulationOptions separate = merged;
+  separate.merge_links = false;
+  const auto a = simulate_in_child(plans, cost, merged);
+  const auto b = simulate_in_child(plans, cost, separate);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_GT(a[i].seconds, 0.0);
+    EXPECT_EQ(a[i].seconds, b[i].seconds) << "iteration " << i;
+    EXPECT_EQ(a[i].busy_seconds, b[i].busy_seconds) << "iteration " << i;
+    ASSERT_EQ(a[i].spans.size(), b[i].spans.size());
+    for (std::size_t s = 0; s < a[i].spans.size(); ++s) {
+      EXPECT_EQ(a[i].spans[s].start_s, b[i].spans[s].start_s);
+      EXPECT_EQ(a[i].spans[s].end_s, b[i].spans[s].end_s);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lcsim
