@@ -182,6 +182,7 @@ CommInterval CollectiveRun::join(const Platform& platform, const CollectiveSpec&
 
 bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
   assert(members_.size() < std::max<std::size_t>(1, spec.gpus.size()) && "more arrivals than members");
+  if (members_.empty()) members_.reserve(spec.gpus.size());
   members_.push_back(gpu);
   ready_ = members_.size() == 1 ? ready : std::max(ready_, ready);
   return members_.size() >= spec.gpus.size();

@@ -28,6 +28,7 @@ enum class Halt : std::uint8_t {
   RunCollective,  ///< arrived last at a collective: its actor runs it
   Transfer,       ///< a pipeline send or receive: its actor does it
   End,            ///< no steps left this iteration
+  Stop,           ///< no iterations left: the actor returns
 };
 
 struct GpuState {
@@ -51,16 +52,43 @@ class Simulation {
         on_iteration_(on_iteration),
         platform_(platform),
         gpus_(static_cast<std::size_t>(platform.world_size())),
-        wake_(gpus_.size()),
-        meeting_(gpus_.size()) {}
+        wake_(gpus_.size()) {}
 
+  /// A GPU's actor. Compute is not simulated step by step: `ready` is when the GPU's queued compute ends (it never
+  /// shares anything, so only its end matters), and the GPU only waits for the clock where it meets others --
+  /// collectives take `ready` as its arrival, transfers and the end of the iteration wait until it. Same times as
+  /// waiting after every compute.
+  ///
+  /// Nor does every GPU wake up for every collective: when a collective has run, its runner does the bookkeeping of
+  /// every member (its compute up to its next collective, and its arrival there), which is all a member would do at
+  /// that instant of simulated time. An actor stays parked on its semaphore until woken to act: to run a collective
+  /// it arrived at last, or for a pipeline transfer. Between iterations too: the actor whose GPU ends last turns
+  /// the iteration over and wakes only the GPUs that must act first. A group that moves in lockstep then costs one
+  /// actor switch per collective instead of one per member, and an iteration none per idle GPU.
   void gpu_actor(int gpu) {
-    wake_[static_cast<std::size_t>(gpu)] = sg4::Semaphore::create(0);
+    const auto g = static_cast<std::size_t>(gpu);
+    wake_[g] = sg4::Semaphore::create(0);
     try {
+      Halt halt = ++started_ == gpus_.size() ? turn_over(gpu) : Halt::Parked;  // the last actor to start begins
       for (;;) {
-        meet();
-        if (stop_) return;
-        run_steps(gpu);
+        switch (halt) {
+          case Halt::Parked:
+            wake_[g]->acquire();  // whoever wakes it has set `halt`
+            halt = gpus_[g].halt;
+            break;
+          case Halt::RunCollective:
+            halt = run_collective(gpu);
+            break;
+          case Halt::Transfer:
+            transfer(gpu);
+            halt = advance(gpu);
+            break;
+          case Halt::End:
+            halt = end(gpu);
+            break;
+          case Halt::Stop:
+            return;
+        }
       }
     } catch (...) {
       // The others then wait forever and SimGrid ends the run as a deadlock; the error is rethrown after it.
@@ -71,34 +99,71 @@ class Simulation {
   std::exception_ptr error() const { return error_; }
 
  private:
-  /// Every GPU arrives; the last one closes the iteration that just ended and prepares the next before they are
-  /// all released.
-  void meet() {
-    meeting_.arrive([this] {
-      try {
-        if (running_) finish_iteration();
-        if (next_ < plans_.size())
-          start_iteration(next_++);
-        else
-          stop_ = true;
-      } catch (...) {
-        error_ = std::current_exception();
-        stop_ = true;
+  /// `gpu` has no steps left (noted by whichever actor advanced it; its own actor stays parked).
+  void note_end(int gpu) {
+    ++ended_;
+    end_ready_ = std::max(end_ready_, gpus_[static_cast<std::size_t>(gpu)].ready);
+  }
+
+  /// `gpu`'s own actor found it at its end: park, or turn the iteration over when it is the last GPU to end. The
+  /// last end is always found by the GPU's own actor: a runner advancing its members is itself still running.
+  Halt end(int gpu) {
+    note_end(gpu);
+    return ended_ == gpus_.size() ? turn_over(gpu) : Halt::Parked;
+  }
+
+  /// Ends the iteration once the clock reaches the last GPU's ready time, builds the next and moves every GPU to
+  /// its first step that needs an actor, waking those actors; returns what `gpu` (the caller's) does. With no
+  /// iteration left, wakes every actor to return.
+  Halt turn_over(int gpu) {
+    for (;;) {
+      catch_up(end_ready_);
+      if (running_) finish_iteration();
+      if (next_ >= plans_.size()) {
+        for (std::size_t g = 0; g < gpus_.size(); ++g) {
+          if (static_cast<int>(g) == gpu) continue;
+          gpus_[g].halt = Halt::Stop;
+          wake_[g]->release();
+        }
+        return Halt::Stop;
       }
-    });
+      start_iteration(next_++);
+      Halt own = Halt::Parked;
+      for (std::size_t g = 0; g < gpus_.size(); ++g) {
+        const Halt halt = advance(static_cast<int>(g));
+        if (halt == Halt::Parked) continue;
+        if (halt == Halt::End) {
+          note_end(static_cast<int>(g));
+        } else if (static_cast<int>(g) == gpu) {
+          own = halt;
+        } else {
+          gpus_[g].halt = halt;
+          wake_[g]->release();
+        }
+      }
+      if (ended_ < gpus_.size()) return own;
+      // Every GPU of this plan is idle: it ends where it starts.
+    }
   }
 
   void start_iteration(std::size_t index) {
+    // Simulating an iteration is building its program from the plan and running it: both are timed.
+    wall_start_ = std::chrono::steady_clock::now();
+    cpu_start_ = process_cpu_seconds();
     ProgramOptions program_options = options_.program;
     program_options.describe_work = false;  // work descriptors are for live replay; simulating reads seconds only
     program_ = build_program(*plans_[index], cost_, program_options);
+    build_cpu_s_ = process_cpu_seconds() - cpu_start_;
     collectives_ = std::vector<CollectiveRun>(program_.collectives.size());
     transfers_ = std::vector<TransferRun>(program_.transfers.size());
-    for (auto& gpu : gpus_) gpu = GpuState{};
+    for (auto& gpu : gpus_) {
+      gpu = GpuState{};
+      gpu.ready = sg4::Engine::get_clock();
+    }
+    ended_ = 0;
+    end_ready_ = sg4::Engine::get_clock();
     current_ = index;
     start_ = sg4::Engine::get_clock();
-    wall_start_ = std::chrono::steady_clock::now();
-    cpu_start_ = process_cpu_seconds();
     running_ = true;
   }
 
@@ -109,6 +174,7 @@ class Simulation {
     outcome.seconds = sg4::Engine::get_clock() - start_;
     outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
     outcome.cpu_s = process_cpu_seconds() - cpu_start_;
+    outcome.build_cpu_s = build_cpu_s_;
     for (auto& gpu : gpus_) {
       outcome.busy_seconds.push_back(gpu.busy);
       outcome.peak_bytes.push_back(gpu.peak);
@@ -121,41 +187,6 @@ class Simulation {
   void record(int gpu, double start, double end, WorkKind kind, const Step& step) {
     if (options_.record_spans && end > start)
       gpus_[static_cast<std::size_t>(gpu)].spans.push_back({gpu, start, end, kind, step.replica, step.micro_batch});
-  }
-
-  /// Runs a GPU's share of the iteration. Compute is not simulated step by step: `ready` is when the GPU's queued
-  /// compute ends (it never shares anything, so only its end matters), and the GPU only waits for the clock where
-  /// it meets others -- collectives take `ready` as its arrival, transfers and the end of the iteration wait until
-  /// it. Same times as waiting after every compute.
-  ///
-  /// Nor does every GPU wake up for every collective: when a collective has run, its runner does the bookkeeping of
-  /// every member (its compute up to its next collective, and its arrival there), which is all a member would do at
-  /// that instant of simulated time. A member's actor is woken only to act: to run a collective it arrived at last,
-  /// for a pipeline transfer, or at the end of its steps. A group that moves in lockstep then costs one context
-  /// switch per collective instead of one per member.
-  void run_steps(int gpu) {
-    GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
-    state.pc = 0;
-    state.ready = sg4::Engine::get_clock();
-    Halt halt = advance(gpu);
-    for (;;) {
-      switch (halt) {
-        case Halt::Parked:
-          wake_[static_cast<std::size_t>(gpu)]->acquire();  // whoever wakes it has set `halt`
-          halt = state.halt;
-          break;
-        case Halt::RunCollective:
-          halt = run_collective(gpu);
-          break;
-        case Halt::Transfer:
-          transfer(gpu);
-          halt = advance(gpu);
-          break;
-        case Halt::End:
-          catch_up(state.ready);
-          return;
-      }
-    }
   }
 
   static void catch_up(double ready) {
@@ -213,6 +244,10 @@ class Simulation {
       if (member == gpu) continue;
       const Halt next = advance(member);
       if (next == Halt::Parked) continue;
+      if (next == Halt::End) {  // nothing left to act on: it stays parked
+        note_end(member);
+        continue;
+      }
       gpus_[static_cast<std::size_t>(member)].halt = next;
       wake_[static_cast<std::size_t>(member)]->release();
     }
@@ -273,14 +308,16 @@ class Simulation {
   std::vector<GpuState> gpus_;
   std::vector<sg4::SemaphorePtr> wake_;  // per GPU: a parked actor waits here
 
-  TreeBarrier meeting_;
+  std::size_t started_ = 0;  // actors that have started (the last one begins the first iteration)
+  std::size_t ended_ = 0;    // GPUs at their end of this iteration
+  double end_ready_ = 0;     // the latest ready time of those
   std::size_t next_ = 0;
   std::size_t current_ = 0;
   double start_ = 0;
   std::chrono::steady_clock::time_point wall_start_;
   double cpu_start_ = 0;
+  double build_cpu_s_ = 0;
   bool running_ = false;
-  bool stop_ = false;
   std::exception_ptr error_;
 };
 

@@ -45,6 +45,7 @@ struct IterationOutcome {
   double seconds = 0;
   double wall_s = 0;                 ///< wall time spent simulating it (building its program included)
   double cpu_s = 0;                  ///< CPU time of the process meanwhile: the wall time on a dedicated core
+  double build_cpu_s = 0;            ///< of cpu_s, building the program (the rest runs it)
   std::vector<double> busy_seconds;  ///< per GPU
   std::vector<double> peak_bytes;    ///< per GPU (0 for GPUs the plan does not use)
   std::vector<GpuSpan> spans;        ///< when SimulationOptions::record_spans

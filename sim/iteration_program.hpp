@@ -123,10 +123,11 @@ struct Step {
     Recv,                   ///< wait for transfer `index`
     SetStatic,              ///< the GPU now holds `bytes` of parameters, gradients and optimizer states
   };
+  // Fields ordered so that a step fills one 64-byte cache line: the simulator streams through every GPU's steps.
   Type type = Type::Compute;
   WorkKind kind = WorkKind::Compute;  ///< of the compute part, or of the communication
-  double seconds = 0;
   int index = -1;
+  double seconds = 0;
   int replica = -1;        ///< plan replica, or -1
   int micro_batch = -1;    ///< index in the replica, or -1
   double alloc_bytes = 0;  ///< activations the GPU starts holding when the step starts
@@ -137,6 +138,7 @@ struct Step {
   double lead_s = 0;
   int work = -1;  ///< Compute, ComputeWithCollective: index in IterationProgram::works
 };
+static_assert(sizeof(Step) <= 64, "a step should fit a cache line");
 
 struct IterationProgram {
   std::vector<std::vector<Step>> gpus;  ///< steps per global GPU index (world-size entries)

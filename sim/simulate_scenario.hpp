@@ -32,6 +32,7 @@ struct SimulatedPolicyExtras {
   double busy_min_mean_s = 0;                     ///< ... of the least busy GPU (0 when a plan leaves a GPU unused)
   double wall_s = 0;                              ///< wall time simulating its iterations (not in files)
   double cpu_s = 0;                               ///< CPU time of the same (not in files)
+  double build_cpu_s = 0;                         ///< of cpu_s, building the iterations' programs
   std::vector<std::vector<double>> idle_seconds;  ///< per iteration, per GPU: iteration time - busy time
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
 #include "policies/core/profile.hpp"
 #include "tests/sim_test_support.hpp"
@@ -178,10 +179,10 @@ TEST(SimExecutor, SpansTellComputeFromCommunication) {
 namespace lcsim {
 namespace {
 
-TEST(SimExecutor, HundredsOfGpusMeetThroughEveryLevelOfTheBarrierTree) {
-  // 40 nodes x 8 GPUs: the iteration barrier spans 320 actors (groups of 16, then 20 group leaders, then 2), the
-  // ZeRO collectives 40 replicas each. Replicas of unequal work: no GPU may start iteration 2 before the slowest
-  // has ended iteration 1, and every collective must wait for its slowest member, or the times differ.
+TEST(SimExecutor, HundredsOfGpusEndTheIterationWithTheSlowest) {
+  // 40 nodes x 8 GPUs, the ZeRO collectives over 40 replicas each. Replicas of unequal work: no GPU may start
+  // iteration 2 before the slowest has ended iteration 1, and every collective must wait for its slowest member,
+  // or the times differ.
   const CostModel cost = h100_qwen_cost(40);
   std::vector<IterationPlan> plans(2);
   for (std::size_t p = 0; p < plans.size(); ++p)
@@ -204,9 +205,9 @@ TEST(SimExecutor, HundredsOfGpusMeetThroughEveryLevelOfTheBarrierTree) {
 }
 
 TEST(SimExecutor, IdleGpusReturningAtOnceDoNotDisturbTheNextIteration) {
-  // 40 nodes, but each plan uses only some of them: the idle GPUs have nothing to do and arrive at the next
-  // iteration's barrier as soon as they are released, while the release of 320 actors is still going down the
-  // barrier tree. Every iteration must still take its estimate and follow the previous one.
+  // 40 nodes, but each plan uses only some of them: the idle GPUs end each iteration where it starts (their actors
+  // are never woken), the busy ones change from plan to plan. Every iteration must still take its estimate and
+  // follow the previous one.
   const CostModel cost = h100_qwen_cost(40);
   std::vector<IterationPlan> plans(6);
   for (std::size_t p = 0; p < plans.size(); ++p) {
@@ -227,6 +228,32 @@ TEST(SimExecutor, IdleGpusReturningAtOnceDoNotDisturbTheNextIteration) {
       EXPECT_NEAR(outcomes[i].start_s, outcomes[i - 1].start_s + outcomes[i - 1].seconds, 1e-9);
     }
   }
+}
+
+TEST(SimExecutor, AnIterationThatCannotBeBuiltMidRunIsRethrownAfterTheEngineStops) {
+  // The profile has no InfiniBand all-to-all: the first plan's CP group stays in a node, the second spans two, so
+  // building the second iteration fails between iterations, in an actor, while every other actor is parked. The
+  // error must come out of simulate() after the first iteration, not hang or crash the run.
+  Profile profile = tiny_profile();
+  std::erase_if(profile.collectives, [](const CollectiveFit& fit) {
+    return fit.op == CollectiveOp::AllToAll && fit.link == LinkClass::InfiniBand;
+  });
+  const CostModel cost = sim_tiny_cost(2, 2, profile);
+  std::vector<IterationPlan> plans(2);
+  plans[0].replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({sharded(1, 20)})})};
+  plans[1].index = 1;
+  plans[1].replicas = {replica(scheme(1, 1, 2), {0, 2}, {micro_batch({sharded(2, 20)})})};
+  const std::string text = testing::in_child_process([&] {
+    std::vector<const IterationPlan*> pointers = {&plans[0], &plans[1]};
+    std::size_t finished = 0;
+    try {
+      sim::simulate(pointers, cost, {}, [&](sim::IterationOutcome&&) { ++finished; });
+    } catch (const InputError& e) {
+      return std::to_string(finished) + " then " + std::string(e.what());
+    }
+    return std::string("no error");
+  });
+  EXPECT_EQ(text.substr(0, 7), "1 then ") << text;
 }
 
 }  // namespace
