@@ -152,7 +152,7 @@ class Simulation {
     cpu_start_ = process_cpu_seconds();
     ProgramOptions program_options = options_.program;
     program_options.describe_work = false;  // work descriptors are for live replay; simulating reads seconds only
-    program_ = build_program(*plans_[index], cost_, program_options);
+    program_ = build_program(*plans_[index], cost_, program_options, std::move(program_));
     build_cpu_s_ = process_cpu_seconds() - cpu_start_;
     collectives_ = std::vector<CollectiveRun>(program_.collectives.size());
     transfers_ = std::vector<TransferRun>(program_.transfers.size());

@@ -230,9 +230,17 @@ void check_plan(const IterationPlan& plan, const CostModel& cost) {
 
 class Builder {
  public:
-  Builder(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options)
-      : plan_(plan), cost_(cost), options_(options), ring_attention_(cost.options().cp_attention == CpAttention::Ring) {
+  Builder(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options, IterationProgram storage)
+      : plan_(plan),
+        cost_(cost),
+        options_(options),
+        ring_attention_(cost.options().cp_attention == CpAttention::Ring),
+        program_(std::move(storage)) {
+    for (auto& steps : program_.gpus) steps.clear();  // keeps their capacity
     program_.gpus.resize(static_cast<std::size_t>(cost.cluster().world_size()));
+    program_.collectives.clear();
+    program_.transfers.clear();
+    program_.works.clear();
   }
 
   IterationProgram build() {
@@ -724,9 +732,10 @@ void Builder::add_gradient_sync(const std::vector<int>& replicas) {
 
 }  // namespace
 
-IterationProgram build_program(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options) {
+IterationProgram build_program(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options,
+                               IterationProgram storage) {
   check_plan(plan, cost);
-  return Builder(plan, cost, options).build();
+  return Builder(plan, cost, options, std::move(storage)).build();
 }
 
 std::vector<FlowGroup> flow_groups(const IterationPlan& plan, const CostModel& cost) {

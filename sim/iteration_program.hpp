@@ -160,7 +160,10 @@ struct ProgramOptions {
 
 /// Throws PlanningError for a plan the estimate would refuse (bad shapes, GPUs outside the cluster), and whatever
 /// the cost model throws (InputError for a profile missing a collective).
-IterationProgram build_program(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options);
+/// `storage`: a previous program whose memory is reused (a simulation builds one per iteration); its contents do
+/// not matter.
+IterationProgram build_program(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options,
+                               IterationProgram storage = {});
 
 /// A group of GPUs that build_program may give flows: the members of a collective of `kind`, or a pipeline
 /// transfer's pair {from, to} (kind PpActivation).
