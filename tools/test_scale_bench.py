@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""Tests of tools/scale_bench.py against a stand-in lcsim that prints known timing tables."""
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scale_bench.py")
+
+# A stand-in for `lcsim simulate SCENARIO`: the table's timing columns, per scenario size and call. The 1024-GPU
+# deepspeed run is slower on its first call: the benchmark must keep the best round.
+FAKE_LCSIM = r"""#!/usr/bin/python3
+import os, sys
+gpus = int(sys.argv[2].rsplit("sim-", 1)[1].split("gpu")[0])
+calls = os.path.join(os.environ["FAKE_DIR"], f"calls-{gpus}")
+n = int(open(calls).read()) if os.path.exists(calls) else 0
+open(calls, "w").write(str(n + 1))
+ds = {64: 2.0, 256: 8.4, 1024: 33.6}[gpus] * (3 if gpus == 1024 and n == 0 else 1)
+print("policy  mean s  wall ms/iter  cpu ms/iter  build ms/iter")
+print(f"deepspeed  2.2  {ds:.2f}  {ds:.2f}  {ds / 2:.2f}")
+print(f"skrull  1.1  {gpus / 256:.2f}  {gpus / 256:.2f}  0.00")
+"""
+
+
+class ScaleBenchTest(unittest.TestCase):
+    def run_bench(self, script, *args):
+        with tempfile.TemporaryDirectory() as scratch:
+            fake = os.path.join(scratch, "lcsim")
+            with open(fake, "w") as out:
+                out.write(script)
+            os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+            figures = os.path.join(scratch, "figures.json")
+            proc = subprocess.run([sys.executable, TOOL, "--lcsim", fake, "--json", figures, *args],
+                                  capture_output=True, text=True, env={**os.environ, "FAKE_DIR": scratch})
+            data = json.load(open(figures)) if proc.returncode == 0 else None
+            return proc, data
+
+    def test_keeps_the_best_round_and_prints_growth(self):
+        proc, data = self.run_bench(FAKE_LCSIM, "--rounds", "2")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        ds = {row["gpus"]: row for row in data["figures"] if row["policy"] == "deepspeed"}
+        self.assertEqual(ds[1024]["cpu_ms_per_iteration"], 33.6)  # not the slow first round's 100.8
+        self.assertEqual(ds[256]["build_ms_per_iteration"], 4.2)
+        lines = [line.split() for line in proc.stdout.splitlines()]
+        deepspeed_1024 = next(f for f in lines if f[:2] == ["deepspeed", "1024"])
+        self.assertEqual(deepspeed_1024[3], "4.00")  # 33.6 / 8.4
+        skrull_256 = next(f for f in lines if f[:2] == ["skrull", "256"])
+        self.assertEqual(skrull_256[3], "4.00")
+
+    def test_refuses_output_without_the_timing_columns(self):
+        proc, _ = self.run_bench("#!/bin/sh\necho 'policy mean s'\necho 'deepspeed 1.0'\n", "--rounds", "1")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("no timing columns", proc.stderr)
+
+    def test_refuses_zero_rounds(self):
+        proc, _ = self.run_bench(FAKE_LCSIM, "--rounds", "0")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("--rounds", proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
