@@ -37,22 +37,10 @@ CollectiveSpec spec(std::vector<int> gpus, LinkClass link, double latency_s, dou
   return s;
 }
 
-/// A SimGrid engine with lcsim's network model, for a test running in its own child process.
-std::unique_ptr<sg4::Engine> make_engine() {
-  sim::quiet_simgrid_logs();
-  // Static: the engine outlives this function and SimGrid may keep pointers into argv.
-  static std::string name = "test";
-  static int argc = 1;
-  static char* argv[] = {name.data(), nullptr};
-  auto engine = std::make_unique<sg4::Engine>(&argc, argv);
-  sim::set_network_model();
-  return engine;
-}
-
 /// Every collective of `specs` joined at time 0 by one actor per member GPU; returns each one's end time.
 std::vector<double> run_concurrently(const ClusterSpec& c, const std::vector<CollectiveSpec>& specs, bool aggregates) {
   const std::string text = testing::in_child_process([&] {
-    const auto engine = make_engine();
+    const auto engine = testing::make_sim_engine();
     std::vector<sim::LinkUse> uses;
     if (aggregates)
       for (const auto& s : specs)
@@ -124,7 +112,7 @@ TEST(SimCollectives, InfiniBandCollectivesContendOnTheNics) {
 
 TEST(SimCollectives, FlowPlansUseOneFlowPerNodeWhereTheyCan) {
   const std::string text = testing::in_child_process([] {
-    const auto engine = make_engine();
+    const auto engine = testing::make_sim_engine();
     const ClusterSpec c = cluster(2, 4);
     std::vector<sim::LinkUse> uses = sim::link_uses(c, {0, 1, 2, 3}, sim::WorkKind::CpAllToAll);
     for (auto& use : sim::link_uses(c, {0, 1, 4, 5}, sim::WorkKind::GradAllReduce)) uses.push_back(std::move(use));
@@ -169,7 +157,7 @@ TEST(SimCollectiveRun, RunStartsWhenTheLastMemberIsReadyAndTakesTheCostModelTime
   // ready time (2.5 s), waits the latency and moves the flows: ends at 2.5 + 1e-3 + 2e-3. A one-GPU group is a
   // local delay from its member's ready time.
   const std::string text = testing::in_child_process([] {
-    const auto engine = make_engine();
+    const auto engine = testing::make_sim_engine();
     const Platform platform(cluster(1, 4));
     const CollectiveSpec four = spec({0, 1, 2, 3}, LinkClass::NvLink, 1e-3, 2e-3);
     const CollectiveSpec one = spec({2}, LinkClass::NvLink, 0.25, 0.5);

@@ -101,12 +101,7 @@ TEST(SimFlowGroups, DeclareEveryFlowTheProgramStarts) {
 
 TEST(SimPlatform, GpusCrossedByTheSameUsesShareOneLink) {
   const std::string text = testing::in_child_process([] {
-    sim::quiet_simgrid_logs();
-    static std::string name = "test";
-    static int argc = 1;
-    static char* argv[] = {name.data(), nullptr};
-    simgrid::s4u::Engine engine(&argc, argv);
-    sim::set_network_model();
+    const auto engine = testing::make_sim_engine();
     ClusterSpec c = testing::tiny_cluster(2, 4);
     c.nvlink_GBps = 400;
     c.ib_GBps = 50;
@@ -137,12 +132,7 @@ TEST(SimPlatform, GpusCrossedByTheSameUsesShareOneLink) {
 
 TEST(SimPlatform, WithoutMergingEveryGpuKeepsItsLinks) {
   const std::string text = testing::in_child_process([] {
-    sim::quiet_simgrid_logs();
-    static std::string name = "test";
-    static int argc = 1;
-    static char* argv[] = {name.data(), nullptr};
-    simgrid::s4u::Engine engine(&argc, argv);
-    sim::set_network_model();
+    const auto engine = testing::make_sim_engine();
     ClusterSpec c = testing::tiny_cluster(1, 4);
     c.nvlink_GBps = 400;
     c.ib_GBps = 50;

@@ -113,12 +113,7 @@ TEST(SimRing, PipelinesRunTheForwardRingInTheForwardPassAndTheOthersInTheBackwar
 
 TEST(SimRing, RingFlowsGoToTheSuccessorOnNvLinkInsideANodeAndOverTheNicsAcross) {
   const std::string text = testing::in_child_process([] {
-    sim::quiet_simgrid_logs();
-    std::string name = "test";
-    int argc = 1;
-    char* argv[] = {name.data(), nullptr};
-    simgrid::s4u::Engine engine(&argc, argv);
-    sim::set_network_model();
+    const auto engine = testing::make_sim_engine();
     ClusterSpec c = testing::tiny_cluster(2, 2);
     c.nvlink_GBps = 400;
     c.ib_GBps = 50;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 
 #include "policies/core/profile.hpp"
 #include "sim/executor.hpp"
+#include "sim/simgrid_compat.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::testing {
@@ -28,6 +30,18 @@ inline CostModel sim_tiny_cost(int nodes, int gpus_per_node, Profile profile = t
   cluster.nvlink_GBps = 450;
   cluster.ib_GBps = 50;
   return CostModel(tiny_model(layers), cluster, std::move(profile));
+}
+
+/// A SimGrid engine with lcsim's network model, for a test running in its own child process.
+inline std::unique_ptr<simgrid::s4u::Engine> make_sim_engine() {
+  sim::quiet_simgrid_logs();
+  // Static: the engine outlives this function and SimGrid may keep pointers into argv.
+  static std::string name = "test";
+  static int argc = 1;
+  static char* argv[] = {name.data(), nullptr};
+  auto engine = std::make_unique<simgrid::s4u::Engine>(&argc, argv);
+  sim::set_network_model();
+  return engine;
 }
 
 /// Runs `body` in a child process and returns what it returned; a crash, an exception or a non-zero exit fails
