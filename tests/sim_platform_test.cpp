@@ -102,9 +102,7 @@ TEST(SimFlowGroups, DeclareEveryFlowTheProgramStarts) {
 TEST(SimPlatform, GpusCrossedByTheSameUsesShareOneLink) {
   const std::string text = testing::in_child_process([] {
     const auto engine = testing::make_sim_engine();
-    ClusterSpec c = testing::tiny_cluster(2, 4);
-    c.nvlink_GBps = 400;
-    c.ib_GBps = 50;
+    const ClusterSpec c = testing::sim_tiny_cost(2, 4).cluster();  // the toy cluster, with link bandwidths
     // NVLink: an aggregate over node 0, and GPU 0 on its own (a pipeline neighbour, say). InfiniBand: one
     // aggregate per node (a group over all 8 GPUs). GPU 7's NVLink link: no use.
     std::vector<LinkUse> uses = sim::link_uses(c, range(0, 8), WorkKind::GradAllReduce);
@@ -133,9 +131,7 @@ TEST(SimPlatform, GpusCrossedByTheSameUsesShareOneLink) {
 TEST(SimPlatform, WithoutMergingEveryGpuKeepsItsLinks) {
   const std::string text = testing::in_child_process([] {
     const auto engine = testing::make_sim_engine();
-    ClusterSpec c = testing::tiny_cluster(1, 4);
-    c.nvlink_GBps = 400;
-    c.ib_GBps = 50;
+    const ClusterSpec c = testing::sim_tiny_cost(1, 4).cluster();  // the toy cluster, with link bandwidths
     const sim::Platform platform(c, sim::link_uses(c, range(0, 4), WorkKind::CpAllToAll), false);
     std::ostringstream out;
     for (int g = 0; g < 4; ++g) out << platform.link_sharers(g, LinkClass::NvLink) << ' ';
