@@ -1,11 +1,10 @@
 #pragma once
 // The SimGrid executor: one actor per GPU runs its share of each iteration (sim/iteration_program.hpp) on the
 // platform of the cost model's cluster (sim/platform.hpp). Iterations run one after another in a single
-// simulation; every GPU waits for all others at the start of each iteration, so an iteration's time is the gap
-// between two such meetings. Compute is a timed wait of the cost model's seconds: a GPU never runs two computations
-// at once here, so the wait is exact, and in SimGrid 3.32 it is far cheaper than execute() of seconds x host speed
-// flops (measured per call: execute 2.4 us at 128 hosts to 15 us at 4096, sleep_for 1.3 to 2.6 us).
-// Communication runs as flows (sim/collectives.hpp).
+// simulation; an iteration starts when the last GPU has ended the previous one (its queued compute included), so
+// an iteration's time is the gap between two such ends. Compute is kept as each GPU's ready time and waited for
+// only where the GPU meets others (sim/executor.cpp): a GPU never runs two computations at once here, so that is
+// exact, and far cheaper than a SimGrid activity per compute. Communication runs as flows (sim/collectives.hpp).
 //
 // Per GPU and iteration it measures busy time (the union of its compute and collective intervals: overlapped
 // communication counts once; waiting for other GPUs, pipeline transfers and pipeline bubbles are idle, as in the
