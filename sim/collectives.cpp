@@ -166,20 +166,6 @@ FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
   return plan;
 }
 
-CommInterval CollectiveRun::join(const Platform& platform, const CollectiveSpec& spec, double ready) {
-  const std::size_t n = spec.gpus.size();
-  if (n <= 1) {
-    // Nothing to exchange on the wire, but the cost model may still charge the time (a sharding group of one
-    // GPU that the estimate sizes for more): a local delay, no link used.
-    return {ready, ready + spec.time.seconds()};
-  }
-  if (!barrier_) barrier_ = std::make_unique<TreeBarrier>(n);
-  ready_ = std::max(ready_, ready);
-  // The last to arrive runs the collective once everyone is ready; the others are released when it is over.
-  barrier_->arrive([&] { run_flows(platform, spec); });
-  return interval_;
-}
-
 bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
   assert(members_.size() < std::max<std::size_t>(1, spec.gpus.size()) && "more arrivals than members");
   if (members_.empty()) members_.reserve(spec.gpus.size());
@@ -189,7 +175,9 @@ bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
 }
 
 CommInterval CollectiveRun::run(const Platform& platform, const CollectiveSpec& spec) {
-  if (spec.gpus.size() <= 1) return {ready_, ready_ + spec.time.seconds()};  // as join()
+  // One GPU: nothing to exchange on the wire, but the cost model may still charge the time (a sharding group of
+  // one GPU that the estimate sizes for more): a local delay, no link used.
+  if (spec.gpus.size() <= 1) return {ready_, ready_ + spec.time.seconds()};
   run_flows(platform, spec);
   return interval_;
 }

@@ -37,7 +37,8 @@ CollectiveSpec spec(std::vector<int> gpus, LinkClass link, double latency_s, dou
   return s;
 }
 
-/// Every collective of `specs` joined at time 0 by one actor per member GPU; returns each one's end time.
+/// Every collective of `specs` started at time 0, each by its own actor with every member arrived ready at 0 (as the
+/// executor's runner does); returns each one's end time.
 std::vector<double> run_concurrently(const ClusterSpec& c, const std::vector<CollectiveSpec>& specs, bool aggregates) {
   const std::string text = testing::in_child_process([&] {
     const auto engine = testing::make_sim_engine();
@@ -49,12 +50,12 @@ std::vector<double> run_concurrently(const ClusterSpec& c, const std::vector<Col
     std::vector<CollectiveRun> runs(specs.size());
     std::vector<double> ends(specs.size(), -1);
     for (std::size_t i = 0; i < specs.size(); ++i)
-      for (int g : specs[i].gpus)
-        sg4::Actor::create("member", platform.gpu(g), [&, i] {
-          const sim::CommInterval interval = runs[i].join(platform, specs[i], 0.0);
-          // Members leave when the collective is over: their clock is its end.
-          ends[i] = std::max(interval.end, sg4::Engine::get_clock());
-        });
+      sg4::Actor::create("runner", platform.gpu(specs[i].gpus.front()), [&, i] {
+        for (int g : specs[i].gpus) runs[i].arrive(specs[i], g, 0.0);
+        const sim::CommInterval interval = runs[i].run(platform, specs[i]);
+        // The runner returns when the collective is over: its clock is the end.
+        ends[i] = std::max(interval.end, sg4::Engine::get_clock());
+      });
     engine->run();
     std::ostringstream out;
     out.precision(17);
