@@ -2,7 +2,6 @@
 // The flat profile of the cost-model tests (cost_model_test, cost_model_ring_test, cost_views_test): a GPU of
 // 1e6 FLOP/s, GEMM efficiency 1, a flat attention efficiency, backward attention 2.5x the forward, so every time
 // is checkable by hand on a tiny model. Each test adds the memory figures and collectives it needs.
-#include <limits>
 #include <optional>
 
 #include "policies/core/cost_model.hpp"
@@ -15,16 +14,7 @@ inline ModelConfig flat_tiny_model() {
   return ModelConfig{"tiny", 64, 2, 4, 2, 16, 128, 1000, false};
 }
 
-/// One segment for every size: latency_us + size term at bus_GBps.
-inline CollectiveFit single_segment(CollectiveOp op, LinkClass link, int group_size, double latency_us,
-                                    double bus_GBps) {
-  CollectiveFit fit;
-  fit.op = op;
-  fit.link = link;
-  fit.group_size = group_size;
-  fit.segments = {{std::numeric_limits<double>::infinity(), latency_us, bus_GBps}};
-  return fit;
-}
+using lcsim::single_segment;  // policies/core/profile.hpp
 
 /// Compute figures only: peak 1e-6 TFLOP/s, GEMM efficiency 1, attention `attention_efficiency`, backward ratio
 /// 2.5, `layer_overhead_us` per layer.

@@ -96,15 +96,6 @@ Curve curve(std::span<const double> x, std::span<const double> y) {
   return Curve{std::vector<double>(x.begin(), x.end()), std::vector<double>(y.begin(), y.end()), std::nullopt};
 }
 
-CollectiveFit single_segment(CollectiveOp op, LinkClass link, int group_size, double latency_us, double bus_GBps) {
-  CollectiveFit fit;
-  fit.op = op;
-  fit.link = link;
-  fit.group_size = group_size;
-  fit.segments = {{std::numeric_limits<double>::infinity(), latency_us, bus_GBps}};
-  return fit;
-}
-
 void add_nvlink_collectives(const GpuKind& gpu, std::vector<CollectiveFit>& out) {
   const double scale = gpu.nvlink_GBps / kTableNvlinkGBps;
   for (auto op :

@@ -51,6 +51,15 @@ double bus_factor(CollectiveOp op, int group_size) {
   return 1;
 }
 
+CollectiveFit single_segment(CollectiveOp op, LinkClass link, int group_size, double latency_us, double bus_GBps) {
+  CollectiveFit fit;
+  fit.op = op;
+  fit.link = link;
+  fit.group_size = group_size;
+  fit.segments = {{std::numeric_limits<double>::infinity(), latency_us, bus_GBps}};
+  return fit;
+}
+
 CollectiveTime CollectiveFit::time(double bytes) const {
   if (segments.empty()) throw std::logic_error("CollectiveFit::time without segments");
   if (bytes < 0) throw std::invalid_argument("CollectiveFit::time: negative size");

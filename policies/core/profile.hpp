@@ -52,16 +52,18 @@ struct CollectiveFit {
   double seconds(double bytes) const { return time(bytes).seconds(); }
   CollectiveTime time(double bytes) const;
 };
+/// A fit of one segment for every size: `latency_us` plus the size term at `bus_GBps` (priors, test profiles).
+CollectiveFit single_segment(CollectiveOp op, LinkClass link, int group_size, double latency_us, double bus_GBps);
 
 struct ComputeProfile {
-  double peak_tflops = 0;           ///< dense BF16 peak the efficiencies refer to
-  Curve gemm_efficiency;            ///< achieved/peak vs tokens in the GEMM (micro-batch tokens on one GPU)
-  Curve attention_efficiency;       ///< achieved/peak vs sequence length, causal varlen attention forward
+  double peak_tflops = 0;                 ///< dense BF16 peak the efficiencies refer to
+  Curve gemm_efficiency;                  ///< achieved/peak vs tokens in the GEMM (micro-batch tokens on one GPU)
+  Curve attention_efficiency;             ///< achieved/peak vs sequence length, causal varlen attention forward
   double attention_backward_ratio = 2.5;  ///< backward FLOPs / forward FLOPs (FlashAttention convention)
-  double layer_overhead_us = 0;     ///< fixed cost per layer per micro-batch, forward + backward
+  double layer_overhead_us = 0;           ///< fixed cost per layer per micro-batch, forward + backward
   std::optional<double> layer_overhead_fit_mape;
-  double optimizer_us_per_mparam = 0;  ///< optimizer step per million parameters held by the GPU
-  double hot_switch_us_per_mparam = 0; ///< re-sharding cost of a parallel-strategy switch (HotSPa)
+  double optimizer_us_per_mparam = 0;   ///< optimizer step per million parameters held by the GPU
+  double hot_switch_us_per_mparam = 0;  ///< re-sharding cost of a parallel-strategy switch (HotSPa)
 };
 
 /// bytes = per_hidden*hidden + per_kv_hidden*kv_hidden + per_ffn*ffn (per token, per layer)
@@ -80,7 +82,7 @@ struct MemoryProfile {
   /// divided across the sharding group.
   std::array<double, 4> replicated_bytes_per_param{};
   std::array<double, 4> sharded_bytes_per_param{};
-  double reserve_bytes = 0;                      ///< CUDA context, NCCL buffers, allocator fragmentation
+  double reserve_bytes = 0;  ///< CUDA context, NCCL buffers, allocator fragmentation
   std::optional<double> fit_mape;
 };
 
@@ -93,13 +95,13 @@ struct Provenance {
   std::string driver;
   std::string cuda;
   std::string nccl;
-  std::string model;        ///< model the memory/compute fits were measured with, if any
+  std::string model;  ///< model the memory/compute fits were measured with, if any
   std::string notes;
 };
 
 struct Profile {
   int format_version = 1;
-  std::string gpu;          ///< GPU kind name
+  std::string gpu;  ///< GPU kind name
   Provenance provenance;
   ComputeProfile compute;
   MemoryProfile memory;
