@@ -131,6 +131,7 @@ struct ShareCost {
   double forward = 0;       // forward of a layer (pipelines)
   double head_forward = 0;
 
+  ShareCost() = default;
   ShareCost(const CostModel& cost, const Shares& shares, const ParallelScheme& scheme, bool with_head) {
     if (shares.empty()) return;
     empty = false;
@@ -148,6 +149,32 @@ struct ShareCost {
   }
   double block_forward(const Block& b) const { return empty ? 0 : b.layers * forward + (b.last ? head_forward : 0.0); }
   double block_backward(const Block& b) const { return block(b) - block_forward(b); }
+};
+
+template <class T>
+std::vector<T> concat(const std::vector<T>& a, const std::vector<T>& b);
+
+/// The compute costs of one micro-batch on one stage, per CP rank: its local shares, and (without overlap) its
+/// local and distributed shares together; `dist` is the distributed shares alone. A rank without local shares
+/// computes exactly the distributed ones, so the cost model is asked once for all such ranks (with Ulysses, every
+/// rank of a baseline), not once per rank and TP rank.
+struct MicroBatchCosts {
+  ShareCost dist;
+  std::vector<ShareCost> local;  ///< per CP rank
+  std::vector<ShareCost> all;    ///< per CP rank: local ++ dist; empty costs with overlap
+
+  MicroBatchCosts(const CostModel& cost, const MicroBatchWork& work, const ParallelScheme& s, bool overlap, bool head)
+      : dist(cost, work.dist, s, head), local(work.local.size()), all(work.local.size()) {
+    for (std::size_t j = 0; j < work.local.size(); ++j) {
+      const Shares& shares = work.local[j];
+      if (shares.empty()) {
+        if (!overlap) all[j] = dist;
+        continue;
+      }
+      local[j] = ShareCost(cost, shares, s, head);
+      if (!overlap) all[j] = ShareCost(cost, concat(shares, work.dist), s, head);
+    }
+  }
 };
 
 template <class T>
@@ -320,6 +347,13 @@ class Builder {
                                 .recompute = s.recompute,
                                 .lm_head = head_stage && b.last});
   }
+  /// The work of one rank's local shares and the distributed ones together (no overlap), concatenated only when
+  /// work is described.
+  int add_work(ComputeWork::Pass pass, const Shares& local, const Ids& local_ids, const Shares& dist,
+               const Ids& dist_ids, const ParallelScheme& s, const Block& b, bool head_stage) {
+    if (!options_.describe_work) return -1;
+    return add_work(pass, concat(local, dist), concat(local_ids, dist_ids), s, b, head_stage);
+  }
   static Step join(int collective, WorkKind kind, int replica, int micro_batch) {
     return Step{.type = Step::Type::Collective,
                 .kind = kind,
@@ -454,14 +488,14 @@ class Builder {
                   add_calls(group_over_cp(rep, 0, t), cost_.ulysses_calls(work.sharded_per_gpu, s.cp, blocks[b].layers),
                             WorkKind::CpAllToAll);
           }
-      const ShareCost dist(cost_, work.dist, s, true);
+      const MicroBatchCosts costs(cost_, work, s, rep.overlap_cp_comm, true);
+      const ShareCost& dist = costs.dist;
       for (int j = 0; j < s.cp; ++j) {
         const Shares& local_shares = work.local[static_cast<std::size_t>(j)];
         if (local_shares.empty() && work.dist.empty()) continue;
         const Tokens tokens = work.gpu_tokens(j);
-        const ShareCost local(cost_, local_shares, s, true);
-        const ShareCost all = rep.overlap_cp_comm ? ShareCost(cost_, {}, s, true)
-                                                  : ShareCost(cost_, concat(local_shares, work.dist), s, true);
+        const ShareCost& local = costs.local[static_cast<std::size_t>(j)];
+        const ShareCost& all = costs.all[static_cast<std::size_t>(j)];
         std::vector<int> tp_index(blocks.size(), -1);
         if (s.tp > 1 && tokens > 0)
           for (std::size_t b = 0; b < blocks.size(); ++b)
@@ -480,10 +514,10 @@ class Builder {
                 rep.overlap_cp_comm ? add_work(kPass, local_shares, local_ids, s, block, true) : -1};
             const BlockWork dist_work{dist.block(block),
                                       rep.overlap_cp_comm ? add_work(kPass, work.dist, ids.dist, s, block, true) : -1};
-            const BlockWork all_work{all.block(block), rep.overlap_cp_comm
-                                                           ? -1
-                                                           : add_work(kPass, concat(local_shares, work.dist),
-                                                                      concat(local_ids, ids.dist), s, block, true)};
+            const BlockWork all_work{
+                all.block(block), rep.overlap_cp_comm
+                                      ? -1
+                                      : add_work(kPass, local_shares, local_ids, work.dist, ids.dist, s, block, true)};
             const auto& ring_steps = ring[b][static_cast<std::size_t>(t)];
             if (!ring_steps.empty())
               add_block_ring(g, rep.overlap_cp_comm, local_work, dist_work, all_work, ring_steps, WorkKind::Compute, r,
@@ -604,6 +638,10 @@ void Builder::add_pipelined_replica(int r) {
       }
     }
 
+    std::vector<MicroBatchCosts> costs;
+    costs.reserve(micro_batches);
+    for (const MicroBatchWork& work : works) costs.emplace_back(cost_, work, s, rep.overlap_cp_comm, head);
+
     // 1F1B order of this stage.
     const std::size_t warmup = std::min(static_cast<std::size_t>(pp - 1 - stage), micro_batches);
     std::vector<std::pair<std::size_t, bool>> order;  // (micro-batch, forward?)
@@ -625,10 +663,9 @@ void Builder::add_pipelined_replica(int r) {
           const Shares& local_shares = work.local[jj];
           if (local_shares.empty() && work.dist.empty()) continue;
           const int mi = static_cast<int>(m);
-          const ShareCost local(cost_, local_shares, s, head);
-          const ShareCost dist(cost_, work.dist, s, head);
-          const ShareCost all = rep.overlap_cp_comm ? ShareCost(cost_, {}, s, head)
-                                                    : ShareCost(cost_, concat(local_shares, work.dist), s, head);
+          const ShareCost& local = costs[m].local[jj];
+          const ShareCost& dist = costs[m].dist;
+          const ShareCost& all = costs[m].all[jj];
           const PassCollectives& pc = passes[m];
           const ShareIds& ids = share_ids[m];
           const Ids& local_ids = ids.local[jj];
@@ -642,9 +679,8 @@ void Builder::add_pipelined_replica(int r) {
             return std::array<BlockWork, 3>{
                 BlockWork{local_s, overlap ? add_work(pass, local_shares, local_ids, s, block, head) : -1},
                 BlockWork{dist_s, overlap ? add_work(pass, work.dist, ids.dist, s, block, head) : -1},
-                BlockWork{all_s, overlap ? -1
-                                         : add_work(pass, concat(local_shares, work.dist), concat(local_ids, ids.dist),
-                                                    s, block, head)}};
+                BlockWork{all_s,
+                          overlap ? -1 : add_work(pass, local_shares, local_ids, work.dist, ids.dist, s, block, head)}};
           };
           if (forward) {
             if (stage > 0)
