@@ -144,26 +144,55 @@ std::vector<LinkUse> link_uses(const ClusterSpec& cluster, const std::vector<int
   return uses;
 }
 
-FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
-  FlowPlan plan;
-  const std::size_t n = spec.gpus.size();
-  plan.bytes = n > 1 ? flow_bytes(platform, spec.link, spec.time.transfer_s) : 0;
-  plan.delay_s = spec.time.latency_s;
-  if (plan.bytes == 0) return plan;
-  const auto hosts = [&](const std::vector<FlowShape>& shapes) {
-    plan.flows.clear();
+namespace {
+
+/// The ends of the flows of a collective of `kind` over `gpus` on `link`.
+std::vector<FlowPlan::Flow> flow_ends(const Platform& platform, const std::vector<int>& gpus, LinkClass link,
+                                      WorkKind kind) {
+  std::vector<FlowPlan::Flow> flows;
+  const auto ends = [&](const std::vector<FlowShape>& shapes) {
+    flows.clear();
     for (const FlowShape& shape : shapes) {
       FlowPlan::Flow flow{end_host(platform, shape.from, shape.link, true),
                           end_host(platform, shape.to, shape.link, false)};
       if (flow.from == nullptr || flow.to == nullptr) return false;
-      plan.flows.push_back(flow);
+      flows.push_back(flow);
     }
     return true;
   };
   // Per-node flows need the parts' aggregates; a group the platform was not told of gets one flow per member.
-  if (!hosts(flow_shapes(platform.gpus_per_node(), spec.gpus, spec.link, spec.kind, true)))
-    hosts(flow_shapes(platform.gpus_per_node(), spec.gpus, spec.link, spec.kind, false));
+  if (!ends(flow_shapes(platform.gpus_per_node(), gpus, link, kind, true)))
+    ends(flow_shapes(platform.gpus_per_node(), gpus, link, kind, false));
+  return flows;
+}
+
+std::uint64_t spec_bytes(const Platform& platform, const CollectiveSpec& spec) {
+  return spec.gpus.size() > 1 ? flow_bytes(platform, spec.link, spec.time.transfer_s) : 0;
+}
+
+}  // namespace
+
+FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
+  FlowPlan plan;
+  plan.bytes = spec_bytes(platform, spec);
+  plan.delay_s = spec.time.latency_s;
+  if (plan.bytes > 0) plan.flows = flow_ends(platform, spec.gpus, spec.link, spec.kind);
   return plan;
+}
+
+std::size_t FlowCache::GroupHash::operator()(const Group& group) const {
+  std::size_t h = static_cast<std::size_t>(group.link) * 31 + static_cast<std::size_t>(group.kind);
+  for (int g : group.gpus) h = h * 1000003 + static_cast<std::size_t>(g);
+  return h;
+}
+
+const std::vector<FlowPlan::Flow>& FlowCache::flows(const CollectiveSpec& spec) {
+  key_.link = spec.link;
+  key_.kind = spec.kind;
+  key_.gpus.assign(spec.gpus.begin(), spec.gpus.end());
+  const auto found = flows_.find(key_);
+  if (found != flows_.end()) return found->second;
+  return flows_.emplace(key_, flow_ends(platform_, spec.gpus, spec.link, spec.kind)).first->second;
 }
 
 bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
@@ -174,28 +203,33 @@ bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
   return members_.size() >= spec.gpus.size();
 }
 
-CommInterval CollectiveRun::run(const Platform& platform, const CollectiveSpec& spec) {
+CommInterval CollectiveRun::run(FlowCache& flows, const CollectiveSpec& spec) {
   // One GPU: nothing to exchange on the wire, but the cost model may still charge the time (a sharding group of
   // one GPU that the estimate sizes for more): a local delay, no link used.
   if (spec.gpus.size() <= 1) return {ready_, ready_ + spec.time.seconds()};
-  run_flows(platform, spec);
+  run_flows(flows, spec);
   return interval_;
 }
 
-void CollectiveRun::run_flows(const Platform& platform, const CollectiveSpec& spec) {
+void CollectiveRun::run_flows(FlowCache& flows, const CollectiveSpec& spec) {
   interval_.start = std::max(ready_, sg4::Engine::get_clock());
-  const FlowPlan flows = plan_flows(platform, spec);
-  if (flows.bytes == 0) {
+  const std::uint64_t bytes = spec_bytes(flows.platform(), spec);
+  const double delay_s = spec.time.latency_s;
+  if (bytes == 0) {
     // Nothing on the wire: the collective is its latency (or a pure barrier); no need to wait for it here.
-    interval_.end = interval_.start + flows.delay_s;
+    interval_.end = interval_.start + delay_s;
     return;
   }
-  if (interval_.start + flows.delay_s > sg4::Engine::get_clock())
-    sg4::this_actor::sleep_until(interval_.start + flows.delay_s);
-  std::vector<sg4::CommPtr> comms;
-  comms.reserve(flows.flows.size());
-  for (const auto& flow : flows.flows) comms.push_back(start_flow(flow.from, flow.to, flows.bytes));
-  wait_all(comms);
+  if (interval_.start + delay_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(interval_.start + delay_s);
+  const std::vector<FlowPlan::Flow>& ends = flows.flows(spec);
+  if (ends.size() == 1) {  // the common case with aggregates: no list of one
+    start_flow(ends.front().from, ends.front().to, bytes)->wait();
+  } else {
+    std::vector<sg4::CommPtr> comms;
+    comms.reserve(ends.size());
+    for (const auto& flow : ends) comms.push_back(start_flow(flow.from, flow.to, bytes));
+    wait_all(comms);
+  }
   interval_.end = sg4::Engine::get_clock();
 }
 

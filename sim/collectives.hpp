@@ -7,7 +7,9 @@
 //   - ring attention (CP):       one flow per rank to its ring successor, carrying all its steps
 //   - ring all-gather / reduce-scatter / all-reduce (TP, ZeRO): collapsed ring, one flow per rank
 //   - send/recv (pipelines):     one flow
+#include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/iteration_program.hpp"
@@ -35,6 +37,31 @@ struct FlowPlan {
 /// Exposed for tests: the flows that make `spec` take exactly its cost-model time on an idle platform.
 FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec);
 
+/// The platform, and the flows' ends of every group of GPUs it has planned: all collectives of one group and kind
+/// (a CP group's all-to-all at every block, micro-batch and iteration) have the same ends, and only their bytes
+/// and latency differ, so the ends are worked out once per group instead of once per collective.
+class FlowCache {
+ public:
+  explicit FlowCache(const Platform& platform) : platform_(platform) {}
+  const Platform& platform() const { return platform_; }
+  /// plan_flows(platform(), spec)'s flows.
+  const std::vector<FlowPlan::Flow>& flows(const CollectiveSpec& spec);
+
+ private:
+  struct Group {
+    LinkClass link;
+    WorkKind kind;
+    std::vector<int> gpus;
+    bool operator==(const Group&) const = default;
+  };
+  struct GroupHash {
+    std::size_t operator()(const Group& group) const;
+  };
+  const Platform& platform_;
+  std::unordered_map<Group, std::vector<FlowPlan::Flow>, GroupHash> flows_;
+  Group key_;  // the lookup key, kept to reuse its memory
+};
+
 /// One flow before hosts are chosen: it leaves through the links of class `link` of `from` and enters through
 /// those of `to` (one GPU: its own endpoint; more, on one node: their aggregate).
 struct FlowShape {
@@ -60,12 +87,12 @@ class CollectiveRun {
   /// Records `gpu`'s arrival, ready at `ready`; true when it completes the spec's members.
   bool arrive(const CollectiveSpec& spec, int gpu, double ready);
   /// Runs the collective once every member has arrived (blocking the calling actor for its simulated duration).
-  CommInterval run(const Platform& platform, const CollectiveSpec& spec);
+  CommInterval run(FlowCache& flows, const CollectiveSpec& spec);
   /// The members in arrival order.
   const std::vector<int>& members() const { return members_; }
 
  private:
-  void run_flows(const Platform& platform, const CollectiveSpec& spec);
+  void run_flows(FlowCache& flows, const CollectiveSpec& spec);
 
   std::vector<int> members_;
   double ready_ = 0;

@@ -51,6 +51,7 @@ class Simulation {
         options_(options),
         on_iteration_(on_iteration),
         platform_(platform),
+        flows_(platform),
         gpus_(static_cast<std::size_t>(platform.world_size())),
         wake_(gpus_.size()) {}
 
@@ -238,7 +239,7 @@ class Simulation {
     const Step& step = program_.gpus[static_cast<std::size_t>(gpu)][gpus_[static_cast<std::size_t>(gpu)].pc];
     const auto c = static_cast<std::size_t>(step.index);
     CollectiveRun& run = collectives_[c];
-    const CommInterval comm = run.run(platform_, program_.collectives[c]);
+    const CommInterval comm = run.run(flows_, program_.collectives[c]);
     for (int member : run.members()) close_collective(member, comm);
     for (int member : run.members()) {
       if (member == gpu) continue;
@@ -301,6 +302,7 @@ class Simulation {
   const SimulationOptions& options_;
   const IterationCallback& on_iteration_;
   const Platform& platform_;
+  FlowCache flows_;
 
   IterationProgram program_;
   std::vector<CollectiveRun> collectives_;

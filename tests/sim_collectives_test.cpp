@@ -47,12 +47,13 @@ std::vector<double> run_concurrently(const ClusterSpec& c, const std::vector<Col
       for (const auto& s : specs)
         for (auto& use : sim::link_uses(c, s.gpus, s.kind)) uses.push_back(std::move(use));
     const Platform platform(c, uses);
+    sim::FlowCache flows(platform);  // one for all runners, as in the executor
     std::vector<CollectiveRun> runs(specs.size());
     std::vector<double> ends(specs.size(), -1);
     for (std::size_t i = 0; i < specs.size(); ++i)
       sg4::Actor::create("runner", platform.gpu(specs[i].gpus.front()), [&, i] {
         for (int g : specs[i].gpus) runs[i].arrive(specs[i], g, 0.0);
-        const sim::CommInterval interval = runs[i].run(platform, specs[i]);
+        const sim::CommInterval interval = runs[i].run(flows, specs[i]);
         // The runner returns when the collective is over: its clock is the end.
         ends[i] = std::max(interval.end, sg4::Engine::get_clock());
       });
@@ -144,6 +145,38 @@ TEST(SimCollectives, FlowPlansUseOneFlowPerNodeWhereTheyCan) {
   EXPECT_EQ(text, "1 400000000 2 1 4 1 0 0.001 refused");
 }
 
+TEST(SimCollectives, FlowCacheGivesThePlannedEndsOfEachGroupAndKind) {
+  // Ring attention and the all-to-all over the same GPUs across nodes have different flows (hops vs one flow per
+  // node): the cache must tell them apart, and a group it has seen must come back as planned, from the cache.
+  const std::string text = testing::in_child_process([] {
+    const auto engine = testing::make_sim_engine();
+    const ClusterSpec c = cluster(2, 4);
+    std::vector<sim::LinkUse> uses;
+    for (auto kind : {sim::WorkKind::CpAllToAll, sim::WorkKind::CpRing})
+      for (auto& use : sim::link_uses(c, {0, 1, 4, 5}, kind)) uses.push_back(std::move(use));
+    for (auto& use : sim::link_uses(c, {0, 1, 2, 3}, sim::WorkKind::CpAllToAll)) uses.push_back(std::move(use));
+    const Platform platform(c, uses);
+    sim::FlowCache cache(platform);
+    CollectiveSpec all_to_all = spec({0, 1, 4, 5}, LinkClass::InfiniBand, 1e-3, 1e-3);
+    CollectiveSpec ring = all_to_all;
+    ring.kind = sim::WorkKind::CpRing;
+    const CollectiveSpec node = spec({0, 1, 2, 3}, LinkClass::NvLink, 1e-3, 5e-4);
+    const auto same = [&](const CollectiveSpec& s) {
+      const auto& cached = cache.flows(s);
+      const auto planned = sim::plan_flows(platform, s).flows;
+      bool equal = cached.size() == planned.size();
+      for (std::size_t i = 0; equal && i < planned.size(); ++i)
+        equal = cached[i].from == planned[i].from && cached[i].to == planned[i].to;
+      return std::to_string(cached.size()) + (equal ? "=" : "!");
+    };
+    std::ostringstream out;
+    for (int pass = 0; pass < 2; ++pass) out << same(all_to_all) << ' ' << same(ring) << ' ' << same(node) << ' ';
+    out << (&cache.flows(ring) == &cache.flows(ring));
+    return out.str();
+  });
+  EXPECT_EQ(text, "2= 4= 1= 2= 4= 1= 1");
+}
+
 TEST(SimCollectiveRun, ArrivalsCompleteWithTheLastMemberAndKeepTheirOrder) {
   const CollectiveSpec s = spec({4, 5, 6}, LinkClass::NvLink, 1e-6, 1e-3);
   CollectiveRun run;
@@ -164,13 +197,14 @@ TEST(SimCollectiveRun, RunStartsWhenTheLastMemberIsReadyAndTakesTheCostModelTime
     const CollectiveSpec one = spec({2}, LinkClass::NvLink, 0.25, 0.5);
     sim::CommInterval a;
     sim::CommInterval b;
+    sim::FlowCache flows(platform);
     sg4::Actor::create("runner", platform.gpu(0), [&] {
       CollectiveRun run;
       for (int g = 0; g < 4; ++g) run.arrive(four, g, g == 2 ? 2.5 : 0.5);
-      a = run.run(platform, four);
+      a = run.run(flows, four);
       CollectiveRun alone;
       alone.arrive(one, 2, 7.0);
-      b = alone.run(platform, one);
+      b = alone.run(flows, one);
     });
     engine->run();
     std::ostringstream out;
