@@ -90,6 +90,12 @@ class CollectiveRun {
   CommInterval run(FlowCache& flows, const CollectiveSpec& spec);
   /// The members in arrival order.
   const std::vector<int>& members() const { return members_; }
+  /// Forgets the instance, keeping the memory for the next one (the executor reuses its runs every iteration).
+  void clear() {
+    members_.clear();
+    ready_ = 0;
+    interval_ = {};
+  }
 
  private:
   void run_flows(FlowCache& flows, const CollectiveSpec& spec);

@@ -155,7 +155,8 @@ class Simulation {
     program_options.describe_work = false;  // work descriptors are for live replay; simulating reads seconds only
     program_ = build_program(*plans_[index], cost_, program_options, std::move(program_));
     build_cpu_s_ = process_cpu_seconds() - cpu_start_;
-    collectives_ = std::vector<CollectiveRun>(program_.collectives.size());
+    collectives_.resize(program_.collectives.size());
+    for (CollectiveRun& run : collectives_) run.clear();
     transfers_ = std::vector<TransferRun>(program_.transfers.size());
     for (auto& gpu : gpus_) {
       gpu = GpuState{};

@@ -372,7 +372,9 @@ class Builder {
   int add_calls(std::vector<int> gpus, const std::vector<CollectiveCall>& calls, WorkKind kind, bool half = false) {
     const LinkClass link = cost_.cluster().link_class(gpus);
     const CollectiveTime time = cost_.collective_time(calls, link);
-    return add_collective(std::move(gpus), link, half ? halve(time) : time, kind, half ? halve(calls) : calls);
+    std::vector<CollectiveCall> described;  // the calls are for the live executor only
+    if (options_.describe_work) described = half ? halve(calls) : calls;
+    return add_collective(std::move(gpus), link, half ? halve(time) : time, kind, std::move(described));
   }
 
   void add_phase_barrier() {

@@ -77,7 +77,9 @@ struct CollectiveSpec {
   LinkClass link = LinkClass::NvLink;
   CollectiveTime time;
   WorkKind kind = WorkKind::CpAllToAll;
-  std::vector<CollectiveCall> calls;  ///< what `time` times (a pipeline pass's half: counts halved); none: barrier
+  /// What `time` times (a pipeline pass's half: counts halved); none: barrier, or not described
+  /// (ProgramOptions::describe_work).
+  std::vector<CollectiveCall> calls;
 };
 
 /// One point-to-point transfer (pipeline activations or gradients).
@@ -153,8 +155,9 @@ struct ProgramOptions {
   /// same; with contention, finer blocks interleave flows of different groups more faithfully, at the price of
   /// proportionally more simulated events.
   int layers_per_block = 0;
-  /// Fill IterationProgram::works and the steps' `work` indices. The live executor runs them; the simulator reads
-  /// only seconds and turns this off, which saves a copy of every share list per compute step.
+  /// Fill IterationProgram::works, the steps' `work` indices and the collectives' `calls`. The live executor runs
+  /// them; the simulator reads only seconds and turns this off, which saves a copy of every share list per compute
+  /// step and of every call list per collective.
   bool describe_work = true;
 };
 

@@ -63,6 +63,42 @@ TEST(SimProgram, FlatReplicaComputesThenMeetsInTheAllToAll) {
   EXPECT_NEAR(program.gpus[0][2].free_bytes, held, kTol);
 }
 
+TEST(SimProgram, WithoutWorkDescriptionsTheStepsAndTimesAreTheSame) {
+  // The simulator builds programs without work descriptions (ProgramOptions::describe_work): no works, no work
+  // indices, no collective calls -- and nothing else may change.
+  const CostModel cost = tiny_cost(1, 2);
+  for (bool overlap : {false, true}) {
+    sim::ProgramOptions bare;
+    bare.describe_work = false;
+    const auto described = sim::build_program(dacp_plan(overlap), cost, {});
+    const auto program = sim::build_program(dacp_plan(overlap), cost, bare);
+    EXPECT_TRUE(program.works.empty());
+    EXPECT_FALSE(described.works.empty());
+    ASSERT_EQ(program.gpus.size(), described.gpus.size());
+    for (std::size_t g = 0; g < program.gpus.size(); ++g) {
+      ASSERT_EQ(program.gpus[g].size(), described.gpus[g].size());
+      for (std::size_t i = 0; i < program.gpus[g].size(); ++i) {
+        const Step& a = program.gpus[g][i];
+        const Step& b = described.gpus[g][i];
+        EXPECT_EQ(a.work, -1);
+        EXPECT_TRUE(a.type == b.type && a.kind == b.kind && a.index == b.index && a.seconds == b.seconds &&
+                    a.alloc_bytes == b.alloc_bytes && a.free_bytes == b.free_bytes && a.lead_s == b.lead_s &&
+                    a.bytes == b.bytes && a.replica == b.replica && a.micro_batch == b.micro_batch)
+            << "overlap " << overlap << ", GPU " << g << ", step " << i;
+      }
+    }
+    ASSERT_EQ(program.collectives.size(), described.collectives.size());
+    for (std::size_t c = 0; c < program.collectives.size(); ++c) {
+      const auto& a = program.collectives[c];
+      const auto& b = described.collectives[c];
+      EXPECT_TRUE(a.calls.empty());
+      EXPECT_FALSE(b.calls.empty()) << "collective " << c << " has calls to describe";
+      EXPECT_TRUE(a.gpus == b.gpus && a.link == b.link && a.kind == b.kind && a.time.latency_s == b.time.latency_s &&
+                  a.time.transfer_s == b.time.transfer_s);
+    }
+  }
+}
+
 TEST(SimProgram, OverlapRunsLocalComputeBesideTheAllToAll) {
   const CostModel cost = tiny_cost(1, 2);
   const auto program = sim::build_program(dacp_plan(true), cost, {});
