@@ -234,25 +234,31 @@ std::map<int, std::vector<int>> replicas_by_phase(const IterationPlan& plan) {
   return phases;
 }
 
-void check_plan(const IterationPlan& plan, const CostModel& cost) {
+[[noreturn]] void plan_error(const IterationPlan& plan, std::size_t replica, const std::string& what) {
+  throw PlanningError("iteration plan " + std::to_string(plan.index) + ", replica " + std::to_string(replica) + ": " +
+                      what);
+}
+
+/// The shape and GPUs of every replica. Placements are checked as the builder reads each micro-batch
+/// (check_placements), so that building reads a plan once: at a thousand GPUs a plan is rarely in cache.
+void check_replicas(const IterationPlan& plan, const CostModel& cost) {
   const int world = cost.cluster().world_size();
   for (std::size_t r = 0; r < plan.replicas.size(); ++r) {
     const auto& replica = plan.replicas[r];
     const auto& s = replica.scheme;
-    const auto fail = [&](const std::string& what) {
-      throw PlanningError("iteration plan " + std::to_string(plan.index) + ", replica " + std::to_string(r) + ": " +
-                          what);
-    };
     if (s.tp < 1 || s.pp < 1 || s.cp < 1 || s.checkpointed_layers < 0 || cost.model().layers % s.pp != 0 ||
         replica.gpus.size() != static_cast<std::size_t>(s.gpus()))
-      fail("malformed parallel scheme or GPU list");
+      plan_error(plan, r, "malformed parallel scheme or GPU list");
     for (int g : replica.gpus)
-      if (g < 0 || g >= world) fail("GPU index " + std::to_string(g) + " outside the cluster");
-    for (const auto& mb : replica.micro_batches)
-      for (const auto& p : mb.placements)
-        if (p.cp_rank < Placement::kSharded || p.cp_rank >= s.cp)
-          fail("cp_rank " + std::to_string(p.cp_rank) + " outside the CP group");
+      if (g < 0 || g >= world) plan_error(plan, r, "GPU index " + std::to_string(g) + " outside the cluster");
   }
+}
+
+void check_placements(const IterationPlan& plan, std::size_t r, const MicroBatch& micro_batch) {
+  const int cp = plan.replicas[r].scheme.cp;
+  for (const auto& p : micro_batch.placements)
+    if (p.cp_rank < Placement::kSharded || p.cp_rank >= cp)
+      plan_error(plan, r, "cp_rank " + std::to_string(p.cp_rank) + " outside the CP group");
 }
 
 class Builder {
@@ -313,6 +319,14 @@ class Builder {
   void push(int gpu, const Step& step) { program_.gpus[static_cast<std::size_t>(gpu)].push_back(step); }
   std::size_t step_count(int gpu) const { return program_.gpus[static_cast<std::size_t>(gpu)].size(); }
   Step& step_at(int gpu, std::size_t i) { return program_.gpus[static_cast<std::size_t>(gpu)][i]; }
+
+  /// split_ids when work is described; else only the per-rank lists, empty (the ids describe work, nothing else).
+  ShareIds share_ids(const Replica& rep, const MicroBatch& micro_batch) const {
+    if (options_.describe_work) return split_ids(rep, micro_batch);
+    ShareIds none;
+    none.local.resize(static_cast<std::size_t>(rep.scheme.cp));
+    return none;
+  }
 
   static Step compute(WorkKind kind, double seconds, int replica, int micro_batch, int work) {
     return Step{.type = Step::Type::Compute,
@@ -471,8 +485,9 @@ class Builder {
     const double bytes_per_token = cost_.activation_bytes_per_token(s, layers, true);
     for (std::size_t mi = 0; mi < rep.micro_batches.size(); ++mi) {
       const int m = static_cast<int>(mi);
+      check_placements(plan_, static_cast<std::size_t>(r), rep.micro_batches[mi]);
       const MicroBatchWork work = split_work(rep, rep.micro_batches[mi]);
-      const ShareIds ids = split_ids(rep, rep.micro_batches[mi]);
+      const ShareIds ids = share_ids(rep, rep.micro_batches[mi]);
       const bool sharded = s.cp > 1 && work.sharded_tokens > 0;
       // cp_index[block][tp rank]: the block's all-to-all among the CP ranks of that TP rank; ring[block][tp rank]
       // its ring exchanges instead, with ring attention.
@@ -566,10 +581,11 @@ void Builder::add_pipelined_replica(int r) {
   const std::vector<Block> blocks = make_blocks(s, layers, options_.layers_per_block);
   const std::size_t micro_batches = rep.micro_batches.size();
   std::vector<MicroBatchWork> works;
-  std::vector<ShareIds> share_ids;
+  std::vector<ShareIds> all_ids;
   for (const auto& mb : rep.micro_batches) {
+    check_placements(plan_, static_cast<std::size_t>(r), mb);
     works.push_back(split_work(rep, mb));
-    share_ids.push_back(split_ids(rep, mb));
+    all_ids.push_back(share_ids(rep, mb));
   }
 
   // Transfers: act[m][boundary][j * tp + t] (stage b -> b + 1) and grad[...] (b + 1 -> b); -1 when j holds nothing.
@@ -669,7 +685,7 @@ void Builder::add_pipelined_replica(int r) {
           const ShareCost& dist = costs[m].dist;
           const ShareCost& all = costs[m].all[jj];
           const PassCollectives& pc = passes[m];
-          const ShareIds& ids = share_ids[m];
+          const ShareIds& ids = all_ids[m];
           const Ids& local_ids = ids.local[jj];
           // The works of one block and pass: local, distributed, or (without overlap) both together.
           const auto block_works = [&](const Block& block, bool fwd) {
@@ -772,12 +788,12 @@ void Builder::add_gradient_sync(const std::vector<int>& replicas) {
 
 IterationProgram build_program(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options,
                                IterationProgram storage) {
-  check_plan(plan, cost);
+  check_replicas(plan, cost);
   return Builder(plan, cost, options, std::move(storage)).build();
 }
 
 std::vector<FlowGroup> flow_groups(const IterationPlan& plan, const CostModel& cost) {
-  check_plan(plan, cost);
+  check_replicas(plan, cost);  // the groups do not depend on placements
   const WorkKind cp_kind = cost.options().cp_attention == CpAttention::Ring ? WorkKind::CpRing : WorkKind::CpAllToAll;
   std::vector<FlowGroup> groups;
   for (const auto& [phase, replicas] : replicas_by_phase(plan)) {

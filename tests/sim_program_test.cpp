@@ -236,6 +236,15 @@ TEST(SimProgram, RefusesAPlanTheEstimateWouldRefuse) {
   EXPECT_THROW(sim::build_program(plan, cost, {}), PlanningError);
   plan.replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 20, 2)})})};
   EXPECT_THROW(sim::build_program(plan, cost, {}), PlanningError);
+  // Placements are checked as each micro-batch is read: a bad one after good ones, and in a pipeline, too.
+  plan.replicas = {replica(scheme(1, 1, 2), {0, 1},
+                           {micro_batch({sharded(1, 20)}), micro_batch({on_rank(2, 10, 0), on_rank(3, 10, -2)})})};
+  EXPECT_THROW(sim::build_program(plan, cost, {}), PlanningError);
+  plan.replicas = {
+      replica(scheme(1, 2, 1), {0, 1}, {micro_batch({on_rank(1, 20, 0)}), micro_batch({on_rank(2, 8, 1)})})};
+  EXPECT_THROW(sim::build_program(plan, cost, {}), PlanningError);
+  plan.replicas[0].micro_batches[1].placements[0].cp_rank = 0;  // now valid: builds
+  EXPECT_NO_THROW(sim::build_program(plan, cost, {}));
 }
 
 }  // namespace
