@@ -338,7 +338,9 @@ void simulate(std::span<const IterationPlan* const> plans, const CostModel& cost
   char* argv[] = {program_name.data(), nullptr};
   sg4::Engine engine(&argc, argv);
   set_network_model();
-  set_actor_stacks(512);
+  // Measured: every shipped scenario, traces included, runs with 8 KiB stacks and crashes with 4 KiB; 64 KiB leaves
+  // 8x. At 512 KiB, zeroing 1024 stacks took 65 ms and 90 MB more memory than the whole 1024-GPU simulation.
+  set_actor_stacks(64);
 
   std::set<LinkUse> uses;
   for (const IterationPlan* plan : plans)

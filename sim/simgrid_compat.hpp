@@ -43,7 +43,8 @@ inline void set_network_model() {
 /// Actor stacks: lcsim's actors are shallow loops, so `kib` KiB instead of 8 MiB, and no guard page: with one
 /// protected page per stack, switching among 1024 actors thrashes the TLB (measured: a barrier-and-switch round
 /// cost 0.63 us per actor at 1024 actors with guard pages, 0.35 us without; 0.37 and 0.26 us at 256). The cost of
-/// that choice is that a stack overflow would corrupt memory instead of faulting, hence the generous size.
+/// that choice is that a stack overflow would corrupt memory instead of faulting, hence a size well above the
+/// measured need (sim/executor.cpp). SimGrid allocates stacks zeroed, so a larger size also costs time up front.
 inline void set_actor_stacks(int kib) {
   sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kib));
   sg4::Engine::set_config("contexts/guard-size:0");
