@@ -121,31 +121,55 @@ double compute_or_zero(const CostModel& cost, std::span<const SequenceShare> wor
   return work.empty() ? 0.0 : cost.compute_seconds(work, scheme, layers, with_head);
 }
 
-double rank_stage_seconds(const CostModel& cost, const Replica& replica, const ReplicaLinks& links,
-                          const MicroBatchWork& work, int stage, int cp_rank) {
-  const auto& s = replica.scheme;
-  const int layers = cost.model().layers / s.pp;
-  const bool head = stage == s.pp - 1;
-  const auto& local = work.local[static_cast<std::size_t>(cp_rank)];
-  if (local.empty() && work.dist.empty()) return 0.0;
-
-  double comm = 0;
-  if (s.cp > 1 && work.sharded_tokens > 0)
-    comm = cost.cp_comm_seconds(work.dist, work.sharded_per_gpu, s, layers, links.cp[static_cast<std::size_t>(stage)]);
-  double tp_comm = 0;
-  const Tokens gpu_tokens = work.gpu_tokens(cp_rank);
-  if (s.tp > 1 && gpu_tokens > 0)
-    tp_comm = cost.tp_comm_seconds(gpu_tokens, s.tp, layers,
-                                   links.tp[static_cast<std::size_t>(stage)][static_cast<std::size_t>(cp_rank)]);
-
-  if (replica.overlap_cp_comm) {
-    return std::max(comm, compute_or_zero(cost, local, s, layers, head)) +
-           compute_or_zero(cost, work.dist, s, layers, head) + tp_comm;
+/// The time of each CP rank of one micro-batch on one stage. What the ranks share -- the CP all-to-all and the
+/// sharded sequences' compute -- is asked of the cost model once, not once per rank; a rank holding no sequence of
+/// its own computes exactly the sharded ones (with Ulysses, every rank of a baseline).
+class StageCosts {
+ public:
+  StageCosts(const CostModel& cost, const Replica& replica, const ReplicaLinks& links, const MicroBatchWork& work,
+             int stage)
+      : cost_(cost),
+        replica_(replica),
+        links_(links),
+        work_(work),
+        stage_(stage),
+        layers_(cost.model().layers / replica.scheme.pp),
+        head_(stage == replica.scheme.pp - 1) {
+    const auto& s = replica.scheme;
+    if (s.cp > 1 && work.sharded_tokens > 0)
+      comm_ =
+          cost.cp_comm_seconds(work.dist, work.sharded_per_gpu, s, layers_, links.cp[static_cast<std::size_t>(stage)]);
+    dist_ = compute_or_zero(cost, work.dist, s, layers_, head_);
   }
-  std::vector<SequenceShare> all(local);
-  all.insert(all.end(), work.dist.begin(), work.dist.end());
-  return compute_or_zero(cost, all, s, layers, head) + comm + tp_comm;
-}
+
+  double rank_seconds(int cp_rank) const {
+    const auto& s = replica_.scheme;
+    const auto& local = work_.local[static_cast<std::size_t>(cp_rank)];
+    if (local.empty() && work_.dist.empty()) return 0.0;
+    double tp_comm = 0;
+    const Tokens gpu_tokens = work_.gpu_tokens(cp_rank);
+    if (s.tp > 1 && gpu_tokens > 0)
+      tp_comm = cost_.tp_comm_seconds(gpu_tokens, s.tp, layers_,
+                                      links_.tp[static_cast<std::size_t>(stage_)][static_cast<std::size_t>(cp_rank)]);
+    if (replica_.overlap_cp_comm)
+      return std::max(comm_, compute_or_zero(cost_, local, s, layers_, head_)) + dist_ + tp_comm;
+    if (local.empty()) return dist_ + comm_ + tp_comm;
+    std::vector<SequenceShare> all(local);
+    all.insert(all.end(), work_.dist.begin(), work_.dist.end());
+    return compute_or_zero(cost_, all, s, layers_, head_) + comm_ + tp_comm;
+  }
+
+ private:
+  const CostModel& cost_;
+  const Replica& replica_;
+  const ReplicaLinks& links_;
+  const MicroBatchWork& work_;
+  int stage_;
+  int layers_;
+  bool head_;
+  double comm_ = 0;
+  double dist_ = 0;
+};
 
 /// Slowest activation transfer across the stage boundaries of one micro-batch.
 double transfer_seconds(const CostModel& cost, const Replica& replica, const ReplicaLinks& links,
@@ -165,9 +189,10 @@ double transfer_seconds(const CostModel& cost, const Replica& replica, const Rep
 double max_rank_stage_seconds(const CostModel& cost, const Replica& replica, const ReplicaLinks& links,
                               const MicroBatchWork& work) {
   double slowest = 0;
-  for (int stage = 0; stage < replica.scheme.pp; ++stage)
-    for (int j = 0; j < replica.scheme.cp; ++j)
-      slowest = std::max(slowest, rank_stage_seconds(cost, replica, links, work, stage, j));
+  for (int stage = 0; stage < replica.scheme.pp; ++stage) {
+    const StageCosts costs(cost, replica, links, work, stage);
+    for (int j = 0; j < replica.scheme.cp; ++j) slowest = std::max(slowest, costs.rank_seconds(j));
+  }
   return slowest;
 }
 
@@ -202,7 +227,7 @@ double micro_batch_rank_seconds(const CostModel& cost, const Replica& replica, c
   const MicroBatchWork work = split_work(replica, micro_batch);
   double slowest = 0;  // over stages: the rank's slowest stage when pipelined
   for (int stage = 0; stage < replica.scheme.pp; ++stage)
-    slowest = std::max(slowest, rank_stage_seconds(cost, replica, links, work, stage, cp_rank));
+    slowest = std::max(slowest, StageCosts(cost, replica, links, work, stage).rank_seconds(cp_rank));
   return slowest;
 }
 
@@ -284,8 +309,9 @@ IterationEstimate estimate_iteration(const IterationPlan& plan, const CostModel&
         const MicroBatchWork work = split_work(*r, mb);
         double slowest = 0;
         for (int stage = 0; stage < s.pp; ++stage) {
+          const StageCosts costs(cost, *r, links, work, stage);
           for (int j = 0; j < s.cp; ++j) {
-            const double t = rank_stage_seconds(cost, *r, links, work, stage, j);
+            const double t = costs.rank_seconds(j);
             busy[static_cast<std::size_t>(stage)][static_cast<std::size_t>(j)] += t;
             slowest = std::max(slowest, t);
           }
