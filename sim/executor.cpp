@@ -31,16 +31,17 @@ enum class Halt : std::uint8_t {
   Stop,           ///< no iterations left: the actor returns
 };
 
-struct GpuState {
+/// One cache line per GPU: a runner touches the state of every member of its collective.
+struct alignas(64) GpuState {
   double busy = 0;
   double static_bytes = 0;
   double in_flight = 0;
   double peak = 0;
-  std::vector<GpuSpan> spans;
   std::size_t pc = 0;     ///< next step
   double ready = 0;       ///< when its queued compute ends
   Halt halt = Halt::End;  ///< what a parked GPU's actor does when woken
 };
+static_assert(sizeof(GpuState) == 64);
 
 class Simulation {
  public:
@@ -53,6 +54,7 @@ class Simulation {
         platform_(platform),
         flows_(platform),
         gpus_(static_cast<std::size_t>(platform.world_size())),
+        spans_(options.record_spans ? gpus_.size() : 0),
         wake_(gpus_.size()) {}
 
   /// A GPU's actor. Compute is not simulated step by step: `ready` is when the GPU's queued compute ends (it never
@@ -180,7 +182,10 @@ class Simulation {
     for (auto& gpu : gpus_) {
       outcome.busy_seconds.push_back(gpu.busy);
       outcome.peak_bytes.push_back(gpu.peak);
-      outcome.spans.insert(outcome.spans.end(), gpu.spans.begin(), gpu.spans.end());
+    }
+    for (auto& spans : spans_) {
+      outcome.spans.insert(outcome.spans.end(), spans.begin(), spans.end());
+      spans.clear();
     }
     running_ = false;
     on_iteration_(std::move(outcome));
@@ -188,7 +193,7 @@ class Simulation {
 
   void record(int gpu, double start, double end, WorkKind kind, const Step& step) {
     if (options_.record_spans && end > start)
-      gpus_[static_cast<std::size_t>(gpu)].spans.push_back({gpu, start, end, kind, step.replica, step.micro_batch});
+      spans_[static_cast<std::size_t>(gpu)].push_back({gpu, start, end, kind, step.replica, step.micro_batch});
   }
 
   static void catch_up(double ready) {
@@ -309,7 +314,8 @@ class Simulation {
   std::vector<CollectiveRun> collectives_;
   std::vector<TransferRun> transfers_;
   std::vector<GpuState> gpus_;
-  std::vector<sg4::SemaphorePtr> wake_;  // per GPU: a parked actor waits here
+  std::vector<std::vector<GpuSpan>> spans_;  // per GPU, this iteration's (SimulationOptions::record_spans)
+  std::vector<sg4::SemaphorePtr> wake_;      // per GPU: a parked actor waits here
 
   std::size_t started_ = 0;  // actors that have started (the last one begins the first iteration)
   std::size_t ended_ = 0;    // GPUs at their end of this iteration
