@@ -116,7 +116,9 @@ struct ComputeWork {
 };
 const char* to_string(ComputeWork::Pass pass);
 
-struct Step {
+/// Aligned to a cache line, which it fills: the simulator streams through every GPU's steps, and an unaligned step
+/// would straddle two lines.
+struct alignas(64) Step {
   enum class Type : std::uint8_t {
     Compute,                ///< `seconds` of compute
     Collective,             ///< join collective `index`
@@ -125,7 +127,6 @@ struct Step {
     Recv,                   ///< wait for transfer `index`
     SetStatic,              ///< the GPU now holds `bytes` of parameters, gradients and optimizer states
   };
-  // Fields ordered so that a step fills one 64-byte cache line: the simulator streams through every GPU's steps.
   Type type = Type::Compute;
   WorkKind kind = WorkKind::Compute;  ///< of the compute part, or of the communication
   int index = -1;
@@ -140,7 +141,7 @@ struct Step {
   double lead_s = 0;
   int work = -1;  ///< Compute, ComputeWithCollective: index in IterationProgram::works
 };
-static_assert(sizeof(Step) <= 64, "a step should fit a cache line");
+static_assert(sizeof(Step) == 64, "a step fills one cache line");
 
 struct IterationProgram {
   std::vector<std::vector<Step>> gpus;  ///< steps per global GPU index (world-size entries)
