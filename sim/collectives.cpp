@@ -43,6 +43,13 @@
 // loads the links the same way; across nodes only the boundary hops use a NIC, so no aggregation.
 //
 // Send/recv. One flow of T x B_c bytes from the sender's endpoint to the receiver's, then L.
+//
+// Exclusive groups. A group on one node whose NVLink links no other declared use crosses (Platform::exclusive:
+// a CP group filling a node, with no TP group or pipeline neighbour beside it) can only meet its own collectives
+// on those links, and the executor never runs two of them at once. Its flows would run alone, so the collective
+// ends at start + L + bytes / B_c, computed instead of simulated: no flow, no event, no wait (FlowCache; the
+// executor's SimulationOptions::exclusive_closed_form, on by default, gives the same results to the bit on every
+// shipped scenario and in SimPlatform.ClosedFormForExclusiveGroupsChangesNoSimulatedTime).
 #include "sim/collectives.hpp"
 
 #include <algorithm>
@@ -180,19 +187,21 @@ FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
   return plan;
 }
 
-std::size_t FlowCache::GroupHash::operator()(const Group& group) const {
-  std::size_t h = static_cast<std::size_t>(group.link) * 31 + static_cast<std::size_t>(group.kind);
-  for (int g : group.gpus) h = h * 1000003 + static_cast<std::size_t>(g);
+std::size_t FlowCache::KeyHash::operator()(const Key& key) const {
+  std::size_t h = static_cast<std::size_t>(key.link) * 31 + static_cast<std::size_t>(key.kind);
+  for (int g : key.gpus) h = h * 1000003 + static_cast<std::size_t>(g);
   return h;
 }
 
-const std::vector<FlowPlan::Flow>& FlowCache::flows(const CollectiveSpec& spec) {
+const FlowCache::Group& FlowCache::group(const CollectiveSpec& spec) {
   key_.link = spec.link;
   key_.kind = spec.kind;
   key_.gpus.assign(spec.gpus.begin(), spec.gpus.end());
-  const auto found = flows_.find(key_);
-  if (found != flows_.end()) return found->second;
-  return flows_.emplace(key_, flow_ends(platform_, spec.gpus, spec.link, spec.kind)).first->second;
+  const auto found = groups_.find(key_);
+  if (found != groups_.end()) return found->second;
+  Group group{flow_ends(platform_, spec.gpus, spec.link, spec.kind),
+              exclusive_closed_form_ && platform_.exclusive(spec.gpus, spec.link)};
+  return groups_.emplace(key_, std::move(group)).first->second;
 }
 
 bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
@@ -220,8 +229,15 @@ void CollectiveRun::run_flows(FlowCache& flows, const CollectiveSpec& spec) {
     interval_.end = interval_.start + delay_s;
     return;
   }
+  const FlowCache::Group& group = flows.group(spec);
+  if (group.exclusive) {
+    // Nothing else can use its links, so its flows run alone whatever else happens: each moves its bytes at the
+    // link bandwidth. The time is known now; no flow to simulate, nothing to wait for.
+    interval_.end = interval_.start + delay_s + static_cast<double>(bytes) / flows.platform().bandwidth(spec.link);
+    return;
+  }
   if (interval_.start + delay_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(interval_.start + delay_s);
-  const std::vector<FlowPlan::Flow>& ends = flows.flows(spec);
+  const std::vector<FlowPlan::Flow>& ends = group.flows;
   if (ends.size() == 1) {  // the common case with aggregates: no list of one
     start_flow(ends.front().from, ends.front().to, bytes)->wait();
   } else {

@@ -7,6 +7,7 @@
 //   - ring attention (CP):       one flow per rank to its ring successor, carrying all its steps
 //   - ring all-gather / reduce-scatter / all-reduce (TP, ZeRO): collapsed ring, one flow per rank
 //   - send/recv (pipelines):     one flow
+// A group whose links nothing else can use (Platform::exclusive) needs no flow: its time alone is known.
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
@@ -37,29 +38,43 @@ struct FlowPlan {
 /// Exposed for tests: the flows that make `spec` take exactly its cost-model time on an idle platform.
 FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec);
 
-/// The platform, and the flows' ends of every group of GPUs it has planned: all collectives of one group and kind
-/// (a CP group's all-to-all at every block, micro-batch and iteration) have the same ends, and only their bytes
-/// and latency differ, so the ends are worked out once per group instead of once per collective.
+/// The platform, and what it knows of every group of GPUs it has planned flows for: all collectives of one group
+/// and kind (a CP group's all-to-all at every block, micro-batch and iteration) have the same flow ends, and only
+/// their bytes and latency differ, so the ends are worked out once per group instead of once per collective.
 class FlowCache {
  public:
-  explicit FlowCache(const Platform& platform) : platform_(platform) {}
+  /// `exclusive_closed_form`: time the collectives of exclusive groups (Platform::exclusive) without flows. Only
+  /// for callers whose collectives of one group never overlap in time, as in the executor, where every member
+  /// takes part in each: the links of an exclusive group are shared by nothing else, but two collectives of that
+  /// same group at once would share them.
+  explicit FlowCache(const Platform& platform, bool exclusive_closed_form = false)
+      : platform_(platform), exclusive_closed_form_(exclusive_closed_form) {}
   const Platform& platform() const { return platform_; }
-  /// plan_flows(platform(), spec)'s flows.
-  const std::vector<FlowPlan::Flow>& flows(const CollectiveSpec& spec);
+
+  struct Group {
+    std::vector<FlowPlan::Flow> flows;  ///< plan_flows(platform(), spec)'s flows
+    /// The flows have their links to themselves: the collective takes its time alone, known without simulating
+    /// them (false when the cache was told not to use that).
+    bool exclusive = false;
+  };
+  const Group& group(const CollectiveSpec& spec);
+  /// group(spec).flows.
+  const std::vector<FlowPlan::Flow>& flows(const CollectiveSpec& spec) { return group(spec).flows; }
 
  private:
-  struct Group {
+  struct Key {
     LinkClass link;
     WorkKind kind;
     std::vector<int> gpus;
-    bool operator==(const Group&) const = default;
+    bool operator==(const Key&) const = default;
   };
-  struct GroupHash {
-    std::size_t operator()(const Group& group) const;
+  struct KeyHash {
+    std::size_t operator()(const Key& key) const;
   };
   const Platform& platform_;
-  std::unordered_map<Group, std::vector<FlowPlan::Flow>, GroupHash> flows_;
-  Group key_;  // the lookup key, kept to reuse its memory
+  bool exclusive_closed_form_;
+  std::unordered_map<Key, Group, KeyHash> groups_;
+  Key key_;  // the lookup key, kept to reuse its memory
 };
 
 /// One flow before hosts are chosen: it leaves through the links of class `link` of `from` and enters through

@@ -52,7 +52,7 @@ class Simulation {
         options_(options),
         on_iteration_(on_iteration),
         platform_(platform),
-        flows_(platform),
+        flows_(platform, options.exclusive_closed_form),
         gpus_(static_cast<std::size_t>(platform.world_size())),
         spans_(options.record_spans ? gpus_.size() : 0),
         wake_(gpus_.size()) {}

@@ -4,7 +4,8 @@
 // simulation; an iteration starts when the last GPU has ended the previous one (its queued compute included), so
 // an iteration's time is the gap between two such ends. Compute is kept as each GPU's ready time and waited for
 // only where the GPU meets others (sim/executor.cpp): a GPU never runs two computations at once here, so that is
-// exact, and far cheaper than a SimGrid activity per compute. Communication runs as flows (sim/collectives.hpp).
+// exact, and far cheaper than a SimGrid activity per compute. Communication runs as flows (sim/collectives.hpp),
+// except the collectives of groups whose links nothing else uses: timed in closed form, as their flows alone.
 //
 // Per GPU and iteration it measures busy time (the union of its compute and collective intervals: overlapped
 // communication counts once; waiting for other GPUs, pipeline transfers and pipeline bubbles are idle, as in the
@@ -26,6 +27,10 @@ struct SimulationOptions {
   /// Merge the links that the run's flows always cross together (sim/platform.hpp): exact, so off only to check
   /// that it changes no result.
   bool merge_links = true;
+  /// Time the collectives of groups whose links nothing else uses (Platform::exclusive) in closed form, as their
+  /// flows would take alone, instead of simulating the flows: the same times (to rounding), far fewer events.
+  /// Off only to check that.
+  bool exclusive_closed_form = true;
 };
 
 /// One interval of a GPU's timeline.

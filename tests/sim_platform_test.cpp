@@ -57,6 +57,22 @@ std::vector<std::string> undeclared_flows(const IterationPlan& plan, const CostM
   return missing;
 }
 
+/// Two simulations of the same plans that must agree to the bit: iteration times, busy times and every span.
+void expect_same_timelines(const std::vector<sim::IterationOutcome>& a, const std::vector<sim::IterationOutcome>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_GT(a[i].seconds, 0.0);
+    EXPECT_EQ(a[i].seconds, b[i].seconds) << "iteration " << i;
+    EXPECT_EQ(a[i].busy_seconds, b[i].busy_seconds) << "iteration " << i;
+    ASSERT_EQ(a[i].spans.size(), b[i].spans.size());
+    for (std::size_t s = 0; s < a[i].spans.size(); ++s) {
+      EXPECT_EQ(a[i].spans[s].gpu, b[i].spans[s].gpu);
+      EXPECT_EQ(a[i].spans[s].start_s, b[i].spans[s].start_s);
+      EXPECT_EQ(a[i].spans[s].end_s, b[i].spans[s].end_s);
+    }
+  }
+}
+
 TEST(SimFlowGroups, NameTheCpTpSliceGroupsAndPipelineNeighbours) {
   const CostModel cost = testing::tiny_cost(1, 8);
   IterationPlan plan;
@@ -141,6 +157,50 @@ TEST(SimPlatform, WithoutMergingEveryGpuKeepsItsLinks) {
   EXPECT_EQ(text, "1 1 1 1 1");
 }
 
+TEST(SimPlatform, AGroupIsExclusiveWhenNoOtherUseCrossesItsNvLinkLinks) {
+  const std::string text = testing::in_child_process([] {
+    const auto engine = testing::make_sim_engine();
+    const ClusterSpec c = testing::sim_tiny_cost(2, 4).cluster();
+    // Node 0: a group over GPUs 0-3 and another over 2-3 (TP inside it, say). Node 1: a group over 4-5 alone and
+    // a pipeline neighbour on GPU 6. InfiniBand: a group over all 8.
+    std::vector<LinkUse> uses = sim::link_uses(c, range(0, 8), WorkKind::GradAllReduce);
+    for (const auto& gpus : {range(0, 4), range(2, 2), range(4, 2)})
+      for (auto& use : sim::link_uses(c, gpus, WorkKind::CpAllToAll)) uses.push_back(std::move(use));
+    uses.push_back({LinkClass::NvLink, {6}});
+    const sim::Platform platform(c, uses);
+    std::ostringstream out;
+    out << platform.exclusive({5, 4}, LinkClass::NvLink)            // alone on its links, in any order: yes
+        << platform.exclusive(range(0, 4), LinkClass::NvLink)       // shares GPUs 2-3's links: no
+        << platform.exclusive(range(2, 2), LinkClass::NvLink)       // idem
+        << platform.exclusive({4}, LinkClass::NvLink)               // not the group that crosses GPU 4's link: no
+        << platform.exclusive({6, 7}, LinkClass::NvLink)            // undeclared: no
+        << platform.exclusive(range(0, 8), LinkClass::InfiniBand);  // InfiniBand: never
+    return out.str();
+  });
+  EXPECT_EQ(text, "100000");
+}
+
+TEST(SimPlatform, ClosedFormForExclusiveGroupsChangesNoSimulatedTime) {
+  // Two nodes of 8. Node 0: a CP group filling it, alone on its NVLink links (closed form). Node 1: CP 4 x TP 2,
+  // whose CP and TP groups share GPUs (flows). ZeRO over InfiniBand across both (flows), and uneven micro-batches
+  // so that the groups do not move in step.
+  const CostModel cost = h100_qwen_cost(2);
+  std::vector<IterationPlan> plans(2);
+  plans[0].replicas = {
+      replica(scheme(1, 1, 8), range(0, 8), {micro_batch({sharded(1, 32768)}), micro_batch({on_rank(2, 4096, 3)})}),
+      replica(scheme(2, 1, 4), range(8, 8), {micro_batch({sharded(3, 8192), on_rank(4, 2048, 0)})})};
+  plans[1].index = 1;
+  plans[1].replicas = {replica(scheme(1, 1, 8), range(0, 8), {micro_batch({sharded(5, 16384)})}),
+                       replica(scheme(2, 1, 4), range(8, 8), {micro_batch({sharded(6, 65536)})})};
+  sim::SimulationOptions closed_form;
+  closed_form.record_spans = true;
+  sim::SimulationOptions flows = closed_form;
+  flows.exclusive_closed_form = false;
+  const auto a = simulate_in_child(plans, cost, closed_form);
+  ASSERT_EQ(a.size(), 2u);
+  expect_same_timelines(a, simulate_in_child(plans, cost, flows));
+}
+
 TEST(SimPlatform, MergedLinksChangeNoSimulatedTime) {
   // Two nodes of 8: a CP group filling each node (its 8 NVLink links merge into one) and ZeRO over all 16 GPUs
   // (each node's NICs merge); uneven micro-batches, so the groups do not move in step.
@@ -154,22 +214,12 @@ TEST(SimPlatform, MergedLinksChangeNoSimulatedTime) {
                        replica(scheme(1, 1, 8), range(8, 8), {micro_batch({sharded(6, 65536)})})};
   sim::SimulationOptions merged;
   merged.record_spans = true;
+  merged.exclusive_closed_form = false;  // the CP groups' flows are simulated: over merged links or not
   sim::SimulationOptions separate = merged;
   separate.merge_links = false;
   const auto a = simulate_in_child(plans, cost, merged);
-  const auto b = simulate_in_child(plans, cost, separate);
   ASSERT_EQ(a.size(), 2u);
-  ASSERT_EQ(b.size(), 2u);
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    EXPECT_GT(a[i].seconds, 0.0);
-    EXPECT_EQ(a[i].seconds, b[i].seconds) << "iteration " << i;
-    EXPECT_EQ(a[i].busy_seconds, b[i].busy_seconds) << "iteration " << i;
-    ASSERT_EQ(a[i].spans.size(), b[i].spans.size());
-    for (std::size_t s = 0; s < a[i].spans.size(); ++s) {
-      EXPECT_EQ(a[i].spans[s].start_s, b[i].spans[s].start_s);
-      EXPECT_EQ(a[i].spans[s].end_s, b[i].spans[s].end_s);
-    }
-  }
+  expect_same_timelines(a, simulate_in_child(plans, cost, separate));
 }
 
 }  // namespace
