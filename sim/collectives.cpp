@@ -44,17 +44,20 @@
 //
 // Send/recv. One flow of T x B_c bytes from the sender's endpoint to the receiver's, then L.
 //
-// Exclusive groups. A group on one node whose NVLink links no other declared use crosses (Platform::exclusive:
-// a CP group filling a node, with no TP group or pipeline neighbour beside it) can only meet its own collectives
-// on those links, and the executor never runs two of them at once. Its flows would run alone, so the collective
-// ends at start + L + bytes / B_c, computed instead of simulated: no flow, no event, no wait (FlowCache; the
-// executor's SimulationOptions::exclusive_closed_form, on by default, gives the same results to the bit on every
-// shipped scenario and in SimPlatform.ClosedFormForExclusiveGroupsChangesNoSimulatedTime).
+// Exclusive groups. When no link that a group's flows cross is crossed by a flow of a group over other GPUs
+// (exclusive_groups), only the group's own collectives could share those links, and the executor never runs two
+// of them at once: every member takes part in each. (A pipeline transfer within the set cannot overlap them either:
+// its receiver waits for it.) Its flows then always run alone, and a collective ends at start + L + bytes / B_c,
+// B_c the group's class -- the slowest hop when a ring mixes NVLink and InfiniBand. That is computed instead of
+// simulated: no flow, no event, no wait. The executor's SimulationOptions::exclusive_closed_form (on by default)
+// gives the same results to the bit on every shipped scenario and in
+// SimPlatform.ClosedFormForExclusiveGroupsChangesNoSimulatedTime.
 #include "sim/collectives.hpp"
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <map>
 
 namespace lcsim::sim {
 namespace {
@@ -187,6 +190,24 @@ FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
   return plan;
 }
 
+std::set<std::vector<int>> exclusive_groups(const ClusterSpec& cluster, const std::vector<FlowGroup>& groups) {
+  std::map<std::pair<LinkClass, int>, std::set<std::vector<int>>> crossing;  // a GPU's link: the sets crossing it
+  std::set<std::vector<int>> exclusive;
+  for (const FlowGroup& group : groups) {
+    std::vector<int> set = group.gpus;
+    std::sort(set.begin(), set.end());
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+    if (set.size() < 2) continue;
+    for (const LinkUse& use : link_uses(cluster, group.gpus, group.kind))
+      for (int g : use.gpus) crossing[{use.link, g}].insert(set);
+    exclusive.insert(std::move(set));
+  }
+  for (const auto& [link, sets] : crossing)
+    if (sets.size() > 1)
+      for (const auto& set : sets) exclusive.erase(set);
+  return exclusive;
+}
+
 std::size_t FlowCache::KeyHash::operator()(const Key& key) const {
   std::size_t h = static_cast<std::size_t>(key.link) * 31 + static_cast<std::size_t>(key.kind);
   for (int g : key.gpus) h = h * 1000003 + static_cast<std::size_t>(g);
@@ -199,8 +220,9 @@ const FlowCache::Group& FlowCache::group(const CollectiveSpec& spec) {
   key_.gpus.assign(spec.gpus.begin(), spec.gpus.end());
   const auto found = groups_.find(key_);
   if (found != groups_.end()) return found->second;
-  Group group{flow_ends(platform_, spec.gpus, spec.link, spec.kind),
-              exclusive_closed_form_ && platform_.exclusive(spec.gpus, spec.link)};
+  std::vector<int> sorted = spec.gpus;
+  std::sort(sorted.begin(), sorted.end());
+  Group group{flow_ends(platform_, spec.gpus, spec.link, spec.kind), exclusive_.contains(sorted)};
   return groups_.emplace(key_, std::move(group)).first->second;
 }
 

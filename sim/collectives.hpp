@@ -7,9 +7,10 @@
 //   - ring attention (CP):       one flow per rank to its ring successor, carrying all its steps
 //   - ring all-gather / reduce-scatter / all-reduce (TP, ZeRO): collapsed ring, one flow per rank
 //   - send/recv (pipelines):     one flow
-// A group whose links nothing else can use (Platform::exclusive) needs no flow: its time alone is known.
+// A group whose links nothing else can use (exclusive_groups) needs no flow: its time alone is known.
 #include <cstddef>
 #include <cstdint>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -38,23 +39,27 @@ struct FlowPlan {
 /// Exposed for tests: the flows that make `spec` take exactly its cost-model time on an idle platform.
 FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec);
 
+/// The GPU sets (sorted) of `groups` whose flows have their links to themselves: no link that a flow of a group
+/// over those GPUs crosses -- NVLink links, NICs -- is crossed by a flow of a group over other GPUs. The fabric's
+/// leaf links do not count: a leaf carries its node's NICs at their summed bandwidth (sim/platform.hpp), so the
+/// flows through it, each held to its NIC's bandwidth or less, never fill it.
+std::set<std::vector<int>> exclusive_groups(const ClusterSpec& cluster, const std::vector<FlowGroup>& groups);
+
 /// The platform, and what it knows of every group of GPUs it has planned flows for: all collectives of one group
 /// and kind (a CP group's all-to-all at every block, micro-batch and iteration) have the same flow ends, and only
 /// their bytes and latency differ, so the ends are worked out once per group instead of once per collective.
 class FlowCache {
  public:
-  /// `exclusive_closed_form`: time the collectives of exclusive groups (Platform::exclusive) without flows. Only
-  /// for callers whose collectives of one group never overlap in time, as in the executor, where every member
-  /// takes part in each: the links of an exclusive group are shared by nothing else, but two collectives of that
-  /// same group at once would share them.
-  explicit FlowCache(const Platform& platform, bool exclusive_closed_form = false)
-      : platform_(platform), exclusive_closed_form_(exclusive_closed_form) {}
+  /// `exclusive`: GPU sets whose collectives are timed without flows (exclusive_groups). Only for callers whose
+  /// collectives over one set never overlap in time, as in the executor, where every member takes part in each:
+  /// nothing else shares the links of such a set, but two of its collectives at once would.
+  explicit FlowCache(const Platform& platform, std::set<std::vector<int>> exclusive = {})
+      : platform_(platform), exclusive_(std::move(exclusive)) {}
   const Platform& platform() const { return platform_; }
 
   struct Group {
     std::vector<FlowPlan::Flow> flows;  ///< plan_flows(platform(), spec)'s flows
-    /// The flows have their links to themselves: the collective takes its time alone, known without simulating
-    /// them (false when the cache was told not to use that).
+    /// The collective's flows always run alone: its time is known without simulating them (sim/collectives.cpp).
     bool exclusive = false;
   };
   const Group& group(const CollectiveSpec& spec);
@@ -72,7 +77,7 @@ class FlowCache {
     std::size_t operator()(const Key& key) const;
   };
   const Platform& platform_;
-  bool exclusive_closed_form_;
+  std::set<std::vector<int>> exclusive_;
   std::unordered_map<Key, Group, KeyHash> groups_;
   Key key_;  // the lookup key, kept to reuse its memory
 };

@@ -46,13 +46,13 @@ static_assert(sizeof(GpuState) == 64);
 class Simulation {
  public:
   Simulation(std::span<const IterationPlan* const> plans, const CostModel& cost, const SimulationOptions& options,
-             const IterationCallback& on_iteration, const Platform& platform)
+             const IterationCallback& on_iteration, const Platform& platform, std::set<std::vector<int>> exclusive)
       : plans_(plans),
         cost_(cost),
         options_(options),
         on_iteration_(on_iteration),
         platform_(platform),
-        flows_(platform, options.exclusive_closed_form),
+        flows_(platform, std::move(exclusive)),
         gpus_(static_cast<std::size_t>(platform.world_size())),
         spans_(options.record_spans ? gpus_.size() : 0),
         wake_(gpus_.size()) {}
@@ -132,6 +132,7 @@ class Simulation {
       }
       start_iteration(next_++);
       Halt own = Halt::Parked;
+      std::vector<int> woken;
       for (std::size_t g = 0; g < gpus_.size(); ++g) {
         const Halt halt = advance(static_cast<int>(g));
         if (halt == Halt::Parked) continue;
@@ -141,12 +142,20 @@ class Simulation {
           own = halt;
         } else {
           gpus_[g].halt = halt;
-          wake_[g]->release();
+          woken.push_back(static_cast<int>(g));
         }
       }
-      if (ended_ < gpus_.size()) return own;
-      // Every GPU of this plan is idle: it ends where it starts.
+      if (ended_ == gpus_.size()) continue;  // every GPU of this plan is idle: it ends where it starts
+      wake(woken);
+      return own;
     }
+  }
+
+  /// Releases the actors of `gpus`, whose `halt` is set, once the caller's bookkeeping is over: releasing yields,
+  /// and a woken actor may then run through collectives timed in closed form to the end of the iteration, and
+  /// turn it over, before the caller resumes. So the caller reads no shared state after this.
+  void wake(const std::vector<int>& gpus) {
+    for (int g : gpus) wake_[static_cast<std::size_t>(g)]->release();
   }
 
   void start_iteration(std::size_t index) {
@@ -247,6 +256,7 @@ class Simulation {
     CollectiveRun& run = collectives_[c];
     const CommInterval comm = run.run(flows_, program_.collectives[c]);
     for (int member : run.members()) close_collective(member, comm);
+    std::vector<int> woken;
     for (int member : run.members()) {
       if (member == gpu) continue;
       const Halt next = advance(member);
@@ -256,9 +266,11 @@ class Simulation {
         continue;
       }
       gpus_[static_cast<std::size_t>(member)].halt = next;
-      wake_[static_cast<std::size_t>(member)]->release();
+      woken.push_back(member);
     }
-    return advance(gpu);
+    const Halt own = advance(gpu);
+    wake(woken);
+    return own;
   }
 
   /// The end of a collective step for one member.
@@ -348,12 +360,17 @@ void simulate(std::span<const IterationPlan* const> plans, const CostModel& cost
   // 8x. At 512 KiB, zeroing 1024 stacks took 65 ms and 90 MB more memory than the whole 1024-GPU simulation.
   set_actor_stacks(64);
 
-  std::set<LinkUse> uses;
+  // Every flow the run may start, for the platform to build its links and find the groups that have theirs alone.
+  std::vector<FlowGroup> groups;
   for (const IterationPlan* plan : plans)
-    for (const FlowGroup& group : flow_groups(*plan, cost))
-      for (LinkUse& use : link_uses(cost.cluster(), group.gpus, group.kind)) uses.insert(std::move(use));
+    for (FlowGroup& group : flow_groups(*plan, cost)) groups.push_back(std::move(group));
+  std::set<LinkUse> uses;
+  for (const FlowGroup& group : groups)
+    for (LinkUse& use : link_uses(cost.cluster(), group.gpus, group.kind)) uses.insert(std::move(use));
   const Platform platform(cost.cluster(), {uses.begin(), uses.end()}, options.merge_links);
-  Simulation simulation(plans, cost, options, on_iteration, platform);
+  Simulation simulation(
+      plans, cost, options, on_iteration, platform,
+      options.exclusive_closed_form ? exclusive_groups(cost.cluster(), groups) : std::set<std::vector<int>>{});
   for (int gpu = 0; gpu < platform.world_size(); ++gpu)
     sg4::Actor::create("gpu-" + std::to_string(gpu), platform.gpu(gpu),
                        [&simulation, gpu] { simulation.gpu_actor(gpu); });

@@ -27,7 +27,7 @@ struct SimulationOptions {
   /// Merge the links that the run's flows always cross together (sim/platform.hpp): exact, so off only to check
   /// that it changes no result.
   bool merge_links = true;
-  /// Time the collectives of groups whose links nothing else uses (Platform::exclusive) in closed form, as their
+  /// Time the collectives of groups whose links nothing else uses (exclusive_groups) in closed form, as their
   /// flows would take alone, instead of simulating the flows: the same times (to rounding), far fewer events.
   /// Off only to check that.
   bool exclusive_closed_form = true;

@@ -19,7 +19,6 @@ struct LinkFigures {
 struct NodeUses {
   std::vector<LinkUse> aggregates;
   std::map<LinkClass, std::vector<std::vector<int>>> link_sets;
-  std::map<int, std::vector<int>> sole_nvlink_use;  ///< by GPU: the GPUs of the one use crossing its NVLink link
 };
 
 std::vector<NodeUses> node_uses(const ClusterSpec& cluster, const std::vector<LinkUse>& declared, bool merge_links) {
@@ -45,9 +44,6 @@ std::vector<NodeUses> node_uses(const ClusterSpec& cluster, const std::vector<Li
     if (use.gpus.size() >= 2) nodes[node].aggregates.push_back(use);
     for (int g : use.gpus) signatures[node][use.link][g].push_back(u);
   }
-  for (std::size_t n = 0; n < nodes.size(); ++n)
-    for (const auto& [g, crossing] : signatures[n][LinkClass::NvLink])
-      if (crossing.size() == 1) nodes[n].sole_nvlink_use[g] = uses[crossing.front()].gpus;
   for (std::size_t n = 0; n < nodes.size(); ++n)
     for (LinkClass link : {LinkClass::NvLink, LinkClass::InfiniBand}) {
       std::map<std::vector<std::size_t>, std::size_t> set_of_signature;
@@ -152,9 +148,6 @@ Platform::Platform(const ClusterSpec& cluster, const std::vector<LinkUse>& uses,
   const std::vector<NodeUses> nodes_uses = node_uses(cluster, uses, merge_links);
   nvlink_sharers_.assign(world, 1);
   ib_sharers_.assign(world, 1);
-  sole_nvlink_use_.assign(world, {});
-  for (const NodeUses& node : nodes_uses)
-    for (const auto& [g, gpus] : node.sole_nvlink_use) sole_nvlink_use_[static_cast<std::size_t>(g)] = gpus;
   for (const NodeUses& node : nodes_uses)
     for (const auto& [link, sets] : node.link_sets)
       for (const auto& set : sets)
@@ -184,15 +177,6 @@ sg4::Host* Platform::endpoint(int rank, LinkClass link) const {
     throw std::logic_error("platform: a flow uses GPU " + std::to_string(rank) + "'s " + std::string(to_string(link)) +
                            " link alone, but it is merged with others: the flow was not declared (LinkUse)");
   return link == LinkClass::NvLink ? gpu(rank) : nic(rank);
-}
-
-bool Platform::exclusive(const std::vector<int>& gpus, LinkClass link) const {
-  if (link != LinkClass::NvLink || gpus.empty()) return false;
-  std::vector<int> sorted = gpus;
-  std::sort(sorted.begin(), sorted.end());
-  for (int g : sorted)
-    if (g < 0 || g >= world_size() || sole_nvlink_use_[static_cast<std::size_t>(g)] != sorted) return false;
-  return true;
 }
 
 std::pair<sg4::Host*, sg4::Host*> Platform::aggregate(const std::vector<int>& gpus, LinkClass link) const {

@@ -73,21 +73,15 @@ class Platform {
   /// The aggregate hosts (up, down) of `gpus`, sorted GPUs of one node, for `link`; {nullptr, nullptr} when the
   /// platform has none (a part of no registered group, or a single GPU).
   std::pair<sg4::Host*, sg4::Host*> aggregate(const std::vector<int>& gpus, LinkClass link) const;
-  /// Whether the flows of collectives over `gpus` on `link` have their links to themselves: NVLink, one node, and
-  /// every GPU's link crossed by no declared use but theirs (LinkUse of exactly these GPUs). Only other collectives
-  /// over the same GPUs can then share those links (FlowCache). InfiniBand groups never are: every flow leaving a
-  /// node shares its leaf link.
-  bool exclusive(const std::vector<int>& gpus, LinkClass link) const;
   /// Host speed in flop/s. The executor times compute with waits, so the figure only has to be positive.
   static constexpr double kHostSpeed = 1e12;
 
  private:
   std::vector<sg4::Host*> gpus_;  // by global GPU index: Engine::get_all_hosts() has no useful order
   std::vector<sg4::Host*> nics_;
-  std::vector<AggregateMap> aggregates_;           // by node: a lookup searches only its node's few parts
-  std::vector<int> nvlink_sharers_;                // by GPU: how many GPUs its NVLink link stands for
-  std::vector<int> ib_sharers_;                    // and its NIC link
-  std::vector<std::vector<int>> sole_nvlink_use_;  // by GPU: the one declared use crossing its NVLink link, if one
+  std::vector<AggregateMap> aggregates_;  // by node: a lookup searches only its node's few parts
+  std::vector<int> nvlink_sharers_;       // by GPU: how many GPUs its NVLink link stands for
+  std::vector<int> ib_sharers_;           // and its NIC link
   int gpus_per_node_ = 1;
   double nvlink_Bps_ = 0;
   double ib_Bps_ = 0;

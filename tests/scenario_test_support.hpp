@@ -3,9 +3,11 @@
 // that print the whole text, and a scratch folder per test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <unistd.h>
 
@@ -15,6 +17,19 @@
 #include "traces/scenario.hpp"
 
 namespace lcsim::testing {
+
+/// Every scenario shipped under scenarios/ but the sweeps, relative to that folder, sorted.
+inline std::vector<std::string> shipped_scenarios() {
+  const std::filesystem::path root = std::filesystem::path(LCSIM_SOURCE_DIR) / "scenarios";
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
+    if (entry.path().parent_path().filename() == "sweeps") continue;
+    files.push_back(std::filesystem::relative(entry.path(), root).string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
 
 /// The file name parse errors are reported against (never read).
 inline const std::string kScenarioFile = "/data/runs/s.json";

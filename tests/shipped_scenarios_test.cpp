@@ -2,27 +2,16 @@
 // names, so a change to the scenario format or a policy's options cannot leave a shipped file behind.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "tests/scenario_test_support.hpp"
 #include "traces/evaluation.hpp"
 
 namespace lcsim {
 namespace {
 
-std::vector<std::string> shipped_scenarios() {
-  const std::filesystem::path root = std::filesystem::path(LCSIM_SOURCE_DIR) / "scenarios";
-  std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
-    if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
-    if (entry.path().parent_path().filename() == "sweeps") continue;
-    files.push_back(std::filesystem::relative(entry.path(), root).string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
+using testing::shipped_scenarios;
 
 TEST(ShippedScenarios, EveryFileLoadsAndPlansEveryPolicy) {
   const std::vector<std::string> files = shipped_scenarios();

@@ -115,6 +115,23 @@ TEST(SimFlowGroups, DeclareEveryFlowTheProgramStarts) {
   EXPECT_FALSE(std::includes(all_to_all.begin(), all_to_all.end(), hops.begin(), hops.end()));
 }
 
+TEST(SimFlowGroups, ExclusiveGroupsHaveTheirLinksToThemselves) {
+  const ClusterSpec c = testing::sim_tiny_cost(2, 4).cluster();  // two nodes of four
+  using G = sim::FlowGroup;
+  const std::vector<G> groups = {
+      {{0, 1, 2, 3}, WorkKind::CpAllToAll},  // node 0, NVLink ...
+      {{3, 2}, WorkKind::TpCollective},      // ... sharing GPUs 2-3's links with a smaller group: neither
+      {{5, 4}, WorkKind::CpAllToAll},        // node 1, alone: yes, as a sorted set
+      {{6, 7}, WorkKind::CpAllToAll},        // node 1, with a pipeline pair over the same GPUs: yes
+      {{6, 7}, WorkKind::PpActivation},      //
+      {{0, 4}, WorkKind::GradAllReduce},     // InfiniBand, NICs 0 and 4 alone (leaf links do not count): yes
+      {{1, 5}, WorkKind::GradAllReduce},     // InfiniBand, sharing NIC 1 with a pipeline pair: neither
+      {{1, 6}, WorkKind::PpActivation},      //
+      {{3}, WorkKind::CpAllToAll},           // one GPU: no flows
+  };
+  EXPECT_EQ(sim::exclusive_groups(c, groups), (std::set<std::vector<int>>{{0, 4}, {4, 5}, {6, 7}}));
+}
+
 TEST(SimPlatform, GpusCrossedByTheSameUsesShareOneLink) {
   const std::string text = testing::in_child_process([] {
     const auto engine = testing::make_sim_engine();
@@ -157,48 +174,31 @@ TEST(SimPlatform, WithoutMergingEveryGpuKeepsItsLinks) {
   EXPECT_EQ(text, "1 1 1 1 1");
 }
 
-TEST(SimPlatform, AGroupIsExclusiveWhenNoOtherUseCrossesItsNvLinkLinks) {
-  const std::string text = testing::in_child_process([] {
-    const auto engine = testing::make_sim_engine();
-    const ClusterSpec c = testing::sim_tiny_cost(2, 4).cluster();
-    // Node 0: a group over GPUs 0-3 and another over 2-3 (TP inside it, say). Node 1: a group over 4-5 alone and
-    // a pipeline neighbour on GPU 6. InfiniBand: a group over all 8.
-    std::vector<LinkUse> uses = sim::link_uses(c, range(0, 8), WorkKind::GradAllReduce);
-    for (const auto& gpus : {range(0, 4), range(2, 2), range(4, 2)})
-      for (auto& use : sim::link_uses(c, gpus, WorkKind::CpAllToAll)) uses.push_back(std::move(use));
-    uses.push_back({LinkClass::NvLink, {6}});
-    const sim::Platform platform(c, uses);
-    std::ostringstream out;
-    out << platform.exclusive({5, 4}, LinkClass::NvLink)            // alone on its links, in any order: yes
-        << platform.exclusive(range(0, 4), LinkClass::NvLink)       // shares GPUs 2-3's links: no
-        << platform.exclusive(range(2, 2), LinkClass::NvLink)       // idem
-        << platform.exclusive({4}, LinkClass::NvLink)               // not the group that crosses GPU 4's link: no
-        << platform.exclusive({6, 7}, LinkClass::NvLink)            // undeclared: no
-        << platform.exclusive(range(0, 8), LinkClass::InfiniBand);  // InfiniBand: never
-    return out.str();
-  });
-  EXPECT_EQ(text, "100000");
-}
-
 TEST(SimPlatform, ClosedFormForExclusiveGroupsChangesNoSimulatedTime) {
-  // Two nodes of 8. Node 0: a CP group filling it, alone on its NVLink links (closed form). Node 1: CP 4 x TP 2,
-  // whose CP and TP groups share GPUs (flows). ZeRO over InfiniBand across both (flows), and uneven micro-batches
-  // so that the groups do not move in step.
+  // Two nodes of 8, uneven micro-batches so that the groups do not move in step. First: node 0 holds a CP group
+  // alone on its NVLink links (closed form), node 1 CP 4 x TP 2, whose CP and TP groups share GPUs (flows), ZeRO
+  // within each node. Second: a CP group per node and ZeRO across both, alone on the NICs (closed form, over
+  // InfiniBand).
   const CostModel cost = h100_qwen_cost(2);
-  std::vector<IterationPlan> plans(2);
-  plans[0].replicas = {
-      replica(scheme(1, 1, 8), range(0, 8), {micro_batch({sharded(1, 32768)}), micro_batch({on_rank(2, 4096, 3)})}),
-      replica(scheme(2, 1, 4), range(8, 8), {micro_batch({sharded(3, 8192), on_rank(4, 2048, 0)})})};
-  plans[1].index = 1;
-  plans[1].replicas = {replica(scheme(1, 1, 8), range(0, 8), {micro_batch({sharded(5, 16384)})}),
-                       replica(scheme(2, 1, 4), range(8, 8), {micro_batch({sharded(6, 65536)})})};
+  std::vector<std::vector<IterationPlan>> cases(2, std::vector<IterationPlan>(2));
+  for (int k = 0; k < 2; ++k) {
+    const ParallelScheme second = k == 0 ? scheme(2, 1, 4) : scheme(1, 1, 8);
+    cases[k][0].replicas = {
+        replica(scheme(1, 1, 8), range(0, 8), {micro_batch({sharded(1, 32768)}), micro_batch({on_rank(2, 4096, 3)})}),
+        replica(second, range(8, 8), {micro_batch({sharded(3, 8192), on_rank(4, 2048, 0)})})};
+    cases[k][1].index = 1;
+    cases[k][1].replicas = {replica(scheme(1, 1, 8), range(0, 8), {micro_batch({sharded(5, 16384)})}),
+                            replica(second, range(8, 8), {micro_batch({sharded(6, 65536)})})};
+  }
   sim::SimulationOptions closed_form;
   closed_form.record_spans = true;
   sim::SimulationOptions flows = closed_form;
   flows.exclusive_closed_form = false;
-  const auto a = simulate_in_child(plans, cost, closed_form);
-  ASSERT_EQ(a.size(), 2u);
-  expect_same_timelines(a, simulate_in_child(plans, cost, flows));
+  for (const auto& plans : cases) {
+    const auto a = simulate_in_child(plans, cost, closed_form);
+    ASSERT_EQ(a.size(), 2u);
+    expect_same_timelines(a, simulate_in_child(plans, cost, flows));
+  }
 }
 
 TEST(SimPlatform, MergedLinksChangeNoSimulatedTime) {
