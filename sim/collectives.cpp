@@ -191,20 +191,36 @@ FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
 }
 
 std::set<std::vector<int>> exclusive_groups(const ClusterSpec& cluster, const std::vector<FlowGroup>& groups) {
-  std::map<std::pair<LinkClass, int>, std::set<std::vector<int>>> crossing;  // a GPU's link: the sets crossing it
-  std::set<std::vector<int>> exclusive;
+  // Each distinct GPU set gets an id; each GPU's link of each class remembers the first set crossing it, and a
+  // second set crossing it marks both shared. Linear in the groups' uses, however large the sets.
+  std::map<std::vector<int>, int> ids;
+  std::vector<char> shared;
+  constexpr int kNone = -1;
+  const auto world = static_cast<std::size_t>(cluster.world_size());
+  std::map<LinkClass, std::vector<int>> first_set;  // by class, by GPU: the first set crossing its link
+  for (LinkClass link : {LinkClass::NvLink, LinkClass::InfiniBand}) first_set[link].assign(world, kNone);
   for (const FlowGroup& group : groups) {
     std::vector<int> set = group.gpus;
     std::sort(set.begin(), set.end());
     set.erase(std::unique(set.begin(), set.end()), set.end());
     if (set.size() < 2) continue;
+    const auto [found, added] = ids.try_emplace(std::move(set), static_cast<int>(ids.size()));
+    if (added) shared.push_back(0);
+    const int id = found->second;
     for (const LinkUse& use : link_uses(cluster, group.gpus, group.kind))
-      for (int g : use.gpus) crossing[{use.link, g}].insert(set);
-    exclusive.insert(std::move(set));
+      for (int g : use.gpus) {
+        int& first = first_set[use.link].at(static_cast<std::size_t>(g));
+        if (first == kNone) {
+          first = id;
+        } else if (first != id) {
+          shared[static_cast<std::size_t>(first)] = 1;
+          shared[static_cast<std::size_t>(id)] = 1;
+        }
+      }
   }
-  for (const auto& [link, sets] : crossing)
-    if (sets.size() > 1)
-      for (const auto& set : sets) exclusive.erase(set);
+  std::set<std::vector<int>> exclusive;
+  for (const auto& [set, id] : ids)
+    if (!shared[static_cast<std::size_t>(id)]) exclusive.insert(set);
   return exclusive;
 }
 

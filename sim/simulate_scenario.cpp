@@ -170,8 +170,8 @@ void print_simulation_table(const SimulationReport& report, std::ostream& out) {
                     format("%.2fx", pr.speedup_vs_baseline), format("%.4f", ex.busy_max_mean_s),
                     format("%.4f", ex.busy_min_mean_s),
                     std::to_string(pr.oom_iterations) + "/" + std::to_string(pr.iterations.size()),
-                    format("%.4f", ex.estimate_mean_s), format("%.2f", 1e3 * ex.wall_s / iterations),
-                    format("%.2f", 1e3 * ex.cpu_s / iterations), format("%.2f", 1e3 * ex.build_cpu_s / iterations)});
+                    format("%.4f", ex.estimate_mean_s), format("%.3f", 1e3 * ex.wall_s / iterations),
+                    format("%.3f", 1e3 * ex.cpu_s / iterations), format("%.3f", 1e3 * ex.build_cpu_s / iterations)});
   }
   print_aligned_rows(rows, out);
   out << "speedup: tokens/s over " << r.baseline

@@ -72,8 +72,8 @@ def main():
             run = total - build
             growth = f"{total / previous[0]:.2f}" if previous else "-"
             run_growth = f"{run / previous[1]:.2f}" if previous and previous[1] > 0 else "-"
-            print(f"{policy:<10} {gpus:>5} {total:>12.2f} {growth:>7} {build:>9.2f} {run:>8.2f} {run_growth:>7} "
-                  f"{1e3 * total / gpus:>7.1f}")
+            print(f"{policy:<10} {gpus:>5} {total:>12.3f} {growth:>7} {build:>9.3f} {run:>8.3f} {run_growth:>7} "
+                  f"{1e3 * total / gpus:>7.2f}")
             rows.append({"policy": policy, "gpus": gpus, "cpu_ms_per_iteration": total, "build_ms_per_iteration": build})
             previous = (total, run)
     print("x prev: growth over the previous size (x4 GPUs each: 4.00 is linear)")
