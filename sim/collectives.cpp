@@ -250,6 +250,10 @@ bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
   return members_.size() >= spec.gpus.size();
 }
 
+bool CollectiveRun::immediate(FlowCache& flows, const CollectiveSpec& spec) {
+  return spec.gpus.size() <= 1 || spec_bytes(flows.platform(), spec) == 0 || flows.group(spec).exclusive;
+}
+
 CommInterval CollectiveRun::run(FlowCache& flows, const CollectiveSpec& spec) {
   // One GPU: nothing to exchange on the wire, but the cost model may still charge the time (a sharding group of
   // one GPU that the estimate sizes for more): a local delay, no link used.

@@ -106,6 +106,8 @@ class CollectiveRun {
  public:
   /// Records `gpu`'s arrival, ready at `ready`; true when it completes the spec's members.
   bool arrive(const CollectiveSpec& spec, int gpu, double ready);
+  /// Whether run() returns at once: one GPU, nothing on the wire, or an exclusive group (its time is computed).
+  static bool immediate(FlowCache& flows, const CollectiveSpec& spec);
   /// Runs the collective once every member has arrived (blocking the calling actor for its simulated duration).
   CommInterval run(FlowCache& flows, const CollectiveSpec& spec);
   /// The members in arrival order.

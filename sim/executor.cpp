@@ -65,9 +65,11 @@ class Simulation {
   /// Nor does every GPU wake up for every collective: when a collective has run, its runner does the bookkeeping of
   /// every member (its compute up to its next collective, and its arrival there), which is all a member would do at
   /// that instant of simulated time. An actor stays parked on its semaphore until woken to act: to run a collective
-  /// it arrived at last, or for a pipeline transfer. Between iterations too: the actor whose GPU ends last turns
-  /// the iteration over and wakes only the GPUs that must act first. A group that moves in lockstep then costs one
-  /// actor switch per collective instead of one per member, and an iteration none per idle GPU.
+  /// it arrived at last that waits on flows, or for a pipeline transfer. A collective whose time is known at once
+  /// (an exclusive group's, sim/collectives.cpp) is run by whichever actor completed it, and so on down the chain.
+  /// Between iterations too: the actor whose GPU ends last turns the iteration over and wakes only the GPUs that
+  /// must act first. A group that moves in lockstep then costs one actor switch per collective that waits on flows
+  /// instead of one per member, none per collective in closed form, and an iteration none per idle GPU.
   void gpu_actor(int gpu) {
     const auto g = static_cast<std::size_t>(gpu);
     wake_[g] = sg4::Semaphore::create(0);
@@ -132,21 +134,20 @@ class Simulation {
       }
       start_iteration(next_++);
       Halt own = Halt::Parked;
-      std::vector<int> woken;
-      for (std::size_t g = 0; g < gpus_.size(); ++g) {
-        const Halt halt = advance(static_cast<int>(g));
-        if (halt == Halt::Parked) continue;
-        if (halt == Halt::End) {
-          note_end(static_cast<int>(g));
-        } else if (static_cast<int>(g) == gpu) {
-          own = halt;
+      Moves moves;
+      for (int g = 0; g < static_cast<int>(gpus_.size()); ++g) {
+        const Halt halt = advance(g);
+        if (g != gpu) {
+          file_move(g, halt, moves);
+        } else if (halt == Halt::End) {
+          note_end(g);
         } else {
-          gpus_[g].halt = halt;
-          woken.push_back(static_cast<int>(g));
+          own = halt;
         }
       }
-      if (ended_ == gpus_.size()) continue;  // every GPU of this plan is idle: it ends where it starts
-      wake(woken);
+      run_here(moves);
+      if (ended_ == gpus_.size()) continue;  // every GPU has ended already (idle, or all in closed form)
+      wake(moves.woken);
       return own;
     }
   }
@@ -247,29 +248,67 @@ class Simulation {
     return Halt::End;
   }
 
-  /// Runs the collective `gpu` arrived at last, closes that step for every member, and moves the others on (waking
-  /// those whose actor must act); `gpu` itself goes last, so that in a lockstep group it arrives last at the next
-  /// collective and runs it without waking anyone.
-  Halt run_collective(int gpu) {
+  /// GPUs whose next move was found by an actor not their own: the collectives it runs for them itself, and the
+  /// actors it wakes once its bookkeeping is over.
+  struct Moves {
+    std::vector<int> run_here;  ///< arrived last at a collective whose time is known at once
+    std::vector<int> woken;     ///< must act: a transfer, or a collective that waits on flows
+  };
+
+  /// Files `gpu`'s next move, found by another GPU's actor: a parked GPU waits, an ended one is counted, one that
+  /// arrived last at a collective timed without waiting (one GPU, no bytes, or an exclusive group) has it run by
+  /// the same actor -- the time is known, so waking its own actor would only cost a switch -- and any other is
+  /// woken.
+  void file_move(int gpu, Halt next, Moves& moves) {
+    const auto g = static_cast<std::size_t>(gpu);
+    if (next == Halt::Parked) return;
+    if (next == Halt::End) {  // nothing left to act on: it stays parked
+      note_end(gpu);
+      return;
+    }
+    if (next == Halt::RunCollective) {
+      const auto c = static_cast<std::size_t>(program_.gpus[g][gpus_[g].pc].index);
+      if (CollectiveRun::immediate(flows_, program_.collectives[c])) {
+        moves.run_here.push_back(gpu);
+        return;
+      }
+    }
+    gpus_[g].halt = next;
+    moves.woken.push_back(gpu);
+  }
+
+  /// Runs the collectives filed to be run here, and those they lead to, until none is left.
+  void run_here(Moves& moves) {
+    while (!moves.run_here.empty()) {
+      const int gpu = moves.run_here.back();
+      moves.run_here.pop_back();
+      file_move(gpu, run_one(gpu, moves), moves);
+    }
+  }
+
+  /// Runs the collective `gpu` arrived at last, closes that step for every member, and files the other members'
+  /// next moves; returns `gpu`'s own, found last, so that in a lockstep group it arrives last at the next
+  /// collective and runs it too.
+  Halt run_one(int gpu, Moves& moves) {
     const Step& step = program_.gpus[static_cast<std::size_t>(gpu)][gpus_[static_cast<std::size_t>(gpu)].pc];
     const auto c = static_cast<std::size_t>(step.index);
     CollectiveRun& run = collectives_[c];
     const CommInterval comm = run.run(flows_, program_.collectives[c]);
     for (int member : run.members()) close_collective(member, comm);
-    std::vector<int> woken;
-    for (int member : run.members()) {
-      if (member == gpu) continue;
-      const Halt next = advance(member);
-      if (next == Halt::Parked) continue;
-      if (next == Halt::End) {  // nothing left to act on: it stays parked
-        note_end(member);
-        continue;
-      }
-      gpus_[static_cast<std::size_t>(member)].halt = next;
-      woken.push_back(member);
-    }
-    const Halt own = advance(gpu);
-    wake(woken);
+    for (int member : run.members())
+      if (member != gpu) file_move(member, advance(member), moves);
+    return advance(gpu);
+  }
+
+  /// `gpu`'s actor runs the collective it arrived at last, and every collective whose time is known at once that
+  /// this leads to, then wakes the actors that must act. When that ends the iteration (`gpu` included, moved on by
+  /// one of those collectives), it turns the iteration over.
+  Halt run_collective(int gpu) {
+    Moves moves;
+    const Halt own = run_one(gpu, moves);
+    run_here(moves);
+    if (ended_ == gpus_.size()) return turn_over(gpu);  // nobody is left to wake
+    wake(moves.woken);
     return own;
   }
 
