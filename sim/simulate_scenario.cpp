@@ -83,6 +83,7 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
   SimulationOptions options;
   options.program = settings.program;
   options.record_spans = timeline != nullptr;
+  options.exclusive_closed_form = settings.exclusive_closed_form;
   std::size_t done = 0;
   simulate(plans, cost, options, [&](IterationOutcome&& outcome) {
     const auto [p, i] = owner[outcome.index];

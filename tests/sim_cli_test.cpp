@@ -30,6 +30,11 @@ class SimCliTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
+std::string file_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 TEST_F(SimCliTest, SimulatesTheDefaultScenarioAndWritesResultsAndTimeline) {
   const auto json = dir_ / "r.json";
   const auto csv = dir_ / "r.csv";
@@ -60,6 +65,23 @@ TEST_F(SimCliTest, SimulatesTheDefaultScenarioAndWritesResultsAndTimeline) {
   EXPECT_TRUE(std::filesystem::file_size(csv) > 0);
 }
 
+TEST_F(SimCliTest, AllFlowsGivesTheSameResultsAsClosedForm) {
+  // scale/sim-64gpu: every CP group fills a node and every ZeRO group has its NICs to itself, so by default every
+  // collective is timed in closed form; --all-flows simulates them all as flows.
+  const std::string scenario = std::string(LCSIM_SOURCE_DIR) + "/scenarios/scale/sim-64gpu.json";
+  std::string results[2];
+  for (int k = 0; k < 2; ++k) {
+    const auto json = dir_ / ("r" + std::to_string(k) + ".json");
+    const auto trace = dir_ / ("t" + std::to_string(k) + ".json");
+    const CliRun run = run_lcsim("simulate '" + scenario + "' -n 2 --quiet --json '" + json.string() + "' --trace '" +
+                                 trace.string() + "'" + (k == 1 ? " --all-flows" : ""));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    results[k] = file_bytes(json) + file_bytes(trace);
+  }
+  EXPECT_FALSE(results[0].empty());
+  EXPECT_EQ(results[0], results[1]);
+}
+
 TEST_F(SimCliTest, EveryShippedScenarioSimulates) {
   // Whole runs, every iteration: the executor's interleavings (a woken actor running a whole iteration of
   // collectives timed in closed form before its waker resumes, for one) show on real plans.
@@ -76,11 +98,6 @@ TEST_F(SimCliTest, EveryShippedScenarioSimulates) {
       for (const auto& it : policy["iterations"]) EXPECT_GT(it["seconds"].get<double>(), 0.0) << policy["label"];
     }
   }
-}
-
-std::string file_bytes(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 TEST_F(SimCliTest, SameScenarioGivesByteIdenticalResultsAndTimelines) {

@@ -19,10 +19,10 @@ SIZES = (64, 256, 1024)
 POLICIES = ("deepspeed", "skrull")
 
 
-def run_once(binary, gpus):
+def run_once(binary, gpus, extra):
     """{policy: (cpu ms/iter, build ms/iter)} of one `lcsim simulate` run."""
     scenario = os.path.join(ROOT, "scenarios", "scale", f"sim-{gpus}gpu.json")
-    proc = subprocess.run([binary, "simulate", scenario], capture_output=True, text=True)
+    proc = subprocess.run([binary, "simulate", scenario] + extra, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"scale_bench: {binary} simulate {scenario} failed ({proc.returncode}):\n{proc.stderr}")
     lines = proc.stdout.splitlines()
@@ -45,6 +45,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the best of each size is kept")
     parser.add_argument("--lcsim", default=os.path.join(ROOT, "build", "sim", "lcsim"), help="the lcsim binary")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument("--all-flows", action="store_true",
+                        help="simulate every collective as flows (lcsim simulate --all-flows): these scenarios have "
+                             "no contention, so by default every collective is timed in closed form")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
@@ -55,14 +58,15 @@ def main():
     for round_index in range(args.rounds):
         for gpus in SIZES:
             print(f"\rround {round_index + 1}/{args.rounds}, {gpus} GPUs   ", end="", file=sys.stderr, flush=True)
-            for policy, figure in run_once(args.lcsim, gpus).items():
+            for policy, figure in run_once(args.lcsim, gpus, ["--all-flows"] if args.all_flows else []).items():
                 key = (gpus, policy)
                 if best[key] is None or figure[0] < best[key][0]:
                     best[key] = figure
     print(file=sys.stderr)
 
     rows = []
-    print(f"best of {args.rounds} interleaved rounds; cpu ms/iter = build + run of one iteration")
+    mode = ", every collective as flows" if args.all_flows else ""
+    print(f"best of {args.rounds} interleaved rounds{mode}; cpu ms/iter = build + run of one iteration")
     print(f"{'policy':<10} {'GPUs':>5} {'cpu ms/iter':>12} {'x prev':>7} {'build ms':>9} {'run ms':>8} "
           f"{'x prev':>7} {'us/GPU':>7}")
     for policy in POLICIES:
@@ -79,7 +83,8 @@ def main():
     print("x prev: growth over the previous size (x4 GPUs each: 4.00 is linear)")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"schema": "lcsim-scale-bench/1", "rounds": args.rounds, "figures": rows}, out, indent=2)
+            json.dump({"schema": "lcsim-scale-bench/1", "rounds": args.rounds, "all_flows": args.all_flows,
+                       "figures": rows}, out, indent=2)
             out.write("\n")
 
 

@@ -19,6 +19,7 @@ calls = os.path.join(os.environ["FAKE_DIR"], f"calls-{gpus}")
 n = int(open(calls).read()) if os.path.exists(calls) else 0
 open(calls, "w").write(str(n + 1))
 ds = {64: 2.0, 256: 8.4, 1024: 33.6}[gpus] * (3 if gpus == 1024 and n == 0 else 1)
+ds *= 10 if "--all-flows" in sys.argv[3:] else 1  # flows everywhere: slower
 print("policy  mean s  wall ms/iter  cpu ms/iter  build ms/iter")
 print(f"deepspeed  2.2  {ds:.2f}  {ds:.2f}  {ds / 2:.2f}")
 print(f"skrull  1.1  {gpus / 256:.2f}  {gpus / 256:.2f}  0.00")
@@ -49,6 +50,14 @@ class ScaleBenchTest(unittest.TestCase):
         self.assertEqual(deepspeed_1024[3], "4.00")  # 33.6 / 8.4
         skrull_256 = next(f for f in lines if f[:2] == ["skrull", "256"])
         self.assertEqual(skrull_256[3], "4.00")
+
+    def test_all_flows_is_passed_to_lcsim_and_recorded(self):
+        proc, data = self.run_bench(FAKE_LCSIM, "--rounds", "1", "--all-flows")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertTrue(data["all_flows"])
+        ds = {row["gpus"]: row for row in data["figures"] if row["policy"] == "deepspeed"}
+        self.assertEqual(ds[256]["cpu_ms_per_iteration"], 84.0)
+        self.assertIn("every collective as flows", proc.stdout)
 
     def test_refuses_output_without_the_timing_columns(self):
         proc, _ = self.run_bench("#!/bin/sh\necho 'policy mean s'\necho 'deepspeed 1.0'\n", "--rounds", "1")
