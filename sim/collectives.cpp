@@ -58,6 +58,8 @@
 #include <cassert>
 #include <cmath>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 namespace lcsim::sim {
 namespace {
@@ -230,7 +232,11 @@ std::size_t FlowCache::KeyHash::operator()(const Key& key) const {
   return h;
 }
 
-const FlowCache::Group& FlowCache::group(const CollectiveSpec& spec) {
+FlowCache::FlowCache(const Platform& platform, const std::set<std::vector<int>>& exclusive) : platform_(platform) {
+  for (const auto& set : exclusive) exclusive_.emplace(set, 0.0);
+}
+
+FlowCache::Group& FlowCache::group(const CollectiveSpec& spec) {
   key_.link = spec.link;
   key_.kind = spec.kind;
   key_.gpus.assign(spec.gpus.begin(), spec.gpus.end());
@@ -238,7 +244,9 @@ const FlowCache::Group& FlowCache::group(const CollectiveSpec& spec) {
   if (found != groups_.end()) return found->second;
   std::vector<int> sorted = spec.gpus;
   std::sort(sorted.begin(), sorted.end());
-  Group group{flow_ends(platform_, spec.gpus, spec.link, spec.kind), exclusive_.contains(sorted)};
+  const auto set = exclusive_.find(sorted);
+  Group group{flow_ends(platform_, spec.gpus, spec.link, spec.kind), set != exclusive_.end(),
+              set != exclusive_.end() ? &set->second : nullptr};
   return groups_.emplace(key_, std::move(group)).first->second;
 }
 
@@ -271,11 +279,17 @@ void CollectiveRun::run_flows(FlowCache& flows, const CollectiveSpec& spec) {
     interval_.end = interval_.start + delay_s;
     return;
   }
-  const FlowCache::Group& group = flows.group(spec);
+  FlowCache::Group& group = flows.group(spec);
   if (group.exclusive) {
     // Nothing else can use its links, so its flows run alone whatever else happens: each moves its bytes at the
     // link bandwidth. The time is known now; no flow to simulate, nothing to wait for.
+    if (interval_.start < *group.busy_until)
+      throw std::logic_error("collectives: a collective over GPUs " + std::to_string(spec.gpus.front()) +
+                             ".. starts at " + std::to_string(interval_.start) + " s, before the previous one over " +
+                             "the same GPUs ends (" + std::to_string(*group.busy_until) +
+                             " s): they would share links, so it cannot be timed in closed form");
     interval_.end = interval_.start + delay_s + static_cast<double>(bytes) / flows.platform().bandwidth(spec.link);
+    *group.busy_until = interval_.end;
     return;
   }
   if (interval_.start + delay_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(interval_.start + delay_s);

@@ -10,6 +10,7 @@
 // A group whose links nothing else can use (exclusive_groups) needs no flow: its time alone is known.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -53,16 +54,18 @@ class FlowCache {
   /// `exclusive`: GPU sets whose collectives are timed without flows (exclusive_groups). Only for callers whose
   /// collectives over one set never overlap in time, as in the executor, where every member takes part in each:
   /// nothing else shares the links of such a set, but two of its collectives at once would.
-  explicit FlowCache(const Platform& platform, std::set<std::vector<int>> exclusive = {})
-      : platform_(platform), exclusive_(std::move(exclusive)) {}
+  explicit FlowCache(const Platform& platform, const std::set<std::vector<int>>& exclusive = {});
   const Platform& platform() const { return platform_; }
 
   struct Group {
     std::vector<FlowPlan::Flow> flows;  ///< plan_flows(platform(), spec)'s flows
     /// The collective's flows always run alone: its time is known without simulating them (sim/collectives.cpp).
     bool exclusive = false;
+    /// Exclusive: when the last collective over the same GPUs (of any kind) ends. The closed form rests on those
+    /// never overlapping; one that starts earlier is refused (std::logic_error), never timed as if alone.
+    double* busy_until = nullptr;
   };
-  const Group& group(const CollectiveSpec& spec);
+  Group& group(const CollectiveSpec& spec);
   /// group(spec).flows.
   const std::vector<FlowPlan::Flow>& flows(const CollectiveSpec& spec) { return group(spec).flows; }
 
@@ -77,7 +80,7 @@ class FlowCache {
     std::size_t operator()(const Key& key) const;
   };
   const Platform& platform_;
-  std::set<std::vector<int>> exclusive_;
+  std::map<std::vector<int>, double> exclusive_;  // by exclusive GPU set: when its last collective ends
   std::unordered_map<Key, Group, KeyHash> groups_;
   Key key_;  // the lookup key, kept to reuse its memory
 };

@@ -145,6 +145,36 @@ TEST(SimCollectives, FlowPlansUseOneFlowPerNodeWhereTheyCan) {
   EXPECT_EQ(text, "1 400000000 2 1 4 1 0 0.001 refused");
 }
 
+TEST(SimCollectives, ExclusiveCollectivesTakeTheirTimeAloneAndNeverOverlap) {
+  // GPUs {0, 1} have their links to themselves: a collective there ends at start + latency + transfer, computed.
+  // Two over the same GPUs at once would share those links: the second is refused, not timed as if alone.
+  const std::string text = testing::in_child_process([] {
+    const auto engine = testing::make_sim_engine();
+    const ClusterSpec c = cluster(1, 4);
+    const Platform platform(c, sim::link_uses(c, {0, 1}, sim::WorkKind::CpAllToAll));
+    sim::FlowCache flows(platform, {{0, 1}});
+    const CollectiveSpec s = spec({0, 1}, LinkClass::NvLink, 1e-3, 2e-3);
+    std::ostringstream out;
+    out.precision(17);
+    const auto run_at = [&](double ready) {
+      CollectiveRun run;
+      for (int g : s.gpus) run.arrive(s, g, ready);
+      try {
+        const sim::CommInterval interval = run.run(flows, s);
+        out << interval.start << ' ' << interval.end << ' ';
+      } catch (const std::logic_error&) {
+        out << "refused ";
+      }
+    };
+    out << CollectiveRun::immediate(flows, s) << ' ';
+    run_at(1.0);    // alone: 1 + 1e-3 + 2e-3
+    run_at(1.002);  // starts before the first ends
+    run_at(1.003);  // starts as it ends
+    return out.str();
+  });
+  EXPECT_EQ(text, "1 1 1.0029999999999999 refused 1.0029999999999999 1.0059999999999998 ");
+}
+
 TEST(SimCollectives, FlowCacheGivesThePlannedEndsOfEachGroupAndKind) {
   // Ring attention and the all-to-all over the same GPUs across nodes have different flows (hops vs one flow per
   // node): the cache must tell them apart, and a group it has seen must come back as planned, from the cache.
