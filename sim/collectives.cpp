@@ -259,7 +259,7 @@ bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
 }
 
 bool CollectiveRun::immediate(FlowCache& flows, const CollectiveSpec& spec) {
-  return spec.gpus.size() <= 1 || spec_bytes(flows.platform(), spec) == 0 || flows.group(spec).exclusive;
+  return spec.gpus.size() <= 1 || spec_bytes(flows.platform(), spec) == 0 || group(flows, spec).exclusive;
 }
 
 CommInterval CollectiveRun::run(FlowCache& flows, const CollectiveSpec& spec) {
@@ -279,21 +279,21 @@ void CollectiveRun::run_flows(FlowCache& flows, const CollectiveSpec& spec) {
     interval_.end = interval_.start + delay_s;
     return;
   }
-  FlowCache::Group& group = flows.group(spec);
-  if (group.exclusive) {
+  FlowCache::Group& cached = group(flows, spec);
+  if (cached.exclusive) {
     // Nothing else can use its links, so its flows run alone whatever else happens: each moves its bytes at the
     // link bandwidth. The time is known now; no flow to simulate, nothing to wait for.
-    if (interval_.start < *group.busy_until)
+    if (interval_.start < *cached.busy_until)
       throw std::logic_error("collectives: a collective over GPUs " + std::to_string(spec.gpus.front()) +
                              ".. starts at " + std::to_string(interval_.start) + " s, before the previous one over " +
-                             "the same GPUs ends (" + std::to_string(*group.busy_until) +
+                             "the same GPUs ends (" + std::to_string(*cached.busy_until) +
                              " s): they would share links, so it cannot be timed in closed form");
     interval_.end = interval_.start + delay_s + static_cast<double>(bytes) / flows.platform().bandwidth(spec.link);
-    *group.busy_until = interval_.end;
+    *cached.busy_until = interval_.end;
     return;
   }
   if (interval_.start + delay_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(interval_.start + delay_s);
-  const std::vector<FlowPlan::Flow>& ends = group.flows;
+  const std::vector<FlowPlan::Flow>& ends = cached.flows;
   if (ends.size() == 1) {  // the common case with aggregates: no list of one
     start_flow(ends.front().from, ends.front().to, bytes)->wait();
   } else {

@@ -110,7 +110,7 @@ class CollectiveRun {
   /// Records `gpu`'s arrival, ready at `ready`; true when it completes the spec's members.
   bool arrive(const CollectiveSpec& spec, int gpu, double ready);
   /// Whether run() returns at once: one GPU, nothing on the wire, or an exclusive group (its time is computed).
-  static bool immediate(FlowCache& flows, const CollectiveSpec& spec);
+  bool immediate(FlowCache& flows, const CollectiveSpec& spec);
   /// Runs the collective once every member has arrived (blocking the calling actor for its simulated duration).
   CommInterval run(FlowCache& flows, const CollectiveSpec& spec);
   /// The members in arrival order.
@@ -120,14 +120,21 @@ class CollectiveRun {
     members_.clear();
     ready_ = 0;
     interval_ = {};
+    group_ = nullptr;
   }
 
  private:
   void run_flows(FlowCache& flows, const CollectiveSpec& spec);
+  /// The spec's group in `flows`, looked up once per instance (immediate() and run() both need it).
+  FlowCache::Group& group(FlowCache& flows, const CollectiveSpec& spec) {
+    if (group_ == nullptr) group_ = &flows.group(spec);
+    return *group_;
+  }
 
   std::vector<int> members_;
   double ready_ = 0;
   CommInterval interval_;
+  FlowCache::Group* group_ = nullptr;  // FlowCache keeps its groups in place
 };
 
 /// One point-to-point transfer at run time: the flow starts when both sides have arrived (NCCL send/recv is a

@@ -268,7 +268,7 @@ class Simulation {
     }
     if (next == Halt::RunCollective) {
       const auto c = static_cast<std::size_t>(program_.gpus[g][gpus_[g].pc].index);
-      if (CollectiveRun::immediate(flows_, program_.collectives[c])) {
+      if (collectives_[c].immediate(flows_, program_.collectives[c])) {
         moves.run_here.push_back(gpu);
         return;
       }

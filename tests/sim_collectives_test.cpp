@@ -166,7 +166,7 @@ TEST(SimCollectives, ExclusiveCollectivesTakeTheirTimeAloneAndNeverOverlap) {
         out << "refused ";
       }
     };
-    out << CollectiveRun::immediate(flows, s) << ' ';
+    out << CollectiveRun().immediate(flows, s) << ' ';
     run_at(1.0);    // alone: 1 + 1e-3 + 2e-3
     run_at(1.002);  // starts before the first ends
     run_at(1.003);  // starts as it ends
