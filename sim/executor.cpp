@@ -400,9 +400,11 @@ void simulate(std::span<const IterationPlan* const> plans, const CostModel& cost
   set_actor_stacks(64);
 
   // Every flow the run may start, for the platform to build its links and find the groups that have theirs alone.
-  std::vector<FlowGroup> groups;
+  // Each group once: the same groups recur in every iteration's plan.
+  std::set<FlowGroup> distinct;
   for (const IterationPlan* plan : plans)
-    for (FlowGroup& group : flow_groups(*plan, cost)) groups.push_back(std::move(group));
+    for (FlowGroup& group : flow_groups(*plan, cost)) distinct.insert(std::move(group));
+  const std::vector<FlowGroup> groups(distinct.begin(), distinct.end());
   std::set<LinkUse> uses;
   for (const FlowGroup& group : groups)
     for (LinkUse& use : link_uses(cost.cluster(), group.gpus, group.kind)) uses.insert(std::move(use));

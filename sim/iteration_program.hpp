@@ -41,6 +41,7 @@
 // optimizer's parameters), so that the live executor (`lcsim-gpu live`) runs the very same work list on real GPUs;
 // collectives and transfers carry the cost model's calls (op, size, count) for the same reason. The simulator
 // reads only the seconds.
+#include <compare>
 #include <cstdint>
 #include <vector>
 
@@ -174,6 +175,7 @@ IterationProgram build_program(const IterationPlan& plan, const CostModel& cost,
 struct FlowGroup {
   std::vector<int> gpus;
   WorkKind kind = WorkKind::CpAllToAll;
+  auto operator<=>(const FlowGroup&) const = default;
 };
 /// Every such group of a plan (CP, TP and gradient-sync groups, pipeline neighbours; not the phase barrier, which
 /// moves no data): the platform is built for their flows. Throws as build_program.
