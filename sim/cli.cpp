@@ -11,6 +11,7 @@ std::string main_usage() {
          "  lcsim simulate SCENARIO [--policy LABEL]... [--iterations N] [--json FILE] [--csv FILE]\n"
          "                 [--trace FILE] [--layer-granularity K] [--quiet]\n"
          "  lcsim sweep SWEEP [--jobs N] [--out DIR] [--csv FILE] [--json FILE] [--quiet]\n"
+         "  lcsim validate [--catalogue FILE] [--json FILE] [--csv FILE] [--jobs N] [--only ID]... [--work DIR]\n"
          "  lcsim list models|gpus|distributions|policies\n"
          "  lcsim COMMAND --help\n"
          "  lcsim --help | --version\n"
@@ -22,6 +23,8 @@ std::string main_usage() {
          "         gradient sync); prints a comparison table and can write a Perfetto timeline\n"
          "  sweep  every point of a sweep file's axes over a base scenario, --jobs processes at a time; merged\n"
          "         CSV and JSON results\n"
+         "  validate every published figure of the validation catalogue against lcsim's prediction: error,\n"
+         "         ordering, held-out MAPE\n"
          "  list   the built-in models, GPU kinds, length distributions and policy kinds\n"
          "\n"
          "Scenario format: scenarios/README.md. Exit status: 0 success, 2 bad input (scenario, profile, trace,\n"
@@ -42,6 +45,8 @@ void run_command_line(const std::vector<std::string>& args, std::ostream& out) {
     run_sweep_command(rest, out);
   } else if (command == "simulate") {
     run_simulate_command(rest, out);
+  } else if (command == "validate") {
+    run_validate_command(rest, out);
   } else if (command == "list") {
     run_list_command(rest, out);
   } else {

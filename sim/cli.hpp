@@ -35,6 +35,8 @@ void run_plan_command(const std::vector<std::string>& args, std::ostream& out);
 void run_sweep_command(const std::vector<std::string>& args, std::ostream& out);
 /// `lcsim simulate ...` (args after "simulate").
 void run_simulate_command(const std::vector<std::string>& args, std::ostream& out);
+/// `lcsim validate ...` (args after "validate").
+void run_validate_command(const std::vector<std::string>& args, std::ostream& out);
 /// `lcsim list ...` (args after "list").
 void run_list_command(const std::vector<std::string>& args, std::ostream& out);
 

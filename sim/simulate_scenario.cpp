@@ -10,6 +10,7 @@
 #include "policies/core/metrics.hpp"
 #include "sim/timeline.hpp"
 #include "traces/evaluation.hpp"
+#include "traces/output_file.hpp"
 #include "traces/results_io.hpp"
 
 namespace lcsim::sim {
@@ -141,11 +142,7 @@ nlohmann::ordered_json simulation_to_json(const SimulationReport& report) {
 }
 
 void write_simulation_json(const SimulationReport& report, const std::string& file) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError(file + ": cannot open for writing");
-  out << simulation_to_json(report).dump(2) << '\n';
-  out.flush();
-  if (!out) throw InputError(file + ": write failed");
+  write_file_atomically(file, simulation_to_json(report).dump(2) + "\n");
 }
 
 void print_simulation_table(const SimulationReport& report, std::ostream& out) {

@@ -1,10 +1,5 @@
 // `lcsim sweep`: every point of a sweep file run as its own `lcsim plan|simulate` process (the SimGrid engine
 // is one per process, and processes give --jobs parallelism for free), then merged into one CSV and JSON.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -19,9 +14,9 @@
 #include "policies/core/json_reader.hpp"
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
+#include "sim/process_pool.hpp"
+#include "traces/output_file.hpp"
 #include "traces/sweep_results.hpp"
-
-extern char** environ;
 
 namespace lcsim {
 namespace {
@@ -56,41 +51,8 @@ std::string sweep_help() {
   return text.str();
 }
 
-struct Running {
-  std::size_t point;
-  pid_t pid;
-};
-
-pid_t spawn_point(const std::string& exe, const std::string& mode, const fs::path& scenario, const fs::path& results,
-                  const fs::path& log) {
-  std::vector<std::string> argv_strings = {exe, mode, scenario.string(), "--json", results.string(), "--quiet"};
-  std::vector<char*> argv;
-  for (auto& a : argv_strings) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("sweep: cannot start " + exe + ": " + std::strerror(rc));
-  return pid;
-}
-
-void progress(std::size_t done, std::size_t total) {
-  if (!isatty(STDERR_FILENO)) return;
-  constexpr int kWidth = 40;
-  const auto filled = static_cast<int>(kWidth * done / total);
-  std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
-            << std::string(static_cast<std::size_t>(kWidth - filled), '.') << "] " << done << "/" << total << " points"
-            << (done == total ? "\n" : "") << std::flush;
-}
-
 void write_text(const fs::path& file, const std::string& text) {
-  std::ofstream out(file);
-  if (!out) throw InputError(file.string() + ": cannot write");
-  out << text;
+  write_file_atomically(file.string(), text);
 }
 
 void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& results, std::ostream& out) {
@@ -140,7 +102,7 @@ void run_sweep_command(const std::vector<std::string>& args, std::ostream& out) 
   std::error_code made;
   fs::create_directories(dir, made);
   if (made) throw InputError(dir.string() + ": cannot create the output folder: " + made.message());
-  const std::string exe = fs::read_symlink("/proc/self/exe").string();
+  const std::string exe = self_executable();
 
   const auto name_of = [&](std::size_t i, const char* suffix) {
     std::ostringstream name;
@@ -149,26 +111,13 @@ void run_sweep_command(const std::vector<std::string>& args, std::ostream& out) 
   };
   for (std::size_t i = 0; i < points.size(); ++i) write_text(name_of(i, ".json"), points[i].scenario.dump(2) + "\n");
 
-  // A small process pool: start up to --jobs children, reap one, start the next.
-  std::map<pid_t, std::size_t> running;
-  std::vector<int> status(points.size(), -1);
-  std::size_t next = 0, done = 0;
-  progress(0, points.size());
-  while (done < points.size()) {
-    while (next < points.size() && running.size() < static_cast<std::size_t>(jobs)) {
-      running[spawn_point(exe, sweep.mode, name_of(next, ".json"), name_of(next, ".results.json"),
-                          name_of(next, ".log"))] = next;
-      ++next;
-    }
-    int wstatus = 0;
-    const pid_t pid = waitpid(-1, &wstatus, 0);
-    if (pid < 0) throw std::runtime_error("sweep: waitpid failed");
-    const auto it = running.find(pid);
-    if (it == running.end()) continue;
-    status[it->second] = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-    running.erase(it);
-    progress(++done, points.size());
-  }
+  std::vector<ChildCommand> commands;
+  for (std::size_t i = 0; i < points.size(); ++i)
+    commands.push_back(
+        {{exe, sweep.mode, name_of(i, ".json").string(), "--json", name_of(i, ".results.json").string(), "--quiet"},
+         name_of(i, ".log").string()});
+  const std::vector<int> status =
+      run_children(commands, jobs, [](std::size_t done, std::size_t total) { print_progress(done, total, "points"); });
 
   std::string failures;
   int worst = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "policies/core/errors.hpp"
+#include "traces/output_file.hpp"
 
 namespace lcsim {
 namespace {
@@ -74,11 +75,7 @@ Json policy_json(const PolicyResult& p) {
 }
 
 void write_text(const std::string& text, const std::string& file) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError(file + ": cannot open for writing");
-  out << text;
-  out.flush();
-  if (!out) throw InputError(file + ": write failed");
+  write_file_atomically(file, text);
 }
 
 std::string csv_field(const std::string& value) {

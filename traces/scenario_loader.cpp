@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "policies/core/errors.hpp"
+#include "policies/core/json_reader.hpp"
 #include "policies/core/random.hpp"
 #include "policies/core/workload.hpp"
 #include "traces/length_trace.hpp"
@@ -150,8 +151,13 @@ std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& 
 }
 
 LoadedScenario load_and_prepare(const std::string& file, std::optional<int> iterations_override) {
+  return load_and_prepare(parse_json_file(file), file, iterations_override);
+}
+
+LoadedScenario load_and_prepare(const nlohmann::json& document, const std::string& file,
+                                std::optional<int> iterations_override) {
   LoadedScenario loaded;
-  loaded.scenario = load_scenario(file);
+  loaded.scenario = scenario_from_json(document, file);
   Scenario& s = loaded.scenario;
   if (iterations_override) {
     if (*iterations_override < 1)

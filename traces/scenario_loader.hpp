@@ -30,6 +30,9 @@ struct LoadedScenario {
 /// policy is built once to check them), a profile for another GPU than the cluster's, or a trace too short for the
 /// requested iterations.
 LoadedScenario load_and_prepare(const std::string& file, std::optional<int> iterations_override = std::nullopt);
+/// The same from a scenario document already read (`file` names it in messages and anchors its relative paths).
+LoadedScenario load_and_prepare(const nlohmann::json& document, const std::string& file,
+                                std::optional<int> iterations_override = std::nullopt);
 
 /// The data window of a loaded scenario (already applied by load_and_prepare); exposed for tests.
 std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& dataset_label);

@@ -78,8 +78,9 @@ void apply_axis(Json& doc, const std::string& axis, const Json& value, const std
   }
 }
 
-// Paths in the base scenario are relative to its folder; a point is written elsewhere, so make them absolute.
-Json absolute_paths(Json doc, const std::string& base_file) {
+}  // namespace
+
+Json scenario_with_absolute_paths(Json doc, const std::string& base_file) {
   const auto absolute = [&](const Json& relative) {
     return std::filesystem::absolute(resolve_scenario_path(base_file, relative.get<std::string>())).lexically_normal();
   };
@@ -89,8 +90,6 @@ Json absolute_paths(Json doc, const std::string& base_file) {
     doc["dataset"]["trace"] = absolute(doc["dataset"]["trace"]).string();
   return doc;
 }
-
-}  // namespace
 
 const std::vector<std::string>& sweep_axis_names() {
   static const std::vector<std::string> names = {"gpus",
@@ -144,7 +143,7 @@ Sweep load_sweep(const std::string& file) {
 }
 
 std::vector<SweepPoint> expand_sweep(const Sweep& sweep) {
-  const Json base = absolute_paths(parse_json_file(sweep.base_file), sweep.base_file);
+  const Json base = scenario_with_absolute_paths(parse_json_file(sweep.base_file), sweep.base_file);
   std::size_t total = 1;
   for (const auto& axis : sweep.axes) total *= axis.values.size();
 

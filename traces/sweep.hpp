@@ -52,6 +52,9 @@ struct Sweep {
 /// Strict parsing (InputError naming file and JSON path).
 Sweep sweep_from_json(const nlohmann::json& document, const std::string& file);
 Sweep load_sweep(const std::string& file);
+/// A scenario document whose paths (profile, dataset trace), relative to `scenario_file`'s folder, are made
+/// absolute, so that it can be written and run elsewhere.
+nlohmann::json scenario_with_absolute_paths(nlohmann::json doc, const std::string& scenario_file);
 /// The axis names a sweep may use.
 const std::vector<std::string>& sweep_axis_names();
 

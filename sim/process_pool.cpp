@@ -1,0 +1,78 @@
+#include "sim/process_pool.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace lcsim {
+namespace {
+
+pid_t spawn(const ChildCommand& command) {
+  std::vector<std::string> strings = command.argv;
+  std::vector<char*> argv;
+  for (auto& a : strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, command.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv.front(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + command.argv.front() + ": " + std::strerror(rc));
+  return pid;
+}
+
+}  // namespace
+
+std::vector<int> run_children(const std::vector<ChildCommand>& commands, int jobs,
+                              const std::function<void(std::size_t, std::size_t)>& progress) {
+  if (jobs < 1) throw std::invalid_argument("run_children: jobs must be at least 1");
+  std::map<pid_t, std::size_t> running;
+  std::vector<int> status(commands.size(), -1);
+  std::size_t next = 0, done = 0;
+  if (progress) progress(0, commands.size());
+  while (done < commands.size()) {
+    while (next < commands.size() && running.size() < static_cast<std::size_t>(jobs)) {
+      running[spawn(commands[next])] = next;
+      ++next;
+    }
+    int wstatus = 0;
+    const pid_t pid = waitpid(-1, &wstatus, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("waitpid failed: ") + std::strerror(errno));
+    }
+    const auto it = running.find(pid);
+    if (it == running.end()) continue;
+    status[it->second] = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    running.erase(it);
+    ++done;
+    if (progress) progress(done, commands.size());
+  }
+  return status;
+}
+
+std::string self_executable() {
+  return std::filesystem::read_symlink("/proc/self/exe").string();
+}
+
+void print_progress(std::size_t done, std::size_t total, const std::string& what) {
+  if (!isatty(STDERR_FILENO) || total == 0) return;
+  constexpr int kWidth = 40;
+  const auto filled = static_cast<int>(kWidth * done / total);
+  std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
+            << std::string(static_cast<std::size_t>(kWidth - filled), '.') << "] " << done << "/" << total << " "
+            << what << (done == total ? "\n" : "") << std::flush;
+}
+
+}  // namespace lcsim

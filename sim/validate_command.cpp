@@ -1,0 +1,326 @@
+// `lcsim validate`: every entry of a catalogue of published figures, predicted by `lcsim plan|simulate` runs (one
+// process per distinct run, --jobs at a time) or by the cost model directly, and compared with the paper.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <boost/program_options.hpp>
+
+#include "policies/core/json_reader.hpp"
+#include "sim/cli.hpp"
+#include "sim/command_options.hpp"
+#include "sim/process_pool.hpp"
+#include "traces/output_file.hpp"
+#include "traces/results_io.hpp"
+#include "traces/scenario_loader.hpp"
+#include "traces/validation.hpp"
+
+namespace lcsim {
+namespace {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr const char* kValidateUsage = "Usage: lcsim validate [options]\n";
+
+std::string default_catalogue() {
+  return LCSIM_SOURCE_DIR "/scenarios/validation/catalogue.json";
+}
+
+int default_jobs() {
+  return static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+}
+
+po::options_description validate_options() {
+  po::options_description options("Options", 110, 60);
+  options.add_options()              //
+      ("help,h", "print this help")  //
+      ("catalogue,c", po::value<std::string>()->value_name("FILE"),
+       "catalogue of published figures (default: scenarios/validation/catalogue.json of the source tree)")  //
+      ("json", po::value<std::string>()->value_name("FILE"),
+       "write every entry, its points and the summary (schema lcsim-validation/1) to FILE")         //
+      ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per entry to FILE")  //
+      ("jobs,j", po::value<int>()->default_value(default_jobs())->value_name("N"),
+       "runs in parallel (processes); results do not depend on it")  //
+      ("only", po::value<std::vector<std::string>>()->composing()->value_name("ID"),
+       "validate only the entry with this id (repeatable)")  //
+      ("work", po::value<std::string>()->value_name("DIR"),
+       "keep every run's scenario, results and log in DIR (default: a temporary folder, removed unless a run "
+       "fails)")  //
+      ("quiet,q", "do not print the table");
+  return options;
+}
+
+std::string validate_help() {
+  std::ostringstream text;
+  text << kValidateUsage
+       << "\nChecks lcsim's predictions against the figures the Skrull, Hydraulis and HBP papers publish. Each entry\n"
+          "of the catalogue names its source, the scenarios (and changes to them) it needs, the quantity (a\n"
+          "speedup, a balance metric, OOM or not, a collective's time), and the published figure. Every distinct\n"
+          "run is one `lcsim plan` or `lcsim simulate` process. Prints, per entry: status (held out, fitted -- a\n"
+          "free parameter was set from it -- or not expressible, with the reason), published and predicted\n"
+          "figures, signed error, whether the ordering holds (the same policy wins, the trend runs the same way)\n"
+          "and whether it is within tolerance; then the held-out MAPE. Exit 0 when every run ran, however large\n"
+          "the errors: accuracy is a reported number. Catalogue format: docs/validation.md.\n\n"
+       << validate_options();
+  return text.str();
+}
+
+/// A distinct run: one scenario document in one mode, with the policy labels the entries read from it.
+struct Run {
+  std::string mode;
+  Json scenario;
+  std::vector<std::string> labels;
+  std::string where;  ///< the first entry that needs it, for messages
+};
+
+std::string run_key(const std::string& mode, const Json& scenario) {
+  return mode + "\n" + scenario.dump();
+}
+
+double collective_seconds(const ValidationPoint& point, const std::string& where) {
+  const LoadedScenario loaded = load_and_prepare(point_scenario(point, where), point.scenario, 1);
+  const CollectiveQuery& q = *point.collective;
+  const LinkClass link =
+      q.group_size <= loaded.scenario.cluster.gpus_per_node ? LinkClass::NvLink : LinkClass::InfiniBand;
+  const CollectiveCall call{q.op, q.group_size, q.bytes, 1.0};
+  return loaded.cost->collective_time(std::span<const CollectiveCall>(&call, 1), link).seconds();
+}
+
+std::string last_line_of(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
+std::string fixed(double value, int precision) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(precision) << value;
+  return s.str();
+}
+
+/// Three significant digits; seconds below 0.1 s in microseconds (collective latencies).
+std::string figure(double value, ValidationQuantity quantity) {
+  std::ostringstream s;
+  if (quantity == ValidationQuantity::CollectiveSeconds) {
+    s << std::setprecision(4) << value * 1e6 << "us";
+  } else {
+    s << std::fixed << std::setprecision(value < 0.1 ? 4 : value < 10 ? 3 : 2) << value;
+  }
+  return s.str();
+}
+
+std::string shown(const EntryOutcome& o, bool predicted) {
+  const ValidationEntry& e = *o.entry;
+  if (!predicted) {
+    std::ostringstream s;
+    s << std::setprecision(4);
+    const auto& f = e.published;
+    if (!e.published_text.empty()) return e.published_text;
+    if (e.combine == ValidationCombine::Each || (f.trend && e.points.front().published)) {
+      if (f.trend) s << (*f.trend == Trend::Increasing ? "rising " : "falling ");
+      for (std::size_t i = 0; i < e.points.size(); ++i)
+        s << (i ? " " : "") << figure(*e.points[i].published, e.quantity);
+      return s.str();
+    }
+    if (f.value) s << *f.value;
+    if (f.low) s << *f.low << "-" << *f.high;
+    if (f.yes) s << (*f.yes ? "OOM" : "fits");
+    if (f.trend) s << (*f.trend == Trend::Increasing ? "rising" : "falling");
+    return s.str();
+  }
+  if (!o.failed.empty()) return "failed";
+  if (o.predicted_yes) return *o.predicted_yes ? "OOM" : "fits";
+  if (o.predicted) return figure(*o.predicted, e.quantity);
+  std::string series;
+  for (const auto& p : o.points)
+    if (p.value) series += (series.empty() ? "" : " ") + figure(*p.value, e.quantity);
+  return series;
+}
+
+void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOutcome>& outcomes,
+                 const ValidationSummary& summary, const std::string& profile_note, std::ostream& out) {
+  out << "catalogue " << catalogue.file << " (" << outcomes.size() << " entries)\n";
+  if (!profile_note.empty()) out << "profiles  " << profile_note << "\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"entry", "source", "status", "published", "predicted", "error", "ordering", "ok"}};
+  for (const auto& o : outcomes) {
+    const ValidationEntry& e = *o.entry;
+    std::string status = e.not_expressible.empty()
+                             ? (o.failed.empty() ? (e.fitted.empty() ? "held out" : "fitted") : "failed")
+                             : "not expressible";
+    rows.push_back({e.id, e.source.paper + " " + e.source.where, status, shown(o, false), shown(o, true),
+                    o.error ? (*o.error >= 0 ? "+" : "") + fixed(100 * *o.error, 1) + "%" : "-",
+                    e.not_expressible.empty() && o.failed.empty() ? (o.ordering == OrderingVerdict::Held     ? "held"
+                                                                     : o.ordering == OrderingVerdict::Broken ? "BROKEN"
+                                                                                                             : "-")
+                                                                  : "-",
+                    e.not_expressible.empty() && o.failed.empty() ? (o.within_tolerance ? "yes" : "no") : "-"});
+  }
+  print_aligned_rows(rows, out);
+  out << "\nheld out: " << summary.held_out << " entries; over the " << summary.held_out_numeric
+      << " with a numeric error, MAPE " << fixed(100 * summary.held_out_mape, 1) << "%, median "
+      << fixed(100 * summary.held_out_median_ape, 1) << "%; " << summary.held_out_within_tolerance << "/"
+      << summary.held_out << " within tolerance (and ordering)\n";
+  out << "ordering: " << summary.ordering_held << "/" << summary.ordering_checked
+      << " entries keep the published ordering (who wins, which way a trend runs)\n";
+  out << "fitted:   " << summary.fitted << " entries (a free parameter was set from them; not in the MAPE)\n";
+  out << "not expressible: " << summary.not_expressible << "; failed: " << summary.failed << "\n";
+  for (const auto& o : outcomes)
+    if (!o.entry->not_expressible.empty()) out << "  " << o.entry->id << ": " << o.entry->not_expressible << "\n";
+}
+
+}  // namespace
+
+void run_validate_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(validate_options()).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("validate: ") + e.what(), validate_help());
+  }
+  if (vm.count("help")) {
+    out << validate_help();
+    return;
+  }
+  const int jobs = vm["jobs"].as<int>();
+  if (jobs < 1) throw UsageError("validate: --jobs must be at least 1, got " + std::to_string(jobs), validate_help());
+
+  const std::string catalogue_file = vm.count("catalogue") ? vm["catalogue"].as<std::string>() : default_catalogue();
+  const ValidationCatalogue catalogue = load_catalogue(catalogue_file);
+  std::vector<const ValidationEntry*> entries;
+  const auto only = vm.count("only") ? vm["only"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  for (const auto& id : only)
+    if (std::none_of(catalogue.entries.begin(), catalogue.entries.end(), [&](const auto& e) { return e.id == id; }))
+      throw InputError("--only: " + catalogue_file + " has no entry '" + id + "'");
+  for (const auto& e : catalogue.entries)
+    if (only.empty() || std::find(only.begin(), only.end(), e.id) != only.end()) entries.push_back(&e);
+
+  // Every point's run, deduplicated: entries reading the same scenario in the same mode share one process.
+  std::vector<Run> runs;
+  std::map<std::string, std::size_t> run_of_key;
+  std::map<std::pair<const ValidationEntry*, std::size_t>, std::size_t> run_of_point;
+  for (const ValidationEntry* e : entries) {
+    if (!e->not_expressible.empty() || e->quantity == ValidationQuantity::CollectiveSeconds) continue;
+    for (std::size_t i = 0; i < e->points.size(); ++i) {
+      const std::string where = catalogue_file + ": entry " + e->id + ", point " + std::to_string(i);
+      Json scenario = point_scenario(e->points[i], where);
+      const auto [it, added] = run_of_key.emplace(run_key(e->mode, scenario), runs.size());
+      if (added) runs.push_back({e->mode, std::move(scenario), {}, where});
+      Run& run = runs[it->second];
+      for (const auto& label : point_labels(e->points[i]))
+        if (std::find(run.labels.begin(), run.labels.end(), label) == run.labels.end()) run.labels.push_back(label);
+      run_of_point[{e, i}] = it->second;
+    }
+  }
+
+  // A run's folder: --work, or a fresh temporary one.
+  const bool keep = vm.count("work") > 0;
+  fs::path dir;
+  if (keep) {
+    dir = vm["work"].as<std::string>();
+    std::error_code made;
+    fs::create_directories(dir, made);
+    if (made) throw InputError(dir.string() + ": cannot create the work folder: " + made.message());
+  } else {
+    std::string pattern = (fs::temp_directory_path() / "lcsim-validate-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw InputError(pattern + ": cannot create a temporary folder");
+    dir = pattern;
+  }
+  // A temporary folder goes when validate ends, however it ends, unless a run failed (its log is the evidence).
+  struct RemoveUnlessKept {
+    fs::path dir;
+    bool remove;
+    ~RemoveUnlessKept() {
+      std::error_code ignored;
+      if (remove) fs::remove_all(dir, ignored);
+    }
+  } cleanup{dir, !keep};
+  const auto name_of = [&](std::size_t i, const char* suffix) {
+    std::ostringstream name;
+    name << "run-" << std::setw(4) << std::setfill('0') << i << suffix;
+    return dir / name.str();
+  };
+  const std::string exe = self_executable();
+  std::vector<ChildCommand> commands;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    // Each run's scenario is checked here, so a bad entry is named before anything runs.
+    (void)scenario_from_json(runs[i].scenario, runs[i].where);
+    write_file_atomically(name_of(i, ".json").string(), runs[i].scenario.dump(2) + "\n");
+    ChildCommand command{
+        {exe, runs[i].mode, name_of(i, ".json").string(), "--json", name_of(i, ".results.json").string(), "--quiet"},
+        name_of(i, ".log").string()};
+    for (const auto& label : runs[i].labels) {
+      command.argv.push_back("--policy");
+      command.argv.push_back(label);
+    }
+    commands.push_back(std::move(command));
+  }
+  const std::vector<int> status =
+      run_children(commands, jobs, [](std::size_t done, std::size_t total) { print_progress(done, total, "runs"); });
+
+  std::vector<Json> results(runs.size());
+  std::vector<std::string> run_failure(runs.size());
+  bool any_failed = false;
+  std::set<std::string> profiles;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (status[i] != 0) {
+      any_failed = true;
+      run_failure[i] = "run " + name_of(i, ".json").string() + " exited " + std::to_string(status[i]) + ": " +
+                       last_line_of(name_of(i, ".log"));
+      continue;
+    }
+    results[i] = parse_json_file(name_of(i, ".results.json").string());
+    profiles.insert(results[i].at("profile").value("label", ""));
+  }
+
+  std::vector<EntryOutcome> outcomes;
+  for (const ValidationEntry* e : entries) {
+    std::vector<PointPrediction> predictions;
+    if (e->not_expressible.empty())
+      for (std::size_t i = 0; i < e->points.size(); ++i) {
+        PointPrediction p;
+        if (e->quantity == ValidationQuantity::CollectiveSeconds) {
+          p.value = collective_seconds(e->points[i], catalogue_file + ": entry " + e->id);
+        } else {
+          const std::size_t run = run_of_point.at({e, i});
+          if (!run_failure[run].empty())
+            p.failed = run_failure[run];
+          else
+            p = predict_from_results(*e, e->points[i], results[run]);
+        }
+        predictions.push_back(std::move(p));
+      }
+    outcomes.push_back(evaluate_entry(*e, std::move(predictions)));
+  }
+  const ValidationSummary summary = summarize_validation(outcomes);
+
+  if (vm.count("json"))
+    write_file_atomically(vm["json"].as<std::string>(),
+                          validation_to_json(catalogue, outcomes, summary).dump(2) + "\n");
+  if (vm.count("csv")) write_file_atomically(vm["csv"].as<std::string>(), validation_to_csv(outcomes));
+  std::string profile_note;
+  for (const auto& p : profiles) profile_note += (profile_note.empty() ? "" : "; ") + p;
+  if (!vm.count("quiet")) print_table(catalogue, outcomes, summary, profile_note, out);
+
+  if (any_failed) {
+    cleanup.remove = false;
+    std::string failures;
+    for (const auto& f : run_failure)
+      if (!f.empty()) failures += "\n  " + f;
+    throw PlanningError(catalogue_file + ": runs failed (their logs are kept in " + dir.string() + "):" + failures);
+  }
+}
+
+}  // namespace lcsim

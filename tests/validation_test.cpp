@@ -1,0 +1,238 @@
+// The validation catalogue (`lcsim validate`): the shipped catalogue loads and every scenario it names plans; the
+// reader is strict; the error, ordering and summary maths.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "policies/core/errors.hpp"
+#include "tests/command_run_support.hpp"
+#include "traces/evaluation.hpp"
+#include "traces/results_io.hpp"
+#include "traces/validation.hpp"
+
+namespace lcsim {
+namespace {
+
+using Json = nlohmann::json;
+
+const std::string kCatalogue = std::string(LCSIM_SOURCE_DIR) + "/scenarios/validation/catalogue.json";
+const std::string kCaseStudy = std::string(LCSIM_SOURCE_DIR) + "/scenarios/skrull/case-study-dp1.json";
+
+Json entry_json(Json overrides) {
+  Json e = {{"id", "e"},
+            {"source", {{"paper", "Skrull"}, {"where", "Table 3"}}},
+            {"claim", "a claim"},
+            {"quantity", "speedup"},
+            {"scenario", kCaseStudy},
+            {"policy", "skrull"},
+            {"reference", "deepspeed"},
+            {"published", 1.4}};
+  for (const auto& [key, value] : overrides.items()) {
+    if (value.is_null() && key != "published")
+      e.erase(key);
+    else
+      e[key] = value;
+  }
+  return e;
+}
+
+ValidationCatalogue catalogue_of(std::vector<Json> entries) {
+  Json doc = {{"schema", "lcsim-validation-catalogue/1"}, {"entries", entries}};
+  return catalogue_from_json(doc, "/tmp/catalogue.json");
+}
+
+PointPrediction value(double v) {
+  PointPrediction p;
+  p.value = v;
+  return p;
+}
+
+TEST(ValidationCatalogue, ShippedCatalogueLoadsWithThirtyEntriesAndEveryScenarioPlans) {
+  const ValidationCatalogue catalogue = load_catalogue(kCatalogue);
+  ASSERT_GE(catalogue.entries.size(), 30u);
+  std::set<std::string> papers;
+  int evaluated = 0;
+  for (const ValidationEntry& e : catalogue.entries) {
+    SCOPED_TRACE(e.id);
+    papers.insert(e.source.paper);
+    if (!e.not_expressible.empty()) continue;
+    ++evaluated;
+    for (const ValidationPoint& point : e.points) {
+      const Json doc = point_scenario(point, e.id);
+      const LoadedScenario loaded = load_and_prepare(doc, point.scenario, 1);
+      const RunResults results = evaluate_plans(loaded, point_labels(point));
+      if (e.quantity == ValidationQuantity::CollectiveSeconds) continue;
+      // The entry reads its figure from results of the same shape `lcsim validate` reads.
+      const Json parsed = Json::parse(results_to_json(results).dump());
+      const PointPrediction p = predict_from_results(e, point, parsed);
+      EXPECT_TRUE(p.value || p.yes || !p.failed.empty());
+    }
+  }
+  EXPECT_EQ(papers, (std::set<std::string>{"Skrull", "Hydraulis", "HBP"}));
+  EXPECT_GE(evaluated, 30);
+}
+
+TEST(ValidationCatalogue, StrictReading) {
+  EXPECT_NO_THROW(catalogue_of({entry_json({})}));
+  EXPECT_THROW(catalogue_of({entry_json({{"colour", "red"}})}), InputError);
+  EXPECT_THROW(catalogue_of({entry_json({}), entry_json({})}), InputError);  // duplicate id
+  EXPECT_THROW(catalogue_of({entry_json({{"quantity", "latency"}})}), InputError);
+  EXPECT_THROW(catalogue_of({entry_json({{"quantity", "oom"}, {"published", 1.2}})}), InputError);
+  EXPECT_THROW(catalogue_of({entry_json({{"reference", nullptr}})}), InputError);  // a speedup needs a reference
+  EXPECT_THROW(catalogue_of({entry_json({{"published", {{"min", 2}, {"max", 1}}}})}), InputError);
+  EXPECT_THROW(catalogue_of({entry_json({{"set", {{"training..iterations", 2}}}})}), InputError);
+  // "one" takes one point; a series gives values on every point or on none.
+  EXPECT_THROW(catalogue_of({entry_json({{"points", Json::array({Json::object(), Json::object()})}})}), InputError);
+  EXPECT_THROW(catalogue_of({entry_json({{"combine", "series"},
+                                         {"published", "increasing"},
+                                         {"points", Json::array({{{"published", 1.0}}, Json::object()})}})}),
+               InputError);
+  // A figure lcsim cannot express needs only its reason.
+  const auto listed = catalogue_of({entry_json({{"not_expressible", "no such mechanism"}, {"published", "6.7 s"}})});
+  EXPECT_EQ(listed.entries.front().published_text, "6.7 s");
+  EXPECT_TRUE(listed.entries.front().points.empty());
+}
+
+TEST(ValidationCatalogue, SetChangesTheScenarioAtDottedPathsAndRefusesMissingParents) {
+  const auto catalogue = catalogue_of({entry_json({{"set", {{"training.bucket_size_tokens", 8192}}}})});
+  const Json doc = point_scenario(catalogue.entries.front().points.front(), "e");
+  EXPECT_EQ(doc["training"]["bucket_size_tokens"], 8192);
+  EXPECT_TRUE(std::filesystem::path(doc["profile"].get<std::string>()).is_absolute());
+  const auto bad = catalogue_of({entry_json({{"set", {{"trainig.iterations", 2}}}})});
+  EXPECT_THROW(point_scenario(bad.entries.front().points.front(), "e"), InputError);
+}
+
+TEST(ValidationMaths, ErrorAgainstAValueAndARange) {
+  const auto value_entry = catalogue_of({entry_json({{"published", 2.0}})});
+  EntryOutcome o = evaluate_entry(value_entry.entries.front(), {value(2.5)});
+  EXPECT_DOUBLE_EQ(*o.error, 0.25);
+  EXPECT_EQ(o.ordering, OrderingVerdict::Held);
+  EXPECT_TRUE(o.within_tolerance);  // default tolerance 0.25
+
+  const auto range = catalogue_of({entry_json({{"published", {{"min", 1.32}, {"max", 2.66}}}})});
+  EXPECT_DOUBLE_EQ(*evaluate_entry(range.entries.front(), {value(2.0)}).error, 0.0);
+  EXPECT_NEAR(*evaluate_entry(range.entries.front(), {value(1.1)}).error, (1.1 - 1.32) / 1.32, 1e-12);
+  EXPECT_NEAR(*evaluate_entry(range.entries.front(), {value(3.0)}).error, (3.0 - 2.66) / 2.66, 1e-12);
+  // Below 1 the other policy wins: the ordering breaks whatever the size of the error.
+  const EntryOutcome lost = evaluate_entry(range.entries.front(), {value(0.95)});
+  EXPECT_EQ(lost.ordering, OrderingVerdict::Broken);
+  EXPECT_FALSE(lost.within_tolerance);
+}
+
+TEST(ValidationMaths, OrderingOfSpeedupsSeriesAndRankings) {
+  // A published 0.16x: the reference wins; a predicted 1.15x breaks it.
+  const auto slower = catalogue_of({entry_json({{"published", 0.16}})});
+  EXPECT_EQ(evaluate_entry(slower.entries.front(), {value(1.15)}).ordering, OrderingVerdict::Broken);
+  EXPECT_EQ(evaluate_entry(slower.entries.front(), {value(0.5)}).ordering, OrderingVerdict::Held);
+
+  Json three = Json::array({Json::object(), Json::object(), Json::object()});
+  const auto rising =
+      catalogue_of({entry_json({{"combine", "series"}, {"published", "increasing"}, {"points", three}})});
+  const ValidationEntry& series = rising.entries.front();
+  EXPECT_EQ(evaluate_entry(series, {value(1.0), value(1.2), value(1.5)}).ordering, OrderingVerdict::Held);
+  EXPECT_EQ(evaluate_entry(series, {value(1.0), value(1.5), value(1.2)}).ordering, OrderingVerdict::Broken);
+  // A flat step keeps no trend (Skrull Fig. 4a's BucketSize claim against a flat prediction).
+  EXPECT_EQ(evaluate_entry(series, {value(1.0), value(1.5), value(1.501)}).ordering, OrderingVerdict::Broken);
+
+  Json ranked = Json::array({{{"published", 0.5}}, {{"published", 0.3}}, {{"published", 0.29}}});
+  const auto each = catalogue_of({entry_json(
+      {{"quantity", "abr"}, {"reference", nullptr}, {"combine", "each"}, {"published", nullptr}, {"points", ranked}})});
+  const EntryOutcome kept = evaluate_entry(each.entries.front(), {value(0.6), value(0.4), value(0.45)});
+  EXPECT_EQ(kept.ordering, OrderingVerdict::Held);  // 0.3 and 0.29 are too close to rank
+  EXPECT_NEAR(*kept.abs_error, ((0.1 / 0.5) + (0.1 / 0.3) + (0.16 / 0.29)) / 3, 1e-12);
+  EXPECT_EQ(evaluate_entry(each.entries.front(), {value(0.3), value(0.4), value(0.1)}).ordering,
+            OrderingVerdict::Broken);
+}
+
+TEST(ValidationMaths, CombinedPointsAndOom) {
+  Json two = Json::array({Json::object(), Json::object()});
+  const auto mean = catalogue_of({entry_json({{"combine", "mean"}, {"points", two}, {"published", 2.0}})});
+  EXPECT_DOUBLE_EQ(*evaluate_entry(mean.entries.front(), {value(1.0), value(4.0)}).predicted, 2.5);
+  const auto peak = catalogue_of({entry_json({{"combine", "max"}, {"points", two}, {"published", 2.0}})});
+  EXPECT_DOUBLE_EQ(*evaluate_entry(peak.entries.front(), {value(1.0), value(4.0)}).predicted, 4.0);
+
+  const auto oom = catalogue_of({entry_json({{"quantity", "oom"}, {"reference", nullptr}, {"published", true}})});
+  PointPrediction fits;
+  fits.yes = false;
+  const EntryOutcome missed = evaluate_entry(oom.entries.front(), {fits});
+  EXPECT_EQ(missed.ordering, OrderingVerdict::Broken);
+  EXPECT_FALSE(missed.within_tolerance);
+}
+
+TEST(ValidationMaths, SpeedupReadsTheBestReferenceFromResults) {
+  const auto catalogue = catalogue_of({entry_json({{"reference", {"a", "b"}}})});
+  const Json results = {{"policies",
+                         {{{"name", "skrull"}, {"tokens_per_s", 300.0}},
+                          {{"name", "a"}, {"tokens_per_s", 100.0}},
+                          {{"name", "b"}, {"tokens_per_s", 200.0}}}}};
+  const ValidationEntry& e = catalogue.entries.front();
+  EXPECT_DOUBLE_EQ(*predict_from_results(e, e.points.front(), results).value, 1.5);
+}
+
+TEST(ValidationMaths, SummaryKeepsFittedAndUnexpressedEntriesOutOfTheHeldOutError) {
+  const auto catalogue = catalogue_of({entry_json({{"id", "held"}, {"published", 2.0}}),
+                                       entry_json({{"id", "fit"}, {"published", 2.0}, {"fitted", "profile x"}}),
+                                       entry_json({{"id", "none"}, {"not_expressible", "why"}})});
+  std::vector<EntryOutcome> outcomes = {evaluate_entry(catalogue.entries[0], {value(3.0)}),
+                                        evaluate_entry(catalogue.entries[1], {value(10.0)}),
+                                        evaluate_entry(catalogue.entries[2], {})};
+  const ValidationSummary s = summarize_validation(outcomes);
+  EXPECT_EQ(s.held_out, 1);
+  EXPECT_EQ(s.fitted, 1);
+  EXPECT_EQ(s.not_expressible, 1);
+  EXPECT_DOUBLE_EQ(s.held_out_mape, 0.5);
+  EXPECT_DOUBLE_EQ(s.held_out_median_ape, 0.5);
+  EXPECT_EQ(s.ordering_checked, 2);
+  EXPECT_EQ(s.ordering_held, 2);
+}
+
+TEST(ValidateCli, RunsASmallCatalogueAndWritesItsResults) {
+  const auto dir = std::filesystem::temp_directory_path() / ("lcsim-validate-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  Json doc = {{"schema", "lcsim-validation-catalogue/1"},
+              {"entries",
+               {entry_json({{"id", "speedup"}, {"set", {{"training.iterations", 2}}}, {"mode", "plan"}}),
+                entry_json({{"id", "oom"},
+                            {"quantity", "oom"},
+                            {"policy", "skrull-no-rollback"},
+                            {"reference", nullptr},
+                            {"set", {{"training.iterations", 2}}},
+                            {"published", true}}),
+                entry_json({{"id", "latency"},
+                            {"quantity", "collective_seconds"},
+                            {"policy", nullptr},
+                            {"reference", nullptr},
+                            {"collective", {{"op", "all_gather"}, {"group_size", 8}, {"bytes", 2097152}}},
+                            {"published", 53.29e-6}})}}};
+  const auto file = dir / "catalogue.json";
+  std::ofstream(file) << doc.dump(2);
+  const auto json = dir / "out.json";
+  const auto run = testing::run_lcsim("validate --catalogue '" + file.string() + "' --json '" + json.string() +
+                                      "' --csv '" + (dir / "out.csv").string() + "' --jobs 2");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("held out: 3 entries"), std::string::npos) << run.output;
+  std::ifstream in(json);
+  const Json results = Json::parse(in);
+  EXPECT_EQ(results["schema"], "lcsim-validation/1");
+  ASSERT_EQ(results["entries"].size(), 3u);
+  EXPECT_TRUE(results["entries"][0]["predicted"].is_number());
+  EXPECT_TRUE(results["entries"][1]["predicted"].is_boolean());
+  EXPECT_NEAR(results["entries"][2]["predicted"].get<double>(), 53.29e-6, 53.29e-6 * 0.15);
+  // Same catalogue, same results, to the byte.
+  const auto again = dir / "again.json";
+  ASSERT_EQ(testing::run_lcsim("validate --quiet --catalogue '" + file.string() + "' --json '" + again.string() + "'")
+                .exit_code,
+            0);
+  std::ifstream a(json), b(again);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(a), {}), std::string(std::istreambuf_iterator<char>(b), {}));
+  EXPECT_EQ(testing::run_lcsim("validate --catalogue '" + file.string() + "' --only nope").exit_code, 2);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lcsim

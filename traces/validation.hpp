@@ -1,0 +1,172 @@
+#pragma once
+// The validation catalogue: published figures lcsim's predictions are checked against (`lcsim validate`).
+// Format and semantics: docs/validation.md. This header holds the catalogue types, the strict reader, the runs an
+// entry needs, and the maths (combined prediction, signed error, ordering) -- everything but running lcsim.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "policies/core/profile.hpp"
+
+namespace lcsim {
+
+/// What an entry compares.
+enum class ValidationQuantity {
+  Speedup,            ///< tokens/s of `policy` over the reference's (the best of several references)
+  Abr,                ///< HBP's ABR of `policy`, mean over iterations
+  AbrWork,            ///< ABR over the run (idle over capacity, iterations weighted by their time)
+  Cr,                 ///< HBP's communication ratio of `policy`, mean over iterations
+  Dbr,                ///< HBP's DBR of `policy`, mean over iterations
+  RankGap,            ///< (slowest - fastest) / fastest GPU busy time, mean over iterations (Hydraulis Fig. 12b)
+  IterationSeconds,   ///< mean iteration time of `policy`
+  PeakGB,             ///< the largest per-GPU peak memory, mean over iterations, GB (1e9 bytes)
+  Oom,                ///< whether `policy` runs out of memory in any iteration (a yes/no figure)
+  CollectiveSeconds,  ///< the cost model's time of one collective (no policy runs)
+};
+
+/// How an entry's points make one prediction.
+enum class ValidationCombine {
+  One,     ///< exactly one point
+  Mean,    ///< the mean over the points (e.g. a paper's average over datasets)
+  Max,     ///< the largest (a paper's peak)
+  Min,     ///< the smallest
+  Each,    ///< every point has its own published value; the error is their MAPE
+  Series,  ///< a trend over the points, in order (published: a direction, optionally values)
+};
+
+enum class Trend { Increasing, Decreasing };
+
+/// One collective to time with a scenario's cost model (Skrull Table 5's rows).
+struct CollectiveQuery {
+  CollectiveOp op = CollectiveOp::AllGather;
+  int group_size = 0;
+  double bytes = 0;  ///< nccl-tests size
+};
+
+/// One run an entry reads: a scenario file, optionally changed by `set` (dotted JSON paths), in plan or simulate
+/// mode, and the policy/reference read from it (entry defaults unless the point overrides them).
+struct ValidationPoint {
+  std::string scenario;                           ///< resolved against the catalogue's folder
+  nlohmann::json set = nlohmann::json::object();  ///< {"training.bucket_size_tokens": 16384, ...}
+  std::string policy;
+  std::vector<std::string> reference;  ///< Speedup: one label, or several (the best of them)
+  std::optional<CollectiveQuery> collective;
+  std::optional<double> published;  ///< Each and Series: this point's published value
+  std::string label;                ///< what distinguishes the point in tables ("BucketSize 16K")
+};
+
+/// The published figure: a number, a range, a yes/no, or (Series) a trend.
+struct PublishedFigure {
+  std::optional<double> value;
+  std::optional<double> low, high;  ///< a range, e.g. Hydraulis' "1.32-2.66x"
+  std::optional<bool> yes;          ///< Oom
+  std::optional<Trend> trend;       ///< Series
+};
+
+struct ValidationSource {
+  std::string paper;    ///< "Skrull", "Hydraulis", "HBP"
+  std::string where;    ///< "Fig. 3, text below", "Table 3"
+  std::string section;  ///< "Sec. 5.2", "App. C.3"
+};
+
+struct ValidationEntry {
+  std::string id;
+  ValidationSource source;
+  std::string claim;  ///< one line: what the paper reports
+  ValidationQuantity quantity = ValidationQuantity::Speedup;
+  ValidationCombine combine = ValidationCombine::One;
+  std::string mode = "simulate";  ///< "plan" or "simulate"
+  std::vector<ValidationPoint> points;
+  PublishedFigure published;
+  double tolerance = 0.25;  ///< relative: within tolerance when |error| <= tolerance
+  /// Non-empty: a free parameter of the profile or model was set from this figure (says which); the entry does
+  /// not count in the held-out error.
+  std::string fitted;
+  /// Non-empty: lcsim cannot express the figure yet (says why); nothing is run.
+  std::string not_expressible;
+  std::string published_text;  ///< not expressible entries: the published figure as the catalogue gives it
+};
+
+struct ValidationCatalogue {
+  std::string file;
+  std::string description;
+  std::vector<ValidationEntry> entries;
+};
+
+/// Strict reading (InputError naming the file and the JSON path): unknown keys, an unknown quantity, a published
+/// figure of the wrong shape for the quantity, duplicate ids, a `set` path that is not a dotted key path.
+ValidationCatalogue catalogue_from_json(const nlohmann::json& document, const std::string& file);
+ValidationCatalogue load_catalogue(const std::string& file);
+
+std::string to_string(ValidationQuantity quantity);
+
+// ---- Runs ----
+
+/// The scenario document of a point: its file with paths made absolute and `set` applied. A `set` path must name
+/// an existing object down to its last key (InputError naming the catalogue, the entry and the path otherwise).
+nlohmann::json point_scenario(const ValidationPoint& point, const std::string& where);
+
+/// The policy labels a point reads (policy and references).
+std::vector<std::string> point_labels(const ValidationPoint& point);
+
+// ---- Evaluation ----
+
+/// What one point predicted: a number (Speedup, metrics, seconds) or a yes/no (Oom). `failed` names why the point
+/// has no prediction (its run failed).
+struct PointPrediction {
+  std::optional<double> value;
+  std::optional<bool> yes;
+  std::string failed;
+};
+
+/// The prediction of one policy quantity read from a results document (lcsim-results/1) of the point's run.
+PointPrediction predict_from_results(const ValidationEntry& entry, const ValidationPoint& point,
+                                     const nlohmann::json& results);
+
+enum class OrderingVerdict { Held, Broken, NotApplicable };
+
+struct EntryOutcome {
+  const ValidationEntry* entry = nullptr;
+  std::vector<PointPrediction> points;
+  std::optional<double> predicted;  ///< the combined number (One/Mean/Max/Min)
+  std::optional<bool> predicted_yes;
+  /// Signed relative error: (predicted - published) / published; for a range, against its nearest bound (0
+  /// inside); for Each and Series with values, the mean over points (`abs_error` is their MAPE).
+  std::optional<double> error;
+  std::optional<double> abs_error;
+  OrderingVerdict ordering = OrderingVerdict::NotApplicable;
+  bool within_tolerance = false;
+  std::string failed;  ///< non-empty when a point failed: the entry has no outcome
+};
+
+/// Combines the points' predictions and compares them with the published figure.
+/// Ordering: Speedup -- predicted and published on the same side of 1 (the same policy wins); a range, both
+/// bounds on one side. Oom -- the same yes/no. Series -- every step of the predicted series runs the published
+/// way (a change under 0.5% counts as flat, which breaks a trend). Each -- every pair of points whose published
+/// values differ by more than 5% is ranked the same way. Otherwise not applicable.
+EntryOutcome evaluate_entry(const ValidationEntry& entry, std::vector<PointPrediction> points);
+
+struct ValidationSummary {
+  int entries = 0;
+  int not_expressible = 0;
+  int failed = 0;
+  int fitted = 0;
+  int held_out = 0;                ///< evaluated entries that fit nothing
+  int held_out_numeric = 0;        ///< ... with a numeric error
+  double held_out_mape = 0;        ///< mean of abs_error over those
+  double held_out_median_ape = 0;  ///< their median (a few gross misses dominate the mean)
+  int held_out_within_tolerance = 0;
+  int ordering_checked = 0;  ///< evaluated entries with an ordering verdict
+  int ordering_held = 0;
+};
+
+ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes);
+
+/// Results file of `lcsim validate` (schema lcsim-validation/1) and its CSV (one row per entry).
+nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
+                                          const std::vector<EntryOutcome>& outcomes, const ValidationSummary& summary);
+std::string validation_to_csv(const std::vector<EntryOutcome>& outcomes);
+
+}  // namespace lcsim
