@@ -184,6 +184,8 @@ TEST(CostModelRing, RingHidesBehindLongSequencesWhereUlyssesCannot) {
   cluster.gpu = named_gpu("H100-SXM");
   cluster.nodes = 1;
   cluster.gpus_per_node = 8;
+  cluster.nvlink_GBps = 450;  // the profile's network reference: its fits apply as they are
+  cluster.nvlink_latency_us = 2;
   const Profile profile = load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json");
   const ModelConfig model = named_model("Qwen2.5-0.5B");
   const CostModel ring(model, cluster, profile, CostModelOptions{2, CpAttention::Ring});

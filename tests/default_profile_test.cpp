@@ -166,6 +166,10 @@ TEST(DefaultProfile, SkrullBucketSizesAreInThePapersRange) {
   ClusterSpec cluster;
   cluster.gpu = named_gpu("H100-SXM");
   cluster.nodes = 4;
+  cluster.nvlink_GBps = 450;  // the links of the Skrull scenarios and of the profile's network reference
+  cluster.nvlink_latency_us = 2;
+  cluster.ib_GBps = 50;
+  cluster.ib_latency_us = 5;
   const Profile profile = derive_default_profile(cluster.gpu);
   ParallelScheme scheme;
   scheme.cp = 8;

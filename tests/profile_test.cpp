@@ -126,10 +126,11 @@ TEST(ProfileLabel, SaysWhereNumbersComeFrom) {
 
 nlohmann::json valid_document() {
   return nlohmann::json::parse(R"({
-    "format_version": 1,
+    "format_version": 2,
     "gpu": "H100-SXM",
     "provenance": {"calibrated": false, "source": "unit test", "device": "", "date": "", "tool_version": "0.1.0",
                    "driver": "", "cuda": "", "nccl": "", "model": "", "notes": "hand written"},
+    "network": {"nvlink_GBps": 450, "nvlink_latency_us": 2, "ib_GBps": 50, "ib_latency_us": 5},
     "compute": {
       "peak_tflops": 989,
       "gemm_efficiency": {"tokens": [128, 8192], "efficiency": [0.2, 0.75], "fit_mape": 0.03},
@@ -163,7 +164,9 @@ nlohmann::json valid_document() {
 
 TEST(ProfileJson, ReadsEveryField) {
   const Profile p = profile_from_json(valid_document(), "p.json");
-  EXPECT_EQ(p.format_version, 1);
+  EXPECT_EQ(p.format_version, 2);
+  ASSERT_TRUE(p.network);
+  EXPECT_DOUBLE_EQ(p.network->ib_GBps, 50);
   EXPECT_EQ(p.gpu, "H100-SXM");
   EXPECT_FALSE(p.provenance.calibrated);
   EXPECT_EQ(p.provenance.notes, "hand written");
@@ -259,8 +262,8 @@ TEST(ProfileJson, CurvesMustBeWellFormed) {
 
 TEST(ProfileJson, ValuesAreRangeChecked) {
   auto doc = valid_document();
-  doc["format_version"] = 2;
-  expect_rejected(doc, "format_version: unsupported version 2");
+  doc["format_version"] = 3;
+  expect_rejected(doc, "format_version: unsupported version 3");
   doc = valid_document();
   doc["compute"]["peak_tflops"] = 0;
   expect_rejected(doc, "compute.peak_tflops: must be positive");

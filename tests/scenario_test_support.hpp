@@ -18,13 +18,15 @@
 
 namespace lcsim::testing {
 
-/// Every scenario shipped under scenarios/ but the sweeps, relative to that folder, sorted.
+/// Every scenario shipped under scenarios/ but the sweeps and the validation catalogue, relative to that folder,
+/// sorted.
 inline std::vector<std::string> shipped_scenarios() {
   const std::filesystem::path root = std::filesystem::path(LCSIM_SOURCE_DIR) / "scenarios";
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
     if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
-    if (entry.path().parent_path().filename() == "sweeps") continue;
+    const auto folder = entry.path().parent_path().filename();
+    if (folder == "sweeps" || folder == "validation") continue;  // sweep files and the validation catalogue
     files.push_back(std::filesystem::relative(entry.path(), root).string());
   }
   std::sort(files.begin(), files.end());

@@ -148,8 +148,8 @@ TEST(SkrullDacp, RandomMicroBatchesKeepEquationSevenAndPlaceEverySequenceOnce) {
     std::vector<Tokens> lengths(1 + rng.below(12));
     for (auto& s : lengths) s = 1 + static_cast<Tokens>(rng.below(static_cast<std::uint64_t>(bucket * 1.5)));
     for (const bool rr : {false, true}) {
-      const auto result =
-          rr ? round_robin_schedule(lengths, bucket, cp, true) : dacp_schedule(lengths, squares(lengths), bucket, cp, true);
+      const auto result = rr ? round_robin_schedule(lengths, bucket, cp, true)
+                             : dacp_schedule(lengths, squares(lengths), bucket, cp, true);
       if (!result.scheduled) continue;
       ++scheduled;
       ASSERT_TRUE(result.within_bucket);

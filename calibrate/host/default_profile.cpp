@@ -31,19 +31,24 @@ constexpr double kSendRecvNvlinkLatencyUs = 5;
 struct NetworkFigures {
   const char* gpu;
   const char* nic;
-  double bus_GBps;  // nccl-tests busbw one NIC sustains
+  double bus_GBps;   // nccl-tests busbw one NIC sustains
+  double link_GBps;  // the NIC's line rate, per direction
 };
 // NDR 400 Gb/s = 50 GB/s line rate, 46-48 GB/s busbw measured; A800 (PCIe Gen4 host interface, ~25 GB/s) is
 // deployed with HDR 200 Gb/s NICs, ~24 GB/s busbw.
 constexpr std::array<NetworkFigures, 3> kNetworks = {{
-    {"H100-SXM", "NDR 400 Gb/s", 47.0},
-    {"H200", "NDR 400 Gb/s", 47.0},
-    {"A800", "HDR 200 Gb/s", 24.0},
+    {"H100-SXM", "NDR 400 Gb/s", 47.0, 50.0},
+    {"H200", "NDR 400 Gb/s", 47.0, 50.0},
+    {"A800", "HDR 200 Gb/s", 24.0, 25.0},
 }};
 constexpr std::array<int, 7> kIbGroups = {16, 32, 64, 128, 256, 512, 1024};
 constexpr double kIbBaseLatencyUs = 20;         // at 8 GPUs' worth of ranks
 constexpr double kIbLatencyPerDoublingUs = 10;  // tree/ring depth grows with log2(group)
 constexpr double kIbSendRecvLatencyUs = 8;
+// Wire latencies of the network the figures describe (the scenarios' defaults): the collective latencies above
+// include them, so a cluster with other wires moves them by the difference.
+constexpr double kNvlinkWireLatencyUs = 2;
+constexpr double kIbWireLatencyUs = 5;
 
 // ---- Compute ----
 // GEMM efficiency vs tokens: ~0.2 at 128 tokens rising to 0.75 at >= 8K (an 8192^3 BF16 GEMM measured ~798 of
@@ -166,6 +171,7 @@ Profile derive_default_profile(const GpuKind& gpu) {
   p.provenance.source = "derived from public figures";
   p.provenance.tool_version = LCSIM_VERSION;
   p.provenance.notes = std::string(network_of(gpu).nic) + " InfiniBand. " + kNotes;
+  p.network = NetworkReference{gpu.nvlink_GBps, kNvlinkWireLatencyUs, network_of(gpu).link_GBps, kIbWireLatencyUs};
 
   auto& c = p.compute;
   c.peak_tflops = gpu.peak_bf16_tflops;

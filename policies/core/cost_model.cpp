@@ -231,10 +231,46 @@ double CostModel::pp_transfer_seconds(Tokens tokens, int tp, LinkClass link) con
   return collective_time(pp_transfer_calls(tokens, tp), link).seconds();
 }
 
+namespace {
+
+/// Sequential wire hops of the algorithm NCCL runs: a ring all-gather or reduce-scatter n - 1, a ring all-reduce
+/// 2 (n - 1); all-to-all and send/recv post every message at once, one hop.
+double wire_hops(CollectiveOp op, int n) {
+  switch (op) {
+    case CollectiveOp::AllGather:
+    case CollectiveOp::ReduceScatter:
+      return n - 1;
+    case CollectiveOp::AllReduce:
+      return 2.0 * (n - 1);
+    case CollectiveOp::AllToAll:
+    case CollectiveOp::SendRecv:
+      break;
+  }
+  return 1;
+}
+
+}  // namespace
+
+CollectiveTime CostModel::on_cluster_links(CollectiveTime time, const CollectiveCall& call, LinkClass link) const {
+  if (!profile_.network) return time;
+  const NetworkReference& reference = *profile_.network;
+  const bool nvlink = link == LinkClass::NvLink;
+  const double bandwidth = nvlink ? cluster_.nvlink_GBps : cluster_.ib_GBps;
+  if (!(bandwidth > 0))
+    throw std::invalid_argument("cost model: the cluster gives no " + std::string(to_string(link)) + " bandwidth");
+  // The profile's efficiency (bus bandwidth over its reference link) applied to the cluster's link.
+  time.transfer_s *= (nvlink ? reference.nvlink_GBps : reference.ib_GBps) / bandwidth;
+  const double wire_delta_us = nvlink ? cluster_.nvlink_latency_us - reference.nvlink_latency_us
+                                      : cluster_.ib_latency_us - reference.ib_latency_us;
+  time.latency_s = std::max(0.0, time.latency_s + wire_hops(call.op, call.group_size) * wire_delta_us * 1e-6);
+  return time;
+}
+
 CollectiveTime CostModel::collective_time(std::span<const CollectiveCall> calls, LinkClass link) const {
   CollectiveTime total;
   for (const auto& call : calls) {
-    const CollectiveTime one = profile_.collective_time(call.op, link, call.group_size, call.bytes);
+    const CollectiveTime one =
+        on_cluster_links(profile_.collective_time(call.op, link, call.group_size, call.bytes), call, link);
     total.latency_s += call.count * one.latency_s;
     total.transfer_s += call.count * one.transfer_s;
   }

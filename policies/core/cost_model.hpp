@@ -146,7 +146,8 @@ class CostModel {
   std::vector<CollectiveCall> pp_transfer_calls(Tokens tokens, int tp) const;
   /// In execution order: reduce-scatter then all-gather (the optimizer step runs between them), or one all-reduce.
   std::vector<CollectiveCall> gradient_sync_calls(const ParallelScheme& scheme, int shard_degree) const;
-  /// Latency and transfer of `calls` on `link`, each summed over the calls.
+  /// Latency and transfer of `calls` on `link`, each summed over the calls: the profile's fits moved to the
+  /// cluster's links (its bandwidth and wire latency against the profile's network reference).
   CollectiveTime collective_time(std::span<const CollectiveCall> calls, LinkClass link) const;
   /// The forward part of compute_seconds; the rest is backward (with any recomputation). Per layer: the forward
   /// GEMMs and attention plus the layer overhead in proportion to that share of the layer's work; the LM head's
@@ -176,6 +177,7 @@ class CostModel {
   std::vector<CpExchange> ring_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
                                          const ParallelScheme& scheme, int layers, int checkpointed) const;
   double head_forward_seconds(double tokens, int tp) const;
+  CollectiveTime on_cluster_links(CollectiveTime time, const CollectiveCall& call, LinkClass link) const;
 
   ModelConfig model_;
   ClusterSpec cluster_;

@@ -99,10 +99,23 @@ struct Provenance {
   std::string notes;
 };
 
+/// The network a profile's collectives were measured (or derived) on, per direction. A collective's efficiency
+/// is its bus bandwidth over this link's; the cost model applies it to the scenario's own links, and moves its
+/// latency by the difference in wire latency (calibrate/PROFILE.md).
+struct NetworkReference {
+  double nvlink_GBps = 0;
+  double nvlink_latency_us = 0;
+  double ib_GBps = 0;  ///< per NIC (one per GPU)
+  double ib_latency_us = 0;
+};
+
 struct Profile {
-  int format_version = 1;
+  int format_version = 2;
   std::string gpu;  ///< GPU kind name
   Provenance provenance;
+  /// Always present in profile files; empty only in profiles built in code (tests), whose collective fits are
+  /// then taken as the times on any cluster.
+  std::optional<NetworkReference> network;
   ComputeProfile compute;
   MemoryProfile memory;
   std::vector<CollectiveFit> collectives;

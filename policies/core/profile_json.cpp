@@ -13,7 +13,7 @@ namespace lcsim {
 namespace {
 
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 2;
 
 std::string indexed(std::string_view key, std::size_t i) {
   return std::string(key) + "[" + std::to_string(i) + "]";
@@ -132,6 +132,18 @@ CollectiveFit read_collective(JsonObjectReader r) {
   return fit;
 }
 
+NetworkReference read_network(JsonObjectReader r) {
+  NetworkReference n;
+  n.nvlink_GBps = r.positive("nvlink_GBps");
+  n.nvlink_latency_us = r.required<double>("nvlink_latency_us");
+  if (!(n.nvlink_latency_us >= 0)) r.fail("nvlink_latency_us", "must be at least 0");
+  n.ib_GBps = r.positive("ib_GBps");
+  n.ib_latency_us = r.required<double>("ib_latency_us");
+  if (!(n.ib_latency_us >= 0)) r.fail("ib_latency_us", "must be at least 0");
+  r.finish();
+  return n;
+}
+
 Provenance read_provenance(JsonObjectReader r) {
   Provenance p;
   p.calibrated = r.required<bool>("calibrated");
@@ -224,6 +236,14 @@ Json to_json(const Profile& profile) {
   provenance["model"] = p.model;
   provenance["notes"] = p.notes;
   j["provenance"] = provenance;
+  if (profile.network) {
+    Json network;
+    network["nvlink_GBps"] = profile.network->nvlink_GBps;
+    network["nvlink_latency_us"] = profile.network->nvlink_latency_us;
+    network["ib_GBps"] = profile.network->ib_GBps;
+    network["ib_latency_us"] = profile.network->ib_latency_us;
+    j["network"] = network;
+  }
 
   const auto& c = profile.compute;
   Json compute;
@@ -285,11 +305,16 @@ Profile profile_from_json(const nlohmann::json& document, const std::string& fil
   profile.format_version = r.required<int>("format_version");
   if (profile.format_version != kFormatVersion) {
     r.fail("format_version", "unsupported version " + std::to_string(profile.format_version) + " (this lcsim reads " +
-                                 std::to_string(kFormatVersion) + ")");
+                                 std::to_string(kFormatVersion) +
+                                 (profile.format_version == 1
+                                      ? "; version 2 adds \"network\", the links the collectives were measured on: "
+                                        "calibrate/PROFILE.md)"
+                                      : ")"));
   }
   profile.gpu = r.required<std::string>("gpu");
   if (profile.gpu.empty()) r.fail("gpu", "must name the GPU kind");
   profile.provenance = read_provenance(r.object("provenance"));
+  profile.network = read_network(r.object("network"));
   profile.compute = read_compute(r.object("compute"));
   profile.memory = read_memory(r.object("memory"));
   const auto& collectives = r.value("collectives");
