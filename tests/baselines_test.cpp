@@ -132,6 +132,21 @@ TEST(BaselinesSorted, MicroBatchesStayWithinThePaddedBudget) {
   EXPECT_EQ(ids(plans[0].replicas[1].micro_batches.at(0)), (std::vector<std::int64_t>{1, 3}));
 }
 
+TEST(BaselinesSorted, SkrullsReadingKeepsOneSequencePerMicroBatch) {
+  // Skrull Sec. 5 runs sorted batching with the DeepSpeed baseline's settings: sorting regroups the global
+  // batches, every sequence is still its own micro-batch however much budget there is.
+  const CostModel cost = testing::tiny_cost(1, 2, testing::tiny_profile(), 1e12);
+  const std::vector<GlobalBatch> batches = {batch_of(0, {10, 20, 30, 35})};
+  const auto plans =
+      make_sorted_policy(spec("sorted", {{"micro_batch", "sequence"}}))->plan(context(cost, 1, 2, 1000), batches);
+  const auto& mbs = plans.at(0).replicas.at(0).micro_batches;
+  ASSERT_EQ(mbs.size(), 4u);
+  for (std::size_t i = 0; i < mbs.size(); ++i) EXPECT_EQ(ids(mbs[i]), (std::vector<std::int64_t>{std::int64_t(i)}));
+  EXPECT_THROW(make_sorted_policy(spec("sorted", {{"micro_batch", "pack"}})), InputError);
+  EXPECT_THROW(make_sorted_policy(spec("sorted", {{"micro_batch", "sequence"}, {"micro_batch_tokens", 60}})),
+               InputError);
+}
+
 TEST(BaselinesSorted, GroupOrderFollowsTheSeed) {
   const CostModel cost = testing::tiny_cost(1, 2, testing::tiny_profile(), 1e12);
   std::vector<GlobalBatch> batches;

@@ -47,6 +47,7 @@ std::vector<IterationPlan> SortedPolicy::plan(const PlanningContext& context, st
   Tokens budget = micro_batch_tokens_.value_or(context.training.context_length);
   if (budget <= 0)
     for (const auto& s : window) budget = std::max(budget, s.tokens);
+  if (one_sequence_per_micro_batch_) budget = 0;  // every sequence is over it: each forms a micro-batch alone
 
   std::vector<std::size_t> order(batches.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -79,8 +80,13 @@ std::unique_ptr<Policy> make_sorted_policy(const PolicySpec& spec) {
   if (options.has("micro_batch_tokens"))
     micro_batch_tokens = options.integer_in("micro_batch_tokens", 1, std::int64_t{1} << 40);
   const bool padded = options.optional<bool>("padded", true);
+  const auto micro_batch = options.optional<std::string>("micro_batch", "budget");
+  if (micro_batch != "budget" && micro_batch != "sequence")
+    options.fail("micro_batch", "expected \"budget\" or \"sequence\", got \"" + micro_batch + "\"");
+  if (micro_batch == "sequence" && micro_batch_tokens)
+    options.fail("micro_batch_tokens", "one sequence per micro-batch (micro_batch \"sequence\") takes no token budget");
   options.finish();
-  return std::make_unique<SortedPolicy>(micro_batch_tokens, padded);
+  return std::make_unique<SortedPolicy>(micro_batch_tokens, padded, micro_batch == "sequence");
 }
 
 }  // namespace lcsim

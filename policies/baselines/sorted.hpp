@@ -10,6 +10,9 @@
 //                       or the window's longest sequence when the scenario sets no context length. A sequence
 //                       over the budget forms a micro-batch alone.
 //   padded              sequences of a micro-batch padded to its longest (LongAlign's collator); default true.
+//   micro_batch         "budget" (default: LongAlign's collator, above) or "sequence": one sequence per micro-batch,
+//                       the DeepSpeed baseline's gradient accumulation -- Skrull Sec. 5 runs sorted batching "with
+//                       the same training settings" as that baseline, so sorting only regroups the global batches.
 #include <memory>
 #include <optional>
 
@@ -19,8 +22,10 @@ namespace lcsim {
 
 class SortedPolicy : public Policy {
  public:
-  SortedPolicy(std::optional<Tokens> micro_batch_tokens, bool padded)
-      : micro_batch_tokens_(micro_batch_tokens), padded_(padded) {}
+  SortedPolicy(std::optional<Tokens> micro_batch_tokens, bool padded, bool one_sequence_per_micro_batch = false)
+      : micro_batch_tokens_(micro_batch_tokens),
+        padded_(padded),
+        one_sequence_per_micro_batch_(one_sequence_per_micro_batch) {}
   std::string kind() const override { return "sorted"; }
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
   bool keeps_global_batches() const override { return false; }
@@ -28,6 +33,7 @@ class SortedPolicy : public Policy {
  private:
   std::optional<Tokens> micro_batch_tokens_;
   bool padded_;
+  bool one_sequence_per_micro_batch_;
 };
 
 std::unique_ptr<Policy> make_sorted_policy(const PolicySpec& spec);
