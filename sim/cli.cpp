@@ -12,6 +12,7 @@ std::string main_usage() {
          "                 [--trace FILE] [--layer-granularity K] [--quiet]\n"
          "  lcsim sweep SWEEP [--jobs N] [--out DIR] [--csv FILE] [--json FILE] [--quiet]\n"
          "  lcsim validate [--catalogue FILE] [--json FILE] [--csv FILE] [--jobs N] [--only ID]... [--work DIR]\n"
+         "                 [--profile FILE]...\n"
          "  lcsim list models|gpus|distributions|policies\n"
          "  lcsim COMMAND --help\n"
          "  lcsim --help | --version\n"

@@ -50,6 +50,9 @@ po::options_description validate_options() {
       ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per entry to FILE")  //
       ("jobs,j", po::value<int>()->default_value(default_jobs())->value_name("N"),
        "runs in parallel (processes); results do not depend on it")  //
+      ("profile", po::value<std::vector<std::string>>()->composing()->value_name("FILE"),
+       "run every scenario whose cluster has this profile's GPU kind with FILE instead of its own profile "
+       "(repeatable, one per GPU kind); `fitted` marks still describe the shipped default profiles")  //
       ("only", po::value<std::vector<std::string>>()->composing()->value_name("ID"),
        "validate only the entry with this id (repeatable)")  //
       ("work", po::value<std::string>()->value_name("DIR"),
@@ -82,12 +85,35 @@ struct Run {
   std::string where;  ///< the first entry that needs it, for messages
 };
 
-std::string run_key(const std::string& mode, const Json& scenario) {
-  return mode + "\n" + scenario.dump();
+/// --profile files by the GPU kind they describe; a second file for the same kind is an error.
+std::map<std::string, std::string> profiles_by_gpu(const std::vector<std::string>& files) {
+  std::map<std::string, std::string> by_gpu;
+  for (const auto& file : files) {
+    const Profile profile = load_profile(file);
+    const auto [it, added] = by_gpu.emplace(profile.gpu, fs::absolute(file).lexically_normal().string());
+    if (!added)
+      throw InputError("--profile: " + file + " and " + it->second + " both describe GPU kind " + profile.gpu);
+  }
+  return by_gpu;
 }
 
-double collective_seconds(const ValidationPoint& point, const std::string& where) {
-  const LoadedScenario loaded = load_and_prepare(point_scenario(point, where), point.scenario, 1);
+/// The point's scenario, with its profile replaced when --profile gave one for its cluster's GPU kind.
+Json scenario_for(const ValidationPoint& point, const std::string& where,
+                  const std::map<std::string, std::string>& profiles) {
+  Json scenario = point_scenario(point, where);
+  if (scenario.contains("cluster") && scenario["cluster"].is_object() && scenario["cluster"].contains("gpu") &&
+      scenario["cluster"]["gpu"].is_string()) {
+    const auto found = profiles.find(scenario["cluster"]["gpu"].get<std::string>());
+    if (found != profiles.end()) scenario["profile"] = found->second;
+  }
+  return scenario;
+}
+
+std::string run_key(const std::string& mode, const Json& scenario) { return mode + "\n" + scenario.dump(); }
+
+double collective_seconds(const ValidationPoint& point, const std::string& where,
+                          const std::map<std::string, std::string>& profiles) {
+  const LoadedScenario loaded = load_and_prepare(scenario_for(point, where, profiles), point.scenario, 1);
   const CollectiveQuery& q = *point.collective;
   const LinkClass link =
       q.group_size <= loaded.scenario.cluster.gpus_per_node ? LinkClass::NvLink : LinkClass::InfiniBand;
@@ -199,6 +225,8 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
 
   const std::string catalogue_file = vm.count("catalogue") ? vm["catalogue"].as<std::string>() : default_catalogue();
   const ValidationCatalogue catalogue = load_catalogue(catalogue_file);
+  const auto profiles =
+      profiles_by_gpu(vm.count("profile") ? vm["profile"].as<std::vector<std::string>>() : std::vector<std::string>{});
   std::vector<const ValidationEntry*> entries;
   const auto only = vm.count("only") ? vm["only"].as<std::vector<std::string>>() : std::vector<std::string>{};
   for (const auto& id : only)
@@ -215,7 +243,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
     if (!e->not_expressible.empty() || e->quantity == ValidationQuantity::CollectiveSeconds) continue;
     for (std::size_t i = 0; i < e->points.size(); ++i) {
       const std::string where = catalogue_file + ": entry " + e->id + ", point " + std::to_string(i);
-      Json scenario = point_scenario(e->points[i], where);
+      Json scenario = scenario_for(e->points[i], where, profiles);
       const auto [it, added] = run_of_key.emplace(run_key(e->mode, scenario), runs.size());
       if (added) runs.push_back({e->mode, std::move(scenario), {}, where});
       Run& run = runs[it->second];
@@ -273,7 +301,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
   std::vector<Json> results(runs.size());
   std::vector<std::string> run_failure(runs.size());
   bool any_failed = false;
-  std::set<std::string> profiles;
+  std::set<std::string> profile_labels;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     if (status[i] != 0) {
       any_failed = true;
@@ -282,7 +310,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
       continue;
     }
     results[i] = parse_json_file(name_of(i, ".results.json").string());
-    profiles.insert(results[i].at("profile").value("label", ""));
+    profile_labels.insert(results[i].at("profile").value("label", ""));
   }
 
   std::vector<EntryOutcome> outcomes;
@@ -292,7 +320,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
       for (std::size_t i = 0; i < e->points.size(); ++i) {
         PointPrediction p;
         if (e->quantity == ValidationQuantity::CollectiveSeconds) {
-          p.value = collective_seconds(e->points[i], catalogue_file + ": entry " + e->id);
+          p.value = collective_seconds(e->points[i], catalogue_file + ": entry " + e->id, profiles);
         } else {
           const std::size_t run = run_of_point.at({e, i});
           if (!run_failure[run].empty())
@@ -311,7 +339,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
                           validation_to_json(catalogue, outcomes, summary).dump(2) + "\n");
   if (vm.count("csv")) write_file_atomically(vm["csv"].as<std::string>(), validation_to_csv(outcomes));
   std::string profile_note;
-  for (const auto& p : profiles) profile_note += (profile_note.empty() ? "" : "; ") + p;
+  for (const auto& p : profile_labels) profile_note += (profile_note.empty() ? "" : "; ") + p;
   if (!vm.count("quiet")) print_table(catalogue, outcomes, summary, profile_note, out);
 
   if (any_failed) {

@@ -231,6 +231,23 @@ TEST(ValidateCli, RunsASmallCatalogueAndWritesItsResults) {
   std::ifstream a(json), b(again);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(a), {}), std::string(std::istreambuf_iterator<char>(b), {}));
   EXPECT_EQ(testing::run_lcsim("validate --catalogue '" + file.string() + "' --only nope").exit_code, 2);
+
+  // --profile replaces the profile of every scenario on its GPU kind: a profile whose collectives were measured on
+  // twice the NVLink bandwidth predicts a slower all-gather on this cluster; an A800 profile leaves H100 runs alone.
+  std::ifstream h100_in(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json");
+  Json faster_reference = Json::parse(h100_in);
+  faster_reference["network"]["nvlink_GBps"] = 900;
+  const auto profile = dir / "profile.json";
+  std::ofstream(profile) << faster_reference.dump(2);
+  const auto swapped = dir / "swapped.json";
+  ASSERT_EQ(testing::run_lcsim("validate --quiet --only latency --catalogue '" + file.string() + "' --json '" +
+                               swapped.string() + "' --profile '" + profile.string() + "' --profile '" +
+                               LCSIM_SOURCE_DIR + "/calibrate/profiles/a800-default.json'")
+                .exit_code,
+            0);
+  std::ifstream swapped_in(swapped);
+  const double slower = Json::parse(swapped_in)["entries"][0]["predicted"].get<double>();
+  EXPECT_GT(slower, results["entries"][2]["predicted"].get<double>() * 1.05);
   std::filesystem::remove_all(dir);
 }
 
