@@ -5,7 +5,6 @@
 #include "policies/baselines/deepspeed.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/random.hpp"
-#include "policies/hydraulis/options.hpp"
 
 namespace lcsim {
 namespace {
@@ -34,7 +33,7 @@ StaticPackingOptions read_static_packing_options(JsonObjectReader& reader, const
   }
   if (reader.has("packing_length_tokens"))
     o.packing_length = reader.integer_in("packing_length_tokens", 1, std::int64_t{1} << 40);
-  o.recompute = hydraulis::read_recompute(reader, "recompute");
+  o.recompute = read_recompute(reader, "recompute");
   return o;
 }
 
