@@ -6,7 +6,7 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/random.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 namespace {
 
 constexpr std::uint64_t kStaticPackingSalt = 0x5354'4154'4943'50ULL;  // "STATICP": the packing's random stream
@@ -97,4 +97,4 @@ std::unique_ptr<Policy> make_megatron_policy(const PolicySpec& spec) {
   return std::make_unique<MegatronPolicy>(std::move(options));
 }
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines
