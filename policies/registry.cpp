@@ -21,19 +21,21 @@ struct PolicyEntry {
   std::unique_ptr<Policy> (*make)(const PolicySpec& spec);
 };
 
+// clang-format off
 constexpr PolicyEntry kPolicies[] = {
-    {"deepspeed", make_deepspeed_policy},
-    {"sorted", make_sorted_policy},
-    {"packing", make_packing_policy},
+    {"deepspeed", baselines::make_deepspeed_policy},
+    {"sorted", baselines::make_sorted_policy},
+    {"packing", baselines::make_packing_policy},
     {"hbp", hbp::make_hbp_policy},
     {"skrull", skrull::make_skrull},
     {"skrull-dacp", skrull::make_skrull_dacp},
     {"rr", skrull::make_round_robin},
     {"hydraulis", hydraulis::make_hydraulis_policy},
-    {"megatron", make_megatron_policy},
-    {"deepspeed-ulysses", make_ulysses_policy},
-    {"hotspa", make_hotspa_policy},
+    {"megatron", baselines::make_megatron_policy},
+    {"deepspeed-ulysses", baselines::make_ulysses_policy},
+    {"hotspa", baselines::make_hotspa_policy},
 };
+// clang-format on
 
 }  // namespace
 

@@ -55,11 +55,12 @@
 #include "sim/collectives.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <map>
 #include <stdexcept>
 #include <string>
+
+#include "policies/core/check.hpp"
 
 namespace lcsim::sim {
 namespace {
@@ -133,10 +134,10 @@ sg4::Host* end_host(const Platform& platform, const std::vector<int>& gpus, Link
 
 std::vector<FlowShape> flow_shapes(int gpus_per_node, const std::vector<int>& gpus, LinkClass link, WorkKind kind,
                                    bool aggregate) {
-  assert(gpus_per_node >= 1);
+  LCSIM_CHECK(gpus_per_node >= 1, "a node holds at least one GPU");
   if (gpus.size() <= 1) return {};
   if (is_transfer(kind)) {
-    assert(gpus.size() == 2 && "a transfer is a pair (from, to)");
+    LCSIM_CHECK(gpus.size() == 2, "a transfer is a pair (from, to)");
     return {{link, {gpus[0]}, {gpus[1]}}};
   }
   if (kind == WorkKind::CpRing && link == LinkClass::InfiniBand) return ring_hops(gpus_per_node, gpus);
@@ -251,7 +252,7 @@ FlowCache::Group& FlowCache::group(const CollectiveSpec& spec) {
 }
 
 bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
-  assert(members_.size() < std::max<std::size_t>(1, spec.gpus.size()) && "more arrivals than members");
+  LCSIM_CHECK(members_.size() < std::max<std::size_t>(1, spec.gpus.size()), "more arrivals than members");
   if (members_.empty()) members_.reserve(spec.gpus.size());
   members_.push_back(gpu);
   ready_ = members_.size() == 1 ? ready : std::max(ready_, ready);

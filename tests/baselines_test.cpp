@@ -11,7 +11,7 @@
 #include "policies/core/validator.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 namespace {
 
 PolicySpec spec(const std::string& kind, nlohmann::json options = nlohmann::json::object()) {
@@ -263,4 +263,4 @@ TEST(BaselinesRegistry, KnowsTheBaselinesAndRejectsUnknownKinds) {
 }
 
 }  // namespace
-}  // namespace lcsim
+}  // namespace lcsim::baselines

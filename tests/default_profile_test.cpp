@@ -4,9 +4,9 @@
 #include <string>
 
 #include "calibrate/host/default_profile.hpp"
-#include "policies/core/cost_views.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/json_reader.hpp"
+#include "policies/skrull/skrull_view.hpp"
 
 namespace lcsim {
 namespace {
@@ -175,7 +175,8 @@ TEST(DefaultProfile, SkrullBucketSizesAreInThePapersRange) {
   scheme.cp = 8;
   scheme.recompute = Recompute::Selective;
   const auto bucket = [&](const char* model) {
-    return static_cast<double>(SkrullView(CostModel(named_model(model), cluster, profile), scheme, 32).bucket_size());
+    return static_cast<double>(
+        skrull::SkrullView(CostModel(named_model(model), cluster, profile), scheme, 32).bucket_size());
   };
   EXPECT_NEAR(bucket("Qwen2.5-0.5B") / (26 * 1024), 1, 0.35);
   EXPECT_NEAR(bucket("Qwen2.5-7B") / (13 * 1024), 1, 0.35);

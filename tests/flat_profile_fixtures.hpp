@@ -1,5 +1,5 @@
 #pragma once
-// The flat profile of the cost-model tests (cost_model_test, cost_model_ring_test, cost_views_test): a GPU of
+// The flat profile of the cost-model tests (cost_model_test, cost_model_ring_test, the cost-view tests): a GPU of
 // 1e6 FLOP/s, GEMM efficiency 1, a flat attention efficiency, backward attention 2.5x the forward, so every time
 // is checkable by hand on a tiny model. Each test adds the memory figures and collectives it needs.
 #include <optional>

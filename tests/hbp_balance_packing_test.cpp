@@ -81,7 +81,7 @@ TEST(HbpGreedyFill, MatchesThePapersLinearScan) {
     std::vector<Pack> expected_packs = packs;
     auto expected_sources = sources;
     for (auto& pack : expected_packs) {
-      Tokens held = pack_tokens(pack);
+      Tokens held = baselines::pack_tokens(pack);
       for (auto& source : expected_sources) {
         for (auto it = source.begin(); it != source.end();) {
           if (held + it->tokens <= capacity) {
@@ -126,7 +126,7 @@ TEST(HbpBalancePack, PacksEverySampleOnceWithinItsGroupLength) {
   for (std::size_t i = 0; i < groups.size(); ++i) {
     for (const auto& pack : groups[i]) {
       ASSERT_FALSE(pack.empty());
-      EXPECT_LE(pack_tokens(pack), lengths[i]) << "group " << i;
+      EXPECT_LE(baselines::pack_tokens(pack), lengths[i]) << "group " << i;
       for (const auto& s : pack) ++seen[s.id];
     }
   }
@@ -156,7 +156,7 @@ TEST(HbpBalancePack, GreedyFillOnlyMovesSamplesIntoLargerGroups) {
   // Filling adds to existing packs only: the long group has exactly as many packs as ISF made of D_3 alone.
   Rng isf_rng(12);
   Rng group_rng = isf_rng.split(2);
-  EXPECT_EQ(groups[2].size(), pack_isf(home[2], lengths[2], group_rng).size());
+  EXPECT_EQ(groups[2].size(), baselines::pack_isf(home[2], lengths[2], group_rng).size());
 }
 
 TEST(HbpBalancePack, BalanceSortOrdersEachGroupByAttentionCost) {

@@ -9,7 +9,7 @@
 #include "policies/core/validator.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 namespace {
 
 struct Bench {
@@ -192,4 +192,4 @@ TEST(HydraulisBaselines, HotSpaErrors) {
 }
 
 }  // namespace
-}  // namespace lcsim
+}  // namespace lcsim::baselines

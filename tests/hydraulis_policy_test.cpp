@@ -1,11 +1,11 @@
 // The hydraulis policy end to end: plans, the plan mapping, determinism, options.
 #include <gtest/gtest.h>
 
-#include "policies/core/cost_views.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
 #include "policies/core/validator.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"
+#include "policies/hydraulis/hydraulis_view.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::hydraulis {

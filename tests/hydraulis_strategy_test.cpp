@@ -3,8 +3,8 @@
 
 #include <set>
 
-#include "policies/core/cost_views.hpp"
 #include "policies/core/errors.hpp"
+#include "policies/hydraulis/hydraulis_view.hpp"
 #include "policies/hydraulis/strategy.hpp"
 #include "tests/policy_test_fixtures.hpp"
 

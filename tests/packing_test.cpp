@@ -8,7 +8,7 @@
 
 #include "policies/core/errors.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 namespace {
 
 std::vector<Sequence> random_sequences(std::size_t count, Tokens longest, std::uint64_t seed) {
@@ -204,4 +204,4 @@ TEST(PackingAlgorithms, NamesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace lcsim
+}  // namespace lcsim::baselines

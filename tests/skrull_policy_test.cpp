@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <functional>
 
-#include "policies/core/cost_views.hpp"
 #include "policies/core/estimate.hpp"
 #include "policies/core/validator.hpp"
 #include "policies/skrull/objective.hpp"
 #include "policies/skrull/skrull_policy.hpp"
+#include "policies/skrull/skrull_view.hpp"
 
 namespace lcsim::skrull {
 namespace {

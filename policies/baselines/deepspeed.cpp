@@ -2,7 +2,7 @@
 
 #include "policies/core/errors.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 
 ParallelScheme layout_scheme(const PlanningContext& context) {
   const auto& l = context.layout;
@@ -52,4 +52,4 @@ std::unique_ptr<Policy> make_deepspeed_policy(const PolicySpec& spec) {
   return std::make_unique<DeepSpeedPolicy>();
 }
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

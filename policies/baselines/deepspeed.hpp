@@ -8,7 +8,7 @@
 
 #include "policies/core/policy.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 
 class DeepSpeedPolicy : public Policy {
  public:
@@ -27,4 +27,4 @@ std::vector<std::vector<Sequence>> deal_round_robin(std::span<const Sequence> se
 /// A micro-batch of `sequences`, each sharded across the replica's CP group.
 MicroBatch sharded_micro_batch(std::span<const Sequence> sequences, bool padded);
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

@@ -6,7 +6,7 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/random.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 namespace {
 
 constexpr std::uint64_t kHotSpaSalt = 0x484f'5453'5041ULL;  // "HOTSPA": the packing's random stream
@@ -131,4 +131,4 @@ std::unique_ptr<Policy> make_hotspa_policy(const PolicySpec& spec) {
   return std::make_unique<HotSpaPolicy>(std::move(options));
 }
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

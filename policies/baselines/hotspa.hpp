@@ -22,7 +22,7 @@
 
 #include "policies/baselines/megatron.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 
 struct HotSpaStrategy {
   ParallelScheme scheme;  ///< tp, pp, cp = sp
@@ -49,4 +49,4 @@ std::vector<HotSpaStrategy> default_hotspa_strategies(const ParallelScheme& layo
 
 std::unique_ptr<Policy> make_hotspa_policy(const PolicySpec& spec);
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

@@ -5,9 +5,8 @@
 #include "policies/baselines/deepspeed.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/random.hpp"
-#include "policies/hydraulis/options.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 namespace {
 
 constexpr std::uint64_t kStaticPackingSalt = 0x5354'4154'4943'50ULL;  // "STATICP": the packing's random stream
@@ -34,7 +33,7 @@ StaticPackingOptions read_static_packing_options(JsonObjectReader& reader, const
   }
   if (reader.has("packing_length_tokens"))
     o.packing_length = reader.integer_in("packing_length_tokens", 1, std::int64_t{1} << 40);
-  o.recompute = hydraulis::read_recompute(reader, "recompute");
+  o.recompute = read_recompute(reader, "recompute");
   return o;
 }
 
@@ -98,4 +97,4 @@ std::unique_ptr<Policy> make_megatron_policy(const PolicySpec& spec) {
   return std::make_unique<MegatronPolicy>(std::move(options));
 }
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

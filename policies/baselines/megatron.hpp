@@ -22,7 +22,7 @@
 #include "policies/core/json_reader.hpp"
 #include "policies/core/policy.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 
 struct StaticPackingOptions {
   std::optional<int> tp, pp, cp;  ///< unset: the layout's (megatron ignores the layout's cp: cp = 1)
@@ -56,4 +56,4 @@ class MegatronPolicy : public Policy {
 
 std::unique_ptr<Policy> make_megatron_policy(const PolicySpec& spec);
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

@@ -6,7 +6,7 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/random.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 namespace {
 
 constexpr std::uint64_t kPackingSalt = 0x5041'434B'494E'47ULL;  // "PACKING": this policy's own random stream
@@ -88,4 +88,4 @@ std::unique_ptr<Policy> make_packing_policy(const PolicySpec& spec) {
   return std::make_unique<PackingPolicy>(std::move(options));
 }
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

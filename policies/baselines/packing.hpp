@@ -18,7 +18,7 @@
 #include "policies/baselines/packing_algorithms.hpp"
 #include "policies/core/policy.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 
 struct PackingOptions {
   PackingAlgorithm algorithm = PackingAlgorithm::Isf;
@@ -44,4 +44,4 @@ class PackingPolicy : public Policy {
 
 std::unique_ptr<Policy> make_packing_policy(const PolicySpec& spec);
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

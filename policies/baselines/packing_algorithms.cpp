@@ -8,7 +8,7 @@
 
 #include "policies/core/errors.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 namespace {
 
 void check_fits(std::span<const Sequence> sequences, Tokens capacity) {
@@ -302,4 +302,4 @@ std::vector<Pack> pack_sequences(PackingAlgorithm algorithm, std::span<const Seq
   throw PlanningError("packing: unknown algorithm");
 }
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

@@ -11,7 +11,7 @@
 #include "policies/core/random.hpp"
 #include "policies/core/workload.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 
 using Pack = std::vector<Sequence>;
 
@@ -52,4 +52,4 @@ std::vector<Pack> pack_sequences(PackingAlgorithm algorithm, std::span<const Seq
 
 Tokens pack_tokens(const Pack& pack);
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

@@ -6,7 +6,7 @@
 #include "policies/baselines/deepspeed.hpp"
 #include "policies/core/random.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 namespace {
 
 constexpr std::uint64_t kSortedSalt = 0x50'52'54'45'44ULL;  // "SORTED": this policy's own random stream
@@ -89,4 +89,4 @@ std::unique_ptr<Policy> make_sorted_policy(const PolicySpec& spec) {
   return std::make_unique<SortedPolicy>(micro_batch_tokens, padded, micro_batch == "sequence");
 }
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

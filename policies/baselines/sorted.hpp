@@ -18,7 +18,7 @@
 
 #include "policies/core/policy.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 
 class SortedPolicy : public Policy {
  public:
@@ -38,4 +38,4 @@ class SortedPolicy : public Policy {
 
 std::unique_ptr<Policy> make_sorted_policy(const PolicySpec& spec);
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

@@ -1,6 +1,6 @@
 #include "policies/baselines/ulysses.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 
 std::vector<IterationPlan> UlyssesPolicy::plan(const PlanningContext& context, std::span<const GlobalBatch> batches) {
   ParallelScheme scheme;
@@ -17,4 +17,4 @@ std::unique_ptr<Policy> make_ulysses_policy(const PolicySpec& spec) {
   return std::make_unique<UlyssesPolicy>(std::move(options));
 }
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

@@ -11,7 +11,7 @@
 
 #include "policies/baselines/megatron.hpp"
 
-namespace lcsim {
+namespace lcsim::baselines {
 
 class UlyssesPolicy : public Policy {
  public:
@@ -25,4 +25,4 @@ class UlyssesPolicy : public Policy {
 
 std::unique_ptr<Policy> make_ulysses_policy(const PolicySpec& spec);
 
-}  // namespace lcsim
+}  // namespace lcsim::baselines

@@ -1,7 +1,7 @@
 #pragma once
 // The one cost model. Every time and memory figure lcsim produces -- the closed-form estimate, the SimGrid
-// simulator's activity sizes, each paper's own formula (see cost_views.hpp) -- comes from this class, which is
-// built from a calibration profile.
+// simulator's activity sizes, each paper's own formula (each policy's view of it, e.g. skrull/skrull_view.hpp)
+// -- comes from this class, which is built from a calibration profile.
 //
 // Context parallelism (CostModelOptions::cp_attention). A sequence sharded over a CP group of cp GPUs leaves
 // 1/cp of its tokens on each GPU for the non-attention work (GEMMs, memory); attention runs one of two ways.

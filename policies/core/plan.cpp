@@ -1,8 +1,9 @@
 #include "policies/core/plan.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <set>
+
+#include "policies/core/check.hpp"
 
 namespace lcsim {
 
@@ -20,7 +21,7 @@ Tokens MicroBatch::longest() const {
 
 int Replica::gpu(int stage, int cp_rank, int tp_rank) const {
   const std::size_t index = static_cast<std::size_t>((stage * scheme.cp + cp_rank) * scheme.tp + tp_rank);
-  assert(index < gpus.size());
+  LCSIM_CHECK(index < gpus.size(), "(stage, cp rank, tp rank) outside the replica's GPUs");
   return gpus[index];
 }
 

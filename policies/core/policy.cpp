@@ -8,6 +8,14 @@ JsonObjectReader policy_options(const PolicySpec& spec) {
   return JsonObjectReader(spec.options, spec.file, spec.path + ".options");
 }
 
+std::optional<Recompute> read_recompute(JsonObjectReader& reader, std::string_view key) {
+  if (!reader.has(key)) return std::nullopt;
+  const auto value = reader.required<std::string>(key);
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
+    if (value == to_string(r)) return r;
+  reader.fail(key, "expected \"none\", \"selective\" or \"full\", got \"" + value + "\"");
+}
+
 std::vector<GlobalBatch> cut_global_batches(std::span<const Sequence> sequences, const TrainingConfig& training,
                                             bool allow_partial_tail) {
   const bool by_count = training.global_batch_sequences > 0;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,12 +19,12 @@
 namespace lcsim {
 
 struct TrainingConfig {
-  int global_batch_sequences = 0;  ///< sequences per iteration, or 0 when tokens_per_iteration is set
-  Tokens tokens_per_iteration = 0; ///< token budget per iteration, or 0 when global_batch_sequences is set
+  int global_batch_sequences = 0;   ///< sequences per iteration, or 0 when tokens_per_iteration is set
+  Tokens tokens_per_iteration = 0;  ///< token budget per iteration, or 0 when global_batch_sequences is set
   int iterations = 10;
   int zero_stage = 2;
   Recompute recompute = Recompute::Selective;
-  Tokens context_length = 0;       ///< longest sequence the training run admits (packing length of baselines)
+  Tokens context_length = 0;                 ///< longest sequence the training run admits (packing length of baselines)
   std::optional<Tokens> bucket_size_tokens;  ///< Skrull BucketSize C when the scenario fixes it
 };
 
@@ -73,6 +74,8 @@ struct PolicySpec {
 /// A strict reader over spec.options for a policy's factory: messages name spec.file and "<spec.path>.options";
 /// call finish() after reading every option so unknown keys are errors. The reader refers to spec.options.
 JsonObjectReader policy_options(const PolicySpec& spec);
+/// Option `key` as "none" | "selective" | "full", if present (Hydraulis and the static-packing baselines).
+std::optional<Recompute> read_recompute(JsonObjectReader& reader, std::string_view key);
 
 /// Builds the policy; unknown kinds and bad options are InputError naming file and path.
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec);

@@ -2,10 +2,11 @@
 // A small, fully specified PRNG (xoshiro256** seeded through splitmix64). The standard library's distributions
 // are implementation-defined, so every draw lcsim makes goes through this class: same seed, same bytes, on any
 // compiler.
-#include <cassert>
 #include <cstdint>
 #include <utility>
 #include <vector>
+
+#include "policies/core/check.hpp"
 
 namespace lcsim {
 
@@ -40,7 +41,7 @@ class Rng {
 
   /// Uniform integer in [0, n), n > 0 (Lemire's nearly-divisionless method, unbiased).
   std::uint64_t below(std::uint64_t n) {
-    assert(n > 0);
+    LCSIM_CHECK(n > 0, "Rng::below needs a non-empty range");
     Uint128 m = static_cast<Uint128>(next()) * n;
     auto low = static_cast<std::uint64_t>(m);
     if (low < n) {

@@ -1,15 +1,15 @@
 #pragma once
 // HBP hierarchical groups auto-selection (Sec. 4.1, Algorithm 1; Appendix I: FindBestSpCkpt, GreedyProfileCkpt).
-// HBP profiles a few iterations per (length, SP, GC) on the real cluster; lcsim asks the cost model's HBP view
-// instead: ProfileMemory is HbpView::peak_bytes, ProfileTime is HbpView::step_seconds. Strategies of different
-// SP degrees and lengths train different token counts per step, so they are compared per token (the time of a
+// HBP profiles a few iterations per (length, SP, GC) on the real cluster; lcsim asks its view of the cost model
+// (hbp_view.hpp) instead: ProfileMemory is HbpView::peak_bytes, ProfileTime is HbpView::step_seconds. Strategies of
+// different SP degrees and lengths train different token counts per step, so they are compared per token (the time of a
 // global batch of a fixed token number, as HBP's "Iter Time" columns are). HbpView times a pack as one sequence of
 // the packing length (the worst case of its attention); HBP profiles naive packs of its real data instead.
 #include <optional>
 #include <span>
 #include <vector>
 
-#include "policies/core/cost_views.hpp"
+#include "policies/hbp/hbp_view.hpp"
 
 namespace lcsim::hbp {
 

@@ -71,7 +71,7 @@ void greedy_fill(std::vector<Pack>& packs, Tokens capacity, std::span<std::vecto
     taken.emplace_back(source->size(), 0);
   }
   for (auto& pack : packs) {
-    Tokens free = capacity - pack_tokens(pack);
+    Tokens free = capacity - baselines::pack_tokens(pack);
     for (std::size_t j = 0; j < sources.size(); ++j) {
       // The paper scans D_j in order and adds what fits; as the free space only shrinks, every sequence the scan
       // passed over is still too long, so the next one it adds is the leftmost remaining one that fits.
@@ -118,7 +118,7 @@ std::vector<std::vector<Pack>> balance_pack(std::span<const Sequence> data, std:
     // Each group draws from its own stream, so one group's packing does not shift another's.
     Rng group_rng = rng.split(i);
     if (d[i].empty()) continue;
-    g[i] = pack_isf(d[i], lengths[i], group_rng, options.isf);
+    g[i] = baselines::pack_isf(d[i], lengths[i], group_rng, options.isf);
     std::vector<std::vector<Sequence>*> sources;
     for (std::size_t j = i; j-- > 0;) sources.push_back(&d[j]);
     greedy_fill(g[i], lengths[i], sources);

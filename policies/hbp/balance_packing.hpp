@@ -11,6 +11,9 @@
 
 namespace lcsim::hbp {
 
+/// HBP packs its groups with the baselines' packing algorithms (ISF).
+using Pack = baselines::Pack;
+
 /// Algorithm 5: D_i holds the sequences with l_{i-1} < tokens <= l_i (l_0 = 0), in input order. `lengths` must be
 /// strictly ascending; a sequence longer than the last length is a PlanningError naming it.
 std::vector<std::vector<Sequence>> group_data(std::span<const Sequence> data, std::span<const Tokens> lengths);
@@ -27,7 +30,7 @@ void attention_balance_sort(std::vector<Pack>& packs);
 
 struct BalancePackingOptions {
   bool balance_sort = true;  ///< false: each group's packs in a seeded random order instead (HBP without "Balance")
-  IsfOptions isf;
+  baselines::IsfOptions isf;
 };
 
 /// Algorithm 2, lines 10-15 before batching: for i = n down to 1, G_i = ISF packing of D_i at l_i, GreedyFill from

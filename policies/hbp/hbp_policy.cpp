@@ -146,7 +146,7 @@ std::vector<IterationPlan> HbpPolicy::plan(const PlanningContext& context, std::
       const std::size_t round = j / replicas;
       const std::size_t slot = j % replicas;
       const std::size_t r = round % 2 == 0 ? slot : replicas - 1 - slot;
-      plan.replicas[r].micro_batches.push_back(sharded_micro_batch(batch.packs[j], false));
+      plan.replicas[r].micro_batches.push_back(baselines::sharded_micro_batch(batch.packs[j], false));
     }
     plan.label = plan_label(group, batch.packs.size(), average_tokens_per_sample(plan), b < curriculum);
     plans.push_back(std::move(plan));

@@ -59,7 +59,7 @@ struct HbpOptions {
   bool balance = true;
   int curriculum_iterations = 0;
   std::optional<Tokens> tokens_per_batch;
-  IsfOptions isf;
+  baselines::IsfOptions isf;
   std::string file;  ///< where the options came from, for messages
   std::string path;  ///< JSON path of the options object
 };

@@ -1,7 +1,6 @@
 // make_hydraulis_policy: the strict reading of the policy's options (documented in hydraulis_policy.hpp).
 #include "policies/core/errors.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"
-#include "policies/hydraulis/options.hpp"
 
 namespace lcsim::hydraulis {
 namespace {

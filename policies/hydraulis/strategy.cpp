@@ -6,9 +6,9 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "policies/core/cost_views.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/profile.hpp"
+#include "policies/hydraulis/hydraulis_view.hpp"
 
 namespace lcsim::hydraulis {
 

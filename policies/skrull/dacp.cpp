@@ -1,8 +1,9 @@
 #include "policies/skrull/dacp.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <numeric>
+
+#include "policies/core/check.hpp"
 
 namespace lcsim::skrull {
 namespace {
@@ -14,8 +15,13 @@ class CpBuckets {
  public:
   CpBuckets(std::span<const Tokens> lengths, std::span<const double> flops, std::span<const std::size_t> order,
             double bucket, int cp)
-      : lengths_(lengths), flops_(flops), order_(order), cp_(cp), remaining_(static_cast<std::size_t>(cp), bucket * cp),
-        load_(static_cast<std::size_t>(cp), 0.0), ranks_(lengths.size(), kUnplaced) {}
+      : lengths_(lengths),
+        flops_(flops),
+        order_(order),
+        cp_(cp),
+        remaining_(static_cast<std::size_t>(cp), bucket * cp),
+        load_(static_cast<std::size_t>(cp), 0.0),
+        ranks_(lengths.size(), kUnplaced) {}
 
   double remaining(int rank) const { return remaining_[static_cast<std::size_t>(rank)]; }
   /// A whole sequence, in bucket units.
@@ -122,9 +128,10 @@ std::vector<std::size_t> identity_order(std::size_t n) {
 
 }  // namespace
 
-CpAssignment dacp_schedule(std::span<const Tokens> lengths, std::span<const double> flops, double bucket_tokens,
-                           int cp, bool rollback) {
-  assert(cp >= 1 && flops.size() == lengths.size());
+CpAssignment dacp_schedule(std::span<const Tokens> lengths, std::span<const double> flops, double bucket_tokens, int cp,
+                           bool rollback) {
+  LCSIM_CHECK(cp >= 1, "DACP needs a CP group of at least one rank");
+  LCSIM_CHECK(flops.size() == lengths.size(), "DACP needs one FLOP count per sequence");
   std::vector<std::size_t> order = identity_order(lengths.size());
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lengths[a] < lengths[b]; });
 
@@ -149,7 +156,7 @@ CpAssignment dacp_schedule(std::span<const Tokens> lengths, std::span<const doub
 }
 
 CpAssignment round_robin_schedule(std::span<const Tokens> lengths, double bucket_tokens, int cp, bool rollback) {
-  assert(cp >= 1);
+  LCSIM_CHECK(cp >= 1, "round robin needs a CP group of at least one rank");
   const std::vector<std::size_t> order = identity_order(lengths.size());
   CpAssignment out;
   CpBuckets buckets(lengths, {}, order, bucket_tokens, cp);

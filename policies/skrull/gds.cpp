@@ -1,14 +1,15 @@
 #include "policies/skrull/gds.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <numeric>
+
+#include "policies/core/check.hpp"
 
 namespace lcsim::skrull {
 
 std::vector<std::vector<std::size_t>> binpack_by_flops(std::span<const double> flops, int ranks) {
-  assert(ranks >= 1);
+  LCSIM_CHECK(ranks >= 1, "bin packing needs at least one rank");
   std::vector<std::size_t> order(flops.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return flops[a] > flops[b]; });
@@ -80,7 +81,7 @@ bool try_cut(std::span<const Tokens> lengths, std::span<const double> flops, con
 
 RankSchedule gds_schedule_rank(std::span<const Tokens> lengths, std::span<const double> flops,
                                std::span<const std::size_t> subset, const GdsOptions& options) {
-  assert(options.cp >= 1 && options.bucket_tokens > 0);
+  LCSIM_CHECK(options.cp >= 1 && options.bucket_tokens > 0, "GDS needs a CP group and a positive bucket size");
   RankSchedule out;
   if (subset.empty()) return out;
   std::vector<std::size_t> sorted(subset.begin(), subset.end());

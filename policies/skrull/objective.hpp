@@ -5,8 +5,8 @@
 #include <span>
 #include <vector>
 
-#include "policies/core/cost_views.hpp"
 #include "policies/skrull/gds.hpp"
+#include "policies/skrull/skrull_view.hpp"
 
 namespace lcsim::skrull {
 

@@ -1,8 +1,8 @@
 #include "policies/skrull/skrull_policy.hpp"
 
-#include "policies/core/cost_views.hpp"
 #include "policies/core/estimate.hpp"
 #include "policies/core/json_reader.hpp"
+#include "policies/skrull/skrull_view.hpp"
 
 namespace lcsim::skrull {
 namespace {
@@ -48,9 +48,12 @@ SkrullPolicy::SkrullPolicy(Variant variant, bool rollback, int micro_batch_seque
 
 std::string SkrullPolicy::kind() const {
   switch (variant_) {
-    case Variant::Skrull: return "skrull";
-    case Variant::DacpOnly: return "skrull-dacp";
-    case Variant::RoundRobin: return "rr";
+    case Variant::Skrull:
+      return "skrull";
+    case Variant::DacpOnly:
+      return "skrull-dacp";
+    case Variant::RoundRobin:
+      return "rr";
   }
   return "skrull";
 }
@@ -97,8 +100,8 @@ std::vector<IterationPlan> SkrullPolicy::plan(const PlanningContext& context, st
       for (std::size_t r = 0; r < per_rank.size(); ++r) {
         Replica& replica = plan.replicas[r];
         replica.overlap_cp_comm = true;
-        for (const auto& members : baseline_micro_batches(per_rank[r], lengths, micro_batch_sequences_,
-                                                          options.bucket_tokens * options.cp)) {
+        for (const auto& members :
+             baseline_micro_batches(per_rank[r], lengths, micro_batch_sequences_, options.bucket_tokens * options.cp)) {
           CpAssignment placed = place_micro_batch(lengths, flops, members, options);
           // A micro-batch DACP cannot place falls back to the baseline's behaviour: shard everything.
           if (!placed.scheduled) placed.ranks.assign(members.size(), CpAssignment::kSharded);

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <string>
 
-#include "policies/core/cost_views.hpp"
 #include "policies/core/policy.hpp"
 #include "policies/skrull/objective.hpp"
+#include "policies/skrull/skrull_view.hpp"
 
 namespace lcsim::skrull {
 namespace {
@@ -33,8 +33,8 @@ void BM_SkrullPlanGlobalBatch(benchmark::State& state, const std::string& distri
   context.training.global_batch_sequences = 256;
   context.training.bucket_size_tokens = 26 * kKiloTokens;
   constexpr std::size_t kBatches = 64;
-  const Dataset data = sample_dataset(distribution, {MixComponent{&named_distribution(distribution), 1.0}},
-                                      kBatches * 256, 42);
+  const Dataset data =
+      sample_dataset(distribution, {MixComponent{&named_distribution(distribution), 1.0}}, kBatches * 256, 42);
   std::vector<GlobalBatch> batches(kBatches);
   for (std::size_t i = 0; i < data.size(); ++i) batches[i / 256].push_back(data.sequences()[i]);
   PolicySpec spec;
@@ -49,9 +49,13 @@ void BM_SkrullPlanGlobalBatch(benchmark::State& state, const std::string& distri
   state.SetLabel(distribution + ", DP=4 CP=8 BatchSize=64, one global batch");
 }
 BENCHMARK_CAPTURE(BM_SkrullPlanGlobalBatch, chatqa2, std::string("chatqa2-long-sft"))
-    ->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 BENCHMARK_CAPTURE(BM_SkrullPlanGlobalBatch, wikipedia, std::string("wikipedia"))
-    ->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 // Heuristic / optimum TDACP over 1,000 random feasible micro-batches of up to 12 sequences, CP 2 or 4
 // (chatqa2-long-sft lengths capped at 2 C): reported as counters p50, p90, p99 and max of the ratio.
@@ -82,7 +86,9 @@ void BM_SkrullOptimalityGap(benchmark::State& state) {
     }
   }
   std::sort(ratios.begin(), ratios.end());
-  const auto at = [&](double q) { return ratios[static_cast<std::size_t>(q * static_cast<double>(ratios.size() - 1))]; };
+  const auto at = [&](double q) {
+    return ratios[static_cast<std::size_t>(q * static_cast<double>(ratios.size() - 1))];
+  };
   state.counters["p50"] = at(0.5);
   state.counters["p90"] = at(0.9);
   state.counters["p99"] = at(0.99);
