@@ -1,7 +1,9 @@
 #include "policies/core/json_reader.hpp"
 
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 namespace lcsim {
 
@@ -10,7 +12,9 @@ JsonObjectReader::JsonObjectReader(const nlohmann::json& node, std::string file,
   if (!node_.is_object()) fail_here("expected an object, got " + json_type_name(node_));
 }
 
-bool JsonObjectReader::has(std::string_view key) const { return node_.contains(key); }
+bool JsonObjectReader::has(std::string_view key) const {
+  return node_.contains(key);
+}
 
 std::string JsonObjectReader::path(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
@@ -102,24 +106,59 @@ void JsonObjectReader::finish() const {
 
 std::string json_type_name(const nlohmann::json& value) {
   switch (value.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::object: return "object";
-    case nlohmann::json::value_t::array: return "array";
-    case nlohmann::json::value_t::string: return "string";
-    case nlohmann::json::value_t::boolean: return "boolean";
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::object:
+      return "object";
+    case nlohmann::json::value_t::array:
+      return "array";
+    case nlohmann::json::value_t::string:
+      return "string";
+    case nlohmann::json::value_t::boolean:
+      return "boolean";
     case nlohmann::json::value_t::number_integer:
     case nlohmann::json::value_t::number_unsigned:
-    case nlohmann::json::value_t::number_float: return "number";
-    default: return "value";
+    case nlohmann::json::value_t::number_float:
+      return "number";
+    default:
+      return "value";
   }
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
+  // nlohmann::json keeps the last of duplicate keys without a word: a file that says "seed" twice is ambiguous,
+  // so the parser callback records the first duplicate (with the keys of the objects around it).
+  std::vector<std::set<std::string>> keys;  // per open object
+  std::vector<std::string> key_of;          // per open object: its latest key
+  std::string duplicate;
+  const auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      keys.emplace_back();
+      key_of.emplace_back();
+    } else if (event == Event::object_end && !keys.empty()) {
+      keys.pop_back();
+      key_of.pop_back();
+    } else if (event == Event::key && !keys.empty()) {
+      const auto key = parsed.get<std::string>();
+      key_of.back() = key;
+      if (!keys.back().insert(key).second && duplicate.empty()) {
+        for (std::size_t i = 0; i + 1 < key_of.size(); ++i) duplicate += key_of[i] + ".";
+        duplicate += key;
+      }
+    }
+    return true;
+  };
+  nlohmann::json document;
   try {
-    return nlohmann::json::parse(text);
+    document = nlohmann::json::parse(text, callback);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(file + ": not valid JSON: " + e.what());
+  } catch (const nlohmann::json::out_of_range& e) {
+    throw InputError(file + ": a number out of range: " + e.what());
   }
+  if (!duplicate.empty()) throw InputError(file + ": " + duplicate + ": duplicate key");
+  return document;
 }
 
 nlohmann::json parse_json_file(const std::string& file) {
