@@ -109,7 +109,9 @@ Json scenario_for(const ValidationPoint& point, const std::string& where,
   return scenario;
 }
 
-std::string run_key(const std::string& mode, const Json& scenario) { return mode + "\n" + scenario.dump(); }
+std::string run_key(const std::string& mode, const Json& scenario) {
+  return mode + "\n" + scenario.dump();
+}
 
 double collective_seconds(const ValidationPoint& point, const std::string& where,
                           const std::map<std::string, std::string>& profiles) {
@@ -182,10 +184,7 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
       {"entry", "source", "status", "published", "predicted", "error", "ordering", "ok"}};
   for (const auto& o : outcomes) {
     const ValidationEntry& e = *o.entry;
-    std::string status = e.not_expressible.empty()
-                             ? (o.failed.empty() ? (e.fitted.empty() ? "held out" : "fitted") : "failed")
-                             : "not expressible";
-    rows.push_back({e.id, e.source.paper + " " + e.source.where, status, shown(o, false), shown(o, true),
+    rows.push_back({e.id, e.source.paper + " " + e.source.where, entry_status(o), shown(o, false), shown(o, true),
                     o.error ? (*o.error >= 0 ? "+" : "") + fixed(100 * *o.error, 1) + "%" : "-",
                     e.not_expressible.empty() && o.failed.empty() ? (o.ordering == OrderingVerdict::Held     ? "held"
                                                                      : o.ordering == OrderingVerdict::Broken ? "BROKEN"

@@ -319,12 +319,6 @@ nlohmann::ordered_json number_or_null(const std::optional<double>& value) {
   return value ? results_number(*value) : nlohmann::ordered_json(nullptr);
 }
 
-std::string status_of(const EntryOutcome& o) {
-  if (!o.entry->not_expressible.empty()) return "not expressible";
-  if (!o.failed.empty()) return "failed";
-  return o.entry->fitted.empty() ? "held out" : "fitted";
-}
-
 std::string verdict_name(OrderingVerdict v) {
   switch (v) {
     case OrderingVerdict::Held:
@@ -362,6 +356,12 @@ std::string csv_field(const std::string& value) {
 }
 
 }  // namespace
+
+std::string entry_status(const EntryOutcome& o) {
+  if (!o.entry->not_expressible.empty()) return "not expressible";
+  if (!o.failed.empty()) return "failed";
+  return o.entry->fitted.empty() ? "held out" : "fitted";
+}
 
 std::string to_string(ValidationQuantity quantity) {
   for (const auto& n : kQuantities)
@@ -606,7 +606,7 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
     item["source"] = {{"paper", e.source.paper}, {"where", e.source.where}, {"section", e.source.section}};
     item["claim"] = e.claim;
     item["quantity"] = to_string(e.quantity);
-    item["status"] = status_of(o);
+    item["status"] = entry_status(o);
     item["mode"] = e.mode;
     item["published"] = published_text(e);
     item["predicted"] = o.predicted_yes ? OJson(*o.predicted_yes) : OJson(number_or_null(o.predicted));
@@ -651,7 +651,7 @@ std::string validation_to_csv(const std::vector<EntryOutcome>& outcomes) {
   for (const auto& o : outcomes) {
     const ValidationEntry& e = *o.entry;
     out << csv_field(e.id) << ',' << csv_field(e.source.paper) << ',' << csv_field(e.source.where) << ','
-        << to_string(e.quantity) << ',' << csv_field(status_of(o)) << ',' << csv_field(published_text(e)) << ',';
+        << to_string(e.quantity) << ',' << csv_field(entry_status(o)) << ',' << csv_field(published_text(e)) << ',';
     if (o.predicted_yes) out << (*o.predicted_yes ? "yes" : "no");
     if (o.predicted) out << *o.predicted;
     out << ',';

@@ -164,6 +164,9 @@ struct ValidationSummary {
 
 ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes);
 
+/// "held out", "fitted" (a free parameter was set from it), "not expressible" or "failed".
+std::string entry_status(const EntryOutcome& outcome);
+
 /// Results file of `lcsim validate` (schema lcsim-validation/1) and its CSV (one row per entry).
 nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
                                           const std::vector<EntryOutcome>& outcomes, const ValidationSummary& summary);
