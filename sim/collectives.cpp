@@ -118,8 +118,8 @@ std::vector<FlowShape> member_flows(int gpus_per_node, const std::vector<int>& g
   return shapes;
 }
 
-bool is_transfer(WorkKind kind) {
-  return kind == WorkKind::PpActivation || kind == WorkKind::PpGradient;
+bool is_transfer(program::WorkKind kind) {
+  return kind == program::WorkKind::PpActivation || kind == program::WorkKind::PpGradient;
 }
 
 /// The host a flow end leaves from (`up`) or enters through: the GPU's endpoint, or the part's aggregate
@@ -132,15 +132,15 @@ sg4::Host* end_host(const Platform& platform, const std::vector<int>& gpus, Link
 
 }  // namespace
 
-std::vector<FlowShape> flow_shapes(int gpus_per_node, const std::vector<int>& gpus, LinkClass link, WorkKind kind,
-                                   bool aggregate) {
+std::vector<FlowShape> flow_shapes(int gpus_per_node, const std::vector<int>& gpus, LinkClass link,
+                                   program::WorkKind kind, bool aggregate) {
   LCSIM_CHECK(gpus_per_node >= 1, "a node holds at least one GPU");
   if (gpus.size() <= 1) return {};
   if (is_transfer(kind)) {
     LCSIM_CHECK(gpus.size() == 2, "a transfer is a pair (from, to)");
     return {{link, {gpus[0]}, {gpus[1]}}};
   }
-  if (kind == WorkKind::CpRing && link == LinkClass::InfiniBand) return ring_hops(gpus_per_node, gpus);
+  if (kind == program::WorkKind::CpRing && link == LinkClass::InfiniBand) return ring_hops(gpus_per_node, gpus);
   if (aggregate) {
     std::vector<FlowShape> shapes = part_flows(gpus_per_node, gpus, link);
     if (!shapes.empty()) return shapes;
@@ -148,7 +148,7 @@ std::vector<FlowShape> flow_shapes(int gpus_per_node, const std::vector<int>& gp
   return member_flows(gpus_per_node, gpus, link);
 }
 
-std::vector<LinkUse> link_uses(const ClusterSpec& cluster, const std::vector<int>& gpus, WorkKind kind) {
+std::vector<LinkUse> link_uses(const ClusterSpec& cluster, const std::vector<int>& gpus, program::WorkKind kind) {
   std::vector<LinkUse> uses;
   for (const FlowShape& shape : flow_shapes(cluster.gpus_per_node, gpus, cluster.link_class(gpus), kind, true)) {
     uses.push_back({shape.link, shape.from});
@@ -161,7 +161,7 @@ namespace {
 
 /// The ends of the flows of a collective of `kind` over `gpus` on `link`.
 std::vector<FlowPlan::Flow> flow_ends(const Platform& platform, const std::vector<int>& gpus, LinkClass link,
-                                      WorkKind kind) {
+                                      program::WorkKind kind) {
   std::vector<FlowPlan::Flow> flows;
   const auto ends = [&](const std::vector<FlowShape>& shapes) {
     flows.clear();
@@ -179,13 +179,13 @@ std::vector<FlowPlan::Flow> flow_ends(const Platform& platform, const std::vecto
   return flows;
 }
 
-std::uint64_t spec_bytes(const Platform& platform, const CollectiveSpec& spec) {
+std::uint64_t spec_bytes(const Platform& platform, const program::CollectiveSpec& spec) {
   return spec.gpus.size() > 1 ? flow_bytes(platform, spec.link, spec.time.transfer_s) : 0;
 }
 
 }  // namespace
 
-FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
+FlowPlan plan_flows(const Platform& platform, const program::CollectiveSpec& spec) {
   FlowPlan plan;
   plan.bytes = spec_bytes(platform, spec);
   plan.delay_s = spec.time.latency_s;
@@ -193,7 +193,7 @@ FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec) {
   return plan;
 }
 
-std::set<std::vector<int>> exclusive_groups(const ClusterSpec& cluster, const std::vector<FlowGroup>& groups) {
+std::set<std::vector<int>> exclusive_groups(const ClusterSpec& cluster, const std::vector<program::FlowGroup>& groups) {
   // Each distinct GPU set gets an id; each GPU's link of each class remembers the first set crossing it, and a
   // second set crossing it marks both shared. Linear in the groups' uses, however large the sets.
   std::map<std::vector<int>, int> ids;
@@ -202,7 +202,7 @@ std::set<std::vector<int>> exclusive_groups(const ClusterSpec& cluster, const st
   const auto world = static_cast<std::size_t>(cluster.world_size());
   std::map<LinkClass, std::vector<int>> first_set;  // by class, by GPU: the first set crossing its link
   for (LinkClass link : {LinkClass::NvLink, LinkClass::InfiniBand}) first_set[link].assign(world, kNone);
-  for (const FlowGroup& group : groups) {
+  for (const program::FlowGroup& group : groups) {
     std::vector<int> set = group.gpus;
     std::sort(set.begin(), set.end());
     set.erase(std::unique(set.begin(), set.end()), set.end());
@@ -237,7 +237,7 @@ FlowCache::FlowCache(const Platform& platform, const std::set<std::vector<int>>&
   for (const auto& set : exclusive) exclusive_.emplace(set, 0.0);
 }
 
-FlowCache::Group& FlowCache::group(const CollectiveSpec& spec) {
+FlowCache::Group& FlowCache::group(const program::CollectiveSpec& spec) {
   key_.link = spec.link;
   key_.kind = spec.kind;
   key_.gpus.assign(spec.gpus.begin(), spec.gpus.end());
@@ -251,7 +251,7 @@ FlowCache::Group& FlowCache::group(const CollectiveSpec& spec) {
   return groups_.emplace(key_, std::move(group)).first->second;
 }
 
-bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
+bool CollectiveRun::arrive(const program::CollectiveSpec& spec, int gpu, double ready) {
   LCSIM_CHECK(members_.size() < std::max<std::size_t>(1, spec.gpus.size()), "more arrivals than members");
   if (members_.empty()) members_.reserve(spec.gpus.size());
   members_.push_back(gpu);
@@ -259,11 +259,11 @@ bool CollectiveRun::arrive(const CollectiveSpec& spec, int gpu, double ready) {
   return members_.size() >= spec.gpus.size();
 }
 
-bool CollectiveRun::immediate(FlowCache& flows, const CollectiveSpec& spec) {
+bool CollectiveRun::immediate(FlowCache& flows, const program::CollectiveSpec& spec) {
   return spec.gpus.size() <= 1 || spec_bytes(flows.platform(), spec) == 0 || group(flows, spec).exclusive;
 }
 
-CommInterval CollectiveRun::run(FlowCache& flows, const CollectiveSpec& spec) {
+CommInterval CollectiveRun::run(FlowCache& flows, const program::CollectiveSpec& spec) {
   // One GPU: nothing to exchange on the wire, but the cost model may still charge the time (a sharding group of
   // one GPU that the estimate sizes for more): a local delay, no link used.
   if (spec.gpus.size() <= 1) return {ready_, ready_ + spec.time.seconds()};
@@ -271,7 +271,7 @@ CommInterval CollectiveRun::run(FlowCache& flows, const CollectiveSpec& spec) {
   return interval_;
 }
 
-void CollectiveRun::run_flows(FlowCache& flows, const CollectiveSpec& spec) {
+void CollectiveRun::run_flows(FlowCache& flows, const program::CollectiveSpec& spec) {
   interval_.start = std::max(ready_, sg4::Engine::get_clock());
   const std::uint64_t bytes = spec_bytes(flows.platform(), spec);
   const double delay_s = spec.time.latency_s;
@@ -306,14 +306,14 @@ void CollectiveRun::run_flows(FlowCache& flows, const CollectiveSpec& spec) {
   interval_.end = sg4::Engine::get_clock();
 }
 
-sg4::CommPtr TransferRun::start(const Platform& platform, const TransferSpec& spec) {
+sg4::CommPtr TransferRun::start(const Platform& platform, const program::TransferSpec& spec) {
   start_ = sg4::Engine::get_clock();
   const std::uint64_t bytes = flow_bytes(platform, spec.link, spec.time.transfer_s);
   if (bytes == 0) return nullptr;
   return start_flow(platform.endpoint(spec.from, spec.link), platform.endpoint(spec.to, spec.link), bytes);
 }
 
-void TransferRun::send(const Platform& platform, const TransferSpec& spec) {
+void TransferRun::send(const Platform& platform, const program::TransferSpec& spec) {
   if (receiver_waiting_) {
     comm_ = start(platform, spec);
     ready_->release();
@@ -322,7 +322,7 @@ void TransferRun::send(const Platform& platform, const TransferSpec& spec) {
   }
 }
 
-CommInterval TransferRun::receive(const Platform& platform, const TransferSpec& spec) {
+CommInterval TransferRun::receive(const Platform& platform, const program::TransferSpec& spec) {
   if (sent_) {
     comm_ = start(platform, spec);
   } else {

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim/iteration_program.hpp"
+#include "program/iteration_program.hpp"
 #include "sim/platform.hpp"
 #include "sim/simgrid_compat.hpp"
 
@@ -38,13 +38,13 @@ struct FlowPlan {
   double delay_s = 0;  ///< the collective's latency, paid before the flows start
 };
 /// Exposed for tests: the flows that make `spec` take exactly its cost-model time on an idle platform.
-FlowPlan plan_flows(const Platform& platform, const CollectiveSpec& spec);
+FlowPlan plan_flows(const Platform& platform, const program::CollectiveSpec& spec);
 
 /// The GPU sets (sorted) of `groups` whose flows have their links to themselves: no link that a flow of a group
 /// over those GPUs crosses -- NVLink links, NICs -- is crossed by a flow of a group over other GPUs. The fabric's
 /// leaf links do not count: a leaf carries its node's NICs at their summed bandwidth (sim/platform.hpp), so the
 /// flows through it, each held to its NIC's bandwidth or less, never fill it.
-std::set<std::vector<int>> exclusive_groups(const ClusterSpec& cluster, const std::vector<FlowGroup>& groups);
+std::set<std::vector<int>> exclusive_groups(const ClusterSpec& cluster, const std::vector<program::FlowGroup>& groups);
 
 /// The platform, and what it knows of every group of GPUs it has planned flows for: all collectives of one group
 /// and kind (a CP group's all-to-all at every block, micro-batch and iteration) have the same flow ends, and only
@@ -65,14 +65,14 @@ class FlowCache {
     /// never overlapping; one that starts earlier is refused (std::logic_error), never timed as if alone.
     double* busy_until = nullptr;
   };
-  Group& group(const CollectiveSpec& spec);
+  Group& group(const program::CollectiveSpec& spec);
   /// group(spec).flows.
-  const std::vector<FlowPlan::Flow>& flows(const CollectiveSpec& spec) { return group(spec).flows; }
+  const std::vector<FlowPlan::Flow>& flows(const program::CollectiveSpec& spec) { return group(spec).flows; }
 
  private:
   struct Key {
     LinkClass link;
-    WorkKind kind;
+    program::WorkKind kind;
     std::vector<int> gpus;
     bool operator==(const Key&) const = default;
   };
@@ -95,11 +95,11 @@ struct FlowShape {
 /// The flows of a collective of `kind` over `gpus` (in group order) on link class `link`, or of a transfer
 /// (`kind` PpActivation or PpGradient, `gpus` = {from, to}); `aggregate` false: one flow per member, never per
 /// node. plan_flows() gives these hosts; link_uses() declares them to the platform.
-std::vector<FlowShape> flow_shapes(int gpus_per_node, const std::vector<int>& gpus, LinkClass link, WorkKind kind,
-                                   bool aggregate);
+std::vector<FlowShape> flow_shapes(int gpus_per_node, const std::vector<int>& gpus, LinkClass link,
+                                   program::WorkKind kind, bool aggregate);
 /// What the flows of a collective (or transfer) of `kind` over `gpus` cross, on the group's link class: the
 /// platform must be built with these for plan_flows() to find its aggregates and its endpoints unmerged.
-std::vector<LinkUse> link_uses(const ClusterSpec& cluster, const std::vector<int>& gpus, WorkKind kind);
+std::vector<LinkUse> link_uses(const ClusterSpec& cluster, const std::vector<int>& gpus, program::WorkKind kind);
 
 /// One collective instance at run time. It starts when the last member is ready and ends when the last flow does
 /// (as NCCL collectives do: each rank needs data from all). The executor records arrivals without blocking (a
@@ -108,11 +108,11 @@ std::vector<LinkUse> link_uses(const ClusterSpec& cluster, const std::vector<int
 class CollectiveRun {
  public:
   /// Records `gpu`'s arrival, ready at `ready`; true when it completes the spec's members.
-  bool arrive(const CollectiveSpec& spec, int gpu, double ready);
+  bool arrive(const program::CollectiveSpec& spec, int gpu, double ready);
   /// Whether run() returns at once: one GPU, nothing on the wire, or an exclusive group (its time is computed).
-  bool immediate(FlowCache& flows, const CollectiveSpec& spec);
+  bool immediate(FlowCache& flows, const program::CollectiveSpec& spec);
   /// Runs the collective once every member has arrived (blocking the calling actor for its simulated duration).
-  CommInterval run(FlowCache& flows, const CollectiveSpec& spec);
+  CommInterval run(FlowCache& flows, const program::CollectiveSpec& spec);
   /// The members in arrival order.
   const std::vector<int>& members() const { return members_; }
   /// Forgets the instance, keeping the memory for the next one (the executor reuses its runs every iteration).
@@ -124,9 +124,9 @@ class CollectiveRun {
   }
 
  private:
-  void run_flows(FlowCache& flows, const CollectiveSpec& spec);
+  void run_flows(FlowCache& flows, const program::CollectiveSpec& spec);
   /// The spec's group in `flows`, looked up once per instance (immediate() and run() both need it).
-  FlowCache::Group& group(FlowCache& flows, const CollectiveSpec& spec) {
+  FlowCache::Group& group(FlowCache& flows, const program::CollectiveSpec& spec) {
     if (group_ == nullptr) group_ = &flows.group(spec);
     return *group_;
   }
@@ -141,11 +141,11 @@ class CollectiveRun {
 /// rendezvous); the sender never waits, the receiver waits for the data.
 class TransferRun {
  public:
-  void send(const Platform& platform, const TransferSpec& spec);
-  CommInterval receive(const Platform& platform, const TransferSpec& spec);
+  void send(const Platform& platform, const program::TransferSpec& spec);
+  CommInterval receive(const Platform& platform, const program::TransferSpec& spec);
 
  private:
-  sg4::CommPtr start(const Platform& platform, const TransferSpec& spec);
+  sg4::CommPtr start(const Platform& platform, const program::TransferSpec& spec);
 
   bool sent_ = false;
   bool receiver_waiting_ = false;

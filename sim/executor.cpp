@@ -163,9 +163,9 @@ class Simulation {
     // Simulating an iteration is building its program from the plan and running it: both are timed.
     wall_start_ = std::chrono::steady_clock::now();
     cpu_start_ = process_cpu_seconds();
-    ProgramOptions program_options = options_.program;
+    program::ProgramOptions program_options = options_.program;
     program_options.describe_work = false;  // work descriptors are for live replay; simulating reads seconds only
-    program_ = build_program(*plans_[index], cost_, program_options, std::move(program_));
+    program_ = program::build_program(*plans_[index], cost_, program_options, std::move(program_));
     build_cpu_s_ = process_cpu_seconds() - cpu_start_;
     collectives_.resize(program_.collectives.size());
     for (CollectiveRun& run : collectives_) run.clear();
@@ -182,7 +182,7 @@ class Simulation {
   }
 
   void finish_iteration() {
-    IterationOutcome outcome;
+    program::IterationOutcome outcome;
     outcome.index = current_;
     outcome.start_s = start_;
     outcome.seconds = sg4::Engine::get_clock() - start_;
@@ -201,7 +201,7 @@ class Simulation {
     on_iteration_(std::move(outcome));
   }
 
-  void record(int gpu, double start, double end, WorkKind kind, const Step& step) {
+  void record(int gpu, double start, double end, program::WorkKind kind, const program::Step& step) {
     if (options_.record_spans && end > start)
       spans_[static_cast<std::size_t>(gpu)].push_back({gpu, start, end, kind, step.replica, step.micro_batch});
   }
@@ -210,7 +210,7 @@ class Simulation {
     if (ready > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(ready);
   }
 
-  static void allocate(GpuState& state, const Step& step) {
+  static void allocate(GpuState& state, const program::Step& step) {
     state.in_flight += step.alloc_bytes;
     state.peak = std::max(state.peak, state.static_bytes + state.in_flight);
   }
@@ -219,29 +219,29 @@ class Simulation {
   /// must act on. Needs no actor of its own: it neither waits nor uses the network.
   Halt advance(int gpu) {
     GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
-    const std::vector<Step>& steps = program_.gpus[static_cast<std::size_t>(gpu)];
+    const std::vector<program::Step>& steps = program_.gpus[static_cast<std::size_t>(gpu)];
     for (; state.pc < steps.size(); ++state.pc) {
-      const Step& step = steps[state.pc];
+      const program::Step& step = steps[state.pc];
       switch (step.type) {
-        case Step::Type::SetStatic:
+        case program::Step::Type::SetStatic:
           state.static_bytes = step.bytes;
           state.peak = std::max(state.peak, state.static_bytes + state.in_flight);
           break;
-        case Step::Type::Compute:
+        case program::Step::Type::Compute:
           allocate(state, step);
           record(gpu, state.ready, state.ready + step.seconds, step.kind, step);
           state.ready += step.seconds;
           state.busy += step.seconds;
           state.in_flight -= step.free_bytes;
           break;
-        case Step::Type::Collective:
-        case Step::Type::ComputeWithCollective: {
+        case program::Step::Type::Collective:
+        case program::Step::Type::ComputeWithCollective: {
           allocate(state, step);
           const auto c = static_cast<std::size_t>(step.index);
           return collectives_[c].arrive(program_.collectives[c], gpu, state.ready) ? Halt::RunCollective : Halt::Parked;
         }
-        case Step::Type::Send:
-        case Step::Type::Recv:
+        case program::Step::Type::Send:
+        case program::Step::Type::Recv:
           return Halt::Transfer;
       }
     }
@@ -290,7 +290,7 @@ class Simulation {
   /// next moves; returns `gpu`'s own, found last, so that in a lockstep group it arrives last at the next
   /// collective and runs it too.
   Halt run_one(int gpu, Moves& moves) {
-    const Step& step = program_.gpus[static_cast<std::size_t>(gpu)][gpus_[static_cast<std::size_t>(gpu)].pc];
+    const program::Step& step = program_.gpus[static_cast<std::size_t>(gpu)][gpus_[static_cast<std::size_t>(gpu)].pc];
     const auto c = static_cast<std::size_t>(step.index);
     CollectiveRun& run = collectives_[c];
     const CommInterval comm = run.run(flows_, program_.collectives[c]);
@@ -315,9 +315,9 @@ class Simulation {
   /// The end of a collective step for one member.
   void close_collective(int gpu, const CommInterval& comm) {
     GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
-    const Step& step = program_.gpus[static_cast<std::size_t>(gpu)][state.pc];
+    const program::Step& step = program_.gpus[static_cast<std::size_t>(gpu)][state.pc];
     const auto& spec = program_.collectives[static_cast<std::size_t>(step.index)];
-    if (step.type == Step::Type::Collective) {
+    if (step.type == program::Step::Type::Collective) {
       state.busy += comm.end - comm.start;
       record(gpu, comm.start, comm.end, spec.kind, step);
       state.ready = std::max(state.ready, comm.end);
@@ -339,11 +339,11 @@ class Simulation {
   /// A pipeline send (the sender never waits) or receive (waits for the data), at the GPU's ready time.
   void transfer(int gpu) {
     GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
-    const Step& step = program_.gpus[static_cast<std::size_t>(gpu)][state.pc];
+    const program::Step& step = program_.gpus[static_cast<std::size_t>(gpu)][state.pc];
     const auto t = static_cast<std::size_t>(step.index);
     allocate(state, step);
     catch_up(state.ready);
-    if (step.type == Step::Type::Send) {
+    if (step.type == program::Step::Type::Send) {
       transfers_[t].send(platform_, program_.transfers[t]);
     } else {
       const CommInterval comm = transfers_[t].receive(platform_, program_.transfers[t]);
@@ -361,12 +361,12 @@ class Simulation {
   const Platform& platform_;
   FlowCache flows_;
 
-  IterationProgram program_;
+  program::IterationProgram program_;
   std::vector<CollectiveRun> collectives_;
   std::vector<TransferRun> transfers_;
   std::vector<GpuState> gpus_;
-  std::vector<std::vector<GpuSpan>> spans_;  // per GPU, this iteration's (SimulationOptions::record_spans)
-  std::vector<sg4::SemaphorePtr> wake_;      // per GPU: a parked actor waits here
+  std::vector<std::vector<program::GpuSpan>> spans_;  // per GPU, this iteration's (SimulationOptions::record_spans)
+  std::vector<sg4::SemaphorePtr> wake_;               // per GPU: a parked actor waits here
 
   std::size_t started_ = 0;  // actors that have started (the last one begins the first iteration)
   std::size_t ended_ = 0;    // GPUs at their end of this iteration
@@ -401,12 +401,12 @@ void simulate(std::span<const IterationPlan* const> plans, const CostModel& cost
 
   // Every flow the run may start, for the platform to build its links and find the groups that have theirs alone.
   // Each group once: the same groups recur in every iteration's plan.
-  std::set<FlowGroup> distinct;
+  std::set<program::FlowGroup> distinct;
   for (const IterationPlan* plan : plans)
-    for (FlowGroup& group : flow_groups(*plan, cost)) distinct.insert(std::move(group));
-  const std::vector<FlowGroup> groups(distinct.begin(), distinct.end());
+    for (program::FlowGroup& group : program::flow_groups(*plan, cost)) distinct.insert(std::move(group));
+  const std::vector<program::FlowGroup> groups(distinct.begin(), distinct.end());
   std::set<LinkUse> uses;
-  for (const FlowGroup& group : groups)
+  for (const program::FlowGroup& group : groups)
     for (LinkUse& use : link_uses(cost.cluster(), group.gpus, group.kind)) uses.insert(std::move(use));
   const Platform platform(cost.cluster(), {uses.begin(), uses.end()}, options.merge_links);
   Simulation simulation(

@@ -17,12 +17,13 @@
 
 #include "policies/core/cost_model.hpp"
 #include "policies/core/plan.hpp"
-#include "sim/iteration_program.hpp"
+#include "program/iteration_program.hpp"
+#include "program/outcome.hpp"
 
 namespace lcsim::sim {
 
 struct SimulationOptions {
-  ProgramOptions program;
+  program::ProgramOptions program;
   bool record_spans = false;  ///< keep every GPU's spans (for timelines)
   /// Merge the links that the run's flows always cross together (sim/platform.hpp): exact, so off only to check
   /// that it changes no result.
@@ -33,29 +34,7 @@ struct SimulationOptions {
   bool exclusive_closed_form = true;
 };
 
-/// One interval of a GPU's timeline.
-struct GpuSpan {
-  int gpu = 0;
-  double start_s = 0;
-  double end_s = 0;
-  WorkKind kind = WorkKind::Compute;
-  int replica = -1;
-  int micro_batch = -1;
-};
-
-struct IterationOutcome {
-  std::size_t index = 0;  ///< position in the plans given to simulate()
-  double start_s = 0;     ///< simulated clock when the iteration started
-  double seconds = 0;
-  double wall_s = 0;                 ///< wall time spent simulating it (building its program included)
-  double cpu_s = 0;                  ///< CPU time of the process meanwhile: the wall time on a dedicated core
-  double build_cpu_s = 0;            ///< of cpu_s, building the program (the rest runs it)
-  std::vector<double> busy_seconds;  ///< per GPU
-  std::vector<double> peak_bytes;    ///< per GPU (0 for GPUs the plan does not use)
-  std::vector<GpuSpan> spans;        ///< when SimulationOptions::record_spans
-};
-
-using IterationCallback = std::function<void(IterationOutcome&&)>;
+using IterationCallback = std::function<void(program::IterationOutcome&&)>;
 
 /// Simulates `plans` in order on the cluster of `cost`; `on_iteration` receives each iteration as soon as it
 /// completes. Exceptions from building an iteration (bad plan, profile without a collective) or from the callback

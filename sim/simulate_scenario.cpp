@@ -8,10 +8,11 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
 #include "policies/core/metrics.hpp"
-#include "sim/timeline.hpp"
+#include "program/estimate.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/output_file.hpp"
 #include "traces/results_io.hpp"
+#include "traces/timeline.hpp"
 
 namespace lcsim::sim {
 namespace {
@@ -28,8 +29,8 @@ std::vector<int> used_gpus(const IterationPlan& plan, int world) {
 }
 
 /// One policy's iteration from the simulation, in the results schema.
-IterationResult simulated_iteration(const IterationPlan& plan, std::size_t index, const IterationOutcome& outcome,
-                                    const CostModel& cost) {
+IterationResult simulated_iteration(const IterationPlan& plan, std::size_t index,
+                                    const program::IterationOutcome& outcome, const CostModel& cost) {
   const int world = cost.cluster().world_size();
   IterationEstimate simulated;  // the simulated figures, in the shape compute_metrics reads
   simulated.seconds = outcome.seconds;
@@ -86,7 +87,7 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
   options.record_spans = timeline != nullptr;
   options.exclusive_closed_form = settings.exclusive_closed_form;
   std::size_t done = 0;
-  simulate(plans, cost, options, [&](IterationOutcome&& outcome) {
+  simulate(plans, cost, options, [&](program::IterationOutcome&& outcome) {
     const auto [p, i] = owner[outcome.index];
     const IterationPlan& plan = *plans[outcome.index];
     PolicyResult& result = report.results.policies[p];
@@ -119,7 +120,7 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
     extra.busy_max_mean_s /= n;
     extra.busy_min_mean_s /= n;
     double estimate = 0;
-    for (const auto& plan : planned[p].plans) estimate += estimate_iteration(plan, cost).seconds;
+    for (const auto& plan : planned[p].plans) estimate += program::estimate_iteration(plan, cost).seconds;
     extra.estimate_mean_s = estimate / n;
   }
   apply_baseline(report.results);

@@ -19,7 +19,7 @@ namespace lcsim::sim {
 
 struct SimulateSettings {
   std::vector<std::string> policies;  ///< labels to simulate (the baseline is always added); empty: all
-  ProgramOptions program;
+  program::ProgramOptions program;
   std::string trace_file;             ///< Chrome trace JSON to write; empty: none
   bool exclusive_closed_form = true;  ///< SimulationOptions::exclusive_closed_form
   /// Called after each simulated iteration with (iterations done, iterations in total, policy label).

@@ -9,6 +9,7 @@
 #include "policies/core/metrics.hpp"
 #include "policies/core/validator.hpp"
 #include "policies/hbp/hbp_policy.hpp"
+#include "program/estimate.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::hbp {
@@ -59,7 +60,7 @@ std::vector<IterationPlan> plan_with(nlohmann::json options, const std::vector<G
 
 BalanceMetrics mean_of(const std::vector<IterationPlan>& plans) {
   std::vector<BalanceMetrics> all;
-  for (const auto& p : plans) all.push_back(compute_metrics(p, estimate_iteration(p, llama8b()), 32));
+  for (const auto& p : plans) all.push_back(compute_metrics(p, program::estimate_iteration(p, llama8b()), 32));
   return mean_metrics(all);
 }
 

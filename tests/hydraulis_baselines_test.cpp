@@ -7,6 +7,7 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
 #include "policies/core/validator.hpp"
+#include "program/estimate.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::baselines {
@@ -173,8 +174,9 @@ TEST(HydraulisBaselines, HotSpaRunsBucketsAsPhasesAndPaysTheSwitches) {
   p2.pp = 2;
   const double expected = s.cost.profile().compute.hot_switch_us_per_mparam * 1e-12 *
                           (s.cost.parameters_per_gpu(p2) + s.cost.parameters_per_gpu(p1));
-  EXPECT_NEAR(estimate_iteration(plans[0], s.cost).seconds - estimate_iteration(plans[0], no_switch).seconds, expected,
-              1e-9);
+  EXPECT_NEAR(
+      program::estimate_iteration(plans[0], s.cost).seconds - program::estimate_iteration(plans[0], no_switch).seconds,
+      expected, 1e-9);
 }
 
 TEST(HydraulisBaselines, HotSpaErrors) {

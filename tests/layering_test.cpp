@@ -1,6 +1,6 @@
 // The layering the README draws: every #include "..." in lcsim's sources points down, never up or sideways.
 //   policies/core <- policies/{baselines, skrull, hydraulis, hbp} <- policies/registry.cpp
-//   policies <- traces <- sim ;  policies <- kernels <- calibrate
+//   policies <- program <- traces <- sim ;  program, traces, kernels <- calibrate
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,7 +9,6 @@
 #include <regex>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace lcsim {
@@ -20,7 +19,7 @@ namespace fs = std::filesystem;
 const fs::path kSource = LCSIM_SOURCE_DIR;
 
 // The folders whose sources are checked; tests/ may include anything.
-const std::vector<std::string> kLayerRoots{"policies", "traces", "sim", "kernels", "calibrate"};
+const std::vector<std::string> kLayerRoots{"policies", "program", "traces", "sim", "kernels", "calibrate"};
 
 const std::set<std::string> kAllPolicies{"policies/core", "policies/baselines", "policies/skrull", "policies/hydraulis",
                                          "policies/hbp"};
@@ -37,29 +36,13 @@ const std::map<std::string, std::set<std::string>> kMayInclude{
     {"policies/hbp", {"policies/core", "policies/baselines"}},
     {"policies", kAllPolicies},  // registry.cpp
     // Above policies/, only core's headers: a policy is reached through the registry (make_policy).
-    {"traces", {"policies/core"}},
-    {"sim", {"policies/core", "traces"}},
+    // The iteration program: what each GPU does, for the estimate, the simulator and live replay alike.
+    {"program", {"policies/core"}},
+    {"traces", {"policies/core", "program"}},
+    {"sim", {"policies/core", "program", "traces"}},
     {"kernels", {"policies/core"}},
-    {"calibrate", {"policies/core", "kernels"}},
-};
-
-/// Includes known to break the layering, (including file, included header).
-const std::set<std::pair<std::string, std::string>> kKnownExceptions{
-    // Live replay reuses the simulator's SimGrid-free iteration program, its replay and the timeline writer,
-    // until the program/ layer of issue 17 exists.
-    {"calibrate/host/live_compose.cpp", "sim/program_replay.hpp"},
-    {"calibrate/host/live_plan.hpp", "sim/iteration_program.hpp"},
-    {"calibrate/host/live_plan.hpp", "sim/program_replay.hpp"},
-    {"calibrate/host/live_report.cpp", "sim/timeline.hpp"},
-    {"calibrate/host/live_work.hpp", "sim/iteration_program.hpp"},
-    // Live replay reads scenarios and writes results in traces/' formats, which the README's layering does not
-    // allow calibrate/ either, until the program/ layer of issue 17 exists.
-    {"calibrate/host/live_plan.cpp", "traces/evaluation.hpp"},
-    {"calibrate/host/live_plan.cpp", "traces/model_scaling.hpp"},
-    {"calibrate/host/live_plan.hpp", "traces/scenario_loader.hpp"},
-    {"calibrate/host/live_predicted.cpp", "traces/results_io.hpp"},
-    {"calibrate/host/live_report.cpp", "traces/evaluation.hpp"},
-    {"calibrate/host/live_report.cpp", "traces/results_io.hpp"},
+    // Live replay runs the iteration program on GPUs, reads scenarios and writes results and timelines.
+    {"calibrate", {"policies/core", "program", "traces", "kernels"}},
 };
 
 /// The layer of a path relative to the source root: policies/<folder> for a policy folder, "policies" for the
@@ -112,19 +95,10 @@ std::vector<Include> scan_includes() {
 TEST(Layering, EveryIncludePointsDown) {
   const auto includes = scan_includes();
   ASSERT_GT(includes.size(), 300u) << "the scan found too few includes under " << kSource;
-  std::set<std::pair<std::string, std::string>> excepted;
   for (const auto& [file, header] : includes) {
     const std::string why = violation(file, header);
-    if (why.empty()) continue;
-    if (kKnownExceptions.contains({file, header})) {
-      excepted.insert({file, header});
-      continue;
-    }
-    ADD_FAILURE() << why;
+    EXPECT_TRUE(why.empty()) << why;
   }
-  for (const auto& exception : kKnownExceptions)
-    EXPECT_TRUE(excepted.contains(exception))
-        << exception.first << " no longer includes " << exception.second << ": remove it from kKnownExceptions";
 }
 
 TEST(Layering, TheMapRefusesUpwardAndSidewaysIncludes) {
@@ -138,7 +112,11 @@ TEST(Layering, TheMapRefusesUpwardAndSidewaysIncludes) {
   EXPECT_NE(violation("traces/scenario.cpp", "sim/cli.hpp"), "");
   EXPECT_NE(violation("traces/scenario.cpp", "policies/hbp/hbp_policy.hpp"), "");
   EXPECT_NE(violation("kernels/gemm.cpp", "calibrate/host/fit.hpp"), "");
-  EXPECT_NE(violation("calibrate/host/fit.cpp", "sim/timeline.hpp"), "");
+  EXPECT_EQ(violation("calibrate/host/live_plan.hpp", "program/replay.hpp"), "");
+  EXPECT_NE(violation("calibrate/host/live_plan.hpp", "sim/executor.hpp"), "");
+  EXPECT_NE(violation("policies/core/estimate.cpp", "program/replay.hpp"), "");
+  EXPECT_NE(violation("program/estimate.cpp", "traces/timeline.hpp"), "");
+  EXPECT_NE(violation("program/replay.cpp", "sim/executor.hpp"), "");
   EXPECT_NE(violation("sim/cli.cpp", "tests/sim_test_support.hpp"), "");
 }
 

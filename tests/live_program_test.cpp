@@ -14,14 +14,14 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
 #include "policies/core/json_reader.hpp"
-#include "sim/iteration_program.hpp"
+#include "program/iteration_program.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
 namespace {
 
-using sim::ComputeWork;
-using sim::Step;
+using program::ComputeWork;
+using program::Step;
 using testing::micro_batch;
 using testing::on_rank;
 using testing::replica;
@@ -31,7 +31,7 @@ using testing::tiny_cost;
 
 constexpr double kTol = 1e-9;
 
-std::vector<const ComputeWork*> works_of(const sim::IterationProgram& program, int gpu) {
+std::vector<const ComputeWork*> works_of(const program::IterationProgram& program, int gpu) {
   std::vector<const ComputeWork*> out;
   for (const Step& s : program.gpus[static_cast<std::size_t>(gpu)])
     if (s.type == Step::Type::Compute || s.type == Step::Type::ComputeWithCollective) {
@@ -50,7 +50,7 @@ IterationPlan dacp_plan(bool overlap) {
 
 TEST(LiveProgram, ComputeWorkNamesEachRanksSequencesAndShards) {
   const CostModel cost = tiny_cost(1, 2);
-  const auto program = sim::build_program(dacp_plan(false), cost, {});
+  const auto program = program::build_program(dacp_plan(false), cost, {});
   for (int g : {0, 1}) {
     const auto works = works_of(program, g);
     ASSERT_EQ(works.size(), 1u) << "GPU " << g;
@@ -79,7 +79,7 @@ TEST(LiveProgram, ComputeWorkNamesEachRanksSequencesAndShards) {
 
 TEST(LiveProgram, OverlapSplitsLocalAndDistributedWork) {
   const CostModel cost = tiny_cost(1, 2);
-  const auto program = sim::build_program(dacp_plan(true), cost, {});
+  const auto program = program::build_program(dacp_plan(true), cost, {});
   const auto works = works_of(program, 0);
   ASSERT_EQ(works.size(), 2u);
   EXPECT_EQ(works[0]->sequence_ids, (std::vector<std::int64_t>{1}));  // beside the all-to-all
@@ -94,7 +94,7 @@ TEST(LiveProgram, PipelineStagesSplitForwardAndBackwardAndOnlyTheLastHasTheHead)
   IterationPlan plan;
   plan.replicas = {
       replica(scheme(1, 2, 1), {0, 1}, {micro_batch({on_rank(1, 10, 0)}), micro_batch({on_rank(2, 7, 0)})})};
-  const auto program = sim::build_program(plan, cost, {});
+  const auto program = program::build_program(plan, cost, {});
   for (int g : {0, 1}) {
     std::map<int, std::vector<ComputeWork::Pass>> passes;  // per micro-batch
     for (const Step& s : program.gpus[static_cast<std::size_t>(g)]) {
@@ -117,11 +117,11 @@ TEST(LiveProgram, OptimizerWorkUpdatesTheGpusShardAndCollectivesCarryTheirCalls)
   Profile profile = testing::tiny_profile();
   profile.compute.optimizer_us_per_mparam = 1e6;
   const CostModel cost = tiny_cost(1, 2, profile);
-  const auto program = sim::build_program(dacp_plan(false), cost, {});
+  const auto program = program::build_program(dacp_plan(false), cost, {});
   const ParallelScheme s = scheme(1, 1, 2);
   bool optimizer = false;
   for (const Step& step : program.gpus[1])
-    if (step.kind == sim::WorkKind::Optimizer) {
+    if (step.kind == program::WorkKind::Optimizer) {
       const ComputeWork& w = program.works[static_cast<std::size_t>(step.work)];
       EXPECT_EQ(w.pass, ComputeWork::Pass::Optimizer);
       EXPECT_NEAR(w.parameters, cost.parameters_per_gpu(s) / 2, kTol);  // ZeRO-2 over the 2 GPUs
@@ -145,7 +145,7 @@ TEST(LiveProgram, EverySequenceRunsOnTheGpusItsPlanPlacesItOn) {
   ASSERT_EQ(live.policies.size(), 2u);
   for (const LivePolicyPlans& policy : live.policies) {
     const IterationPlan& plan = policy.plans.at(0);
-    const sim::IterationProgram& program = policy.programs.at(0);
+    const program::IterationProgram& program = policy.programs.at(0);
     // (gpu, replica, micro-batch) -> sequence id -> (tokens, cp), from the program's works.
     std::map<std::tuple<int, int, int>, std::map<std::int64_t, SequenceShare>> seen;
     for (std::size_t g = 0; g < program.gpus.size(); ++g)

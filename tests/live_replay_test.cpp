@@ -6,14 +6,15 @@
 
 #include "calibrate/host/live_plan.hpp"
 #include "policies/core/estimate.hpp"
-#include "sim/program_replay.hpp"
+#include "program/estimate.hpp"
+#include "program/replay.hpp"
 #include "tests/sim_test_support.hpp"
 
 namespace lcsim {
 namespace {
 
-using sim::Step;
-using sim::WorkKind;
+using program::Step;
+using program::WorkKind;
 using testing::micro_batch;
 using testing::on_rank;
 using testing::replica;
@@ -40,18 +41,18 @@ Step join(int collective, Step::Type type = Step::Type::Collective, double secon
   s.lead_s = lead;
   return s;
 }
-sim::CollectiveSpec collective(std::vector<int> gpus, double seconds) {
-  sim::CollectiveSpec c;
+program::CollectiveSpec collective(std::vector<int> gpus, double seconds) {
+  program::CollectiveSpec c;
   c.gpus = std::move(gpus);
   c.time = {seconds / 2, seconds / 2};
   return c;
 }
 
 TEST(LiveReplay, ACollectiveStartsWhenItsLastMemberIsReady) {
-  sim::IterationProgram p;
+  program::IterationProgram p;
   p.collectives = {collective({0, 1}, 2)};
   p.gpus = {{compute(3), join(0)}, {compute(5), join(0), compute(1)}};
-  const sim::IterationOutcome o = sim::replay_program(p, 10, true);
+  const program::IterationOutcome o = program::replay_program(p, 10, true);
   EXPECT_NEAR(o.start_s, 10, kTol);
   EXPECT_NEAR(o.seconds, 8, kTol);  // 5, then the collective 5..7, then 1
   EXPECT_NEAR(o.busy_seconds[0], 3 + 2, kTol);
@@ -66,52 +67,52 @@ TEST(LiveReplay, ACollectiveStartsWhenItsLastMemberIsReady) {
 TEST(LiveReplay, OverlappedComputeLeadsTheCollectiveByAtMostItsLead) {
   // GPU 0: 4 s of local compute beside the all-to-all (lead 1 s); GPU 1 arrives at 3. The all-to-all runs 3..5;
   // GPU 0's compute starts at 3 - 1 = 2 and ends at 6. Busy: 4 + 2 - 2 (overlap 3..5) = 4.
-  sim::IterationProgram p;
+  program::IterationProgram p;
   p.collectives = {collective({0, 1}, 2)};
   p.gpus = {{join(0, Step::Type::ComputeWithCollective, 4, 1)}, {compute(3), join(0)}};
-  const sim::IterationOutcome o = sim::replay_program(p, 0, false);
+  const program::IterationOutcome o = program::replay_program(p, 0, false);
   EXPECT_NEAR(o.seconds, 6, kTol);
   EXPECT_NEAR(o.busy_seconds[0], 4, kTol);
   EXPECT_NEAR(o.busy_seconds[1], 3 + 2, kTol);
 }
 
 TEST(LiveReplay, TransfersRendezvousAndOnlyTheReceiverWaits) {
-  sim::IterationProgram p;
-  p.transfers = {sim::TransferSpec{0, 1, LinkClass::NvLink, {0.1, 0.4}, WorkKind::PpActivation, 80}};
+  program::IterationProgram p;
+  p.transfers = {program::TransferSpec{0, 1, LinkClass::NvLink, {0.1, 0.4}, WorkKind::PpActivation, 80}};
   Step send;
   send.type = Step::Type::Send;
   send.index = 0;
   Step recv = send;
   recv.type = Step::Type::Recv;
   p.gpus = {{compute(2), send, compute(1)}, {recv, compute(1)}};
-  const sim::IterationOutcome o = sim::replay_program(p, 0, false);
+  const program::IterationOutcome o = program::replay_program(p, 0, false);
   // The receiver gets the data at 2 + 0.5 and computes until 3.5; the sender goes on to 3 without waiting.
   EXPECT_NEAR(o.seconds, 3.5, kTol);
   EXPECT_NEAR(o.busy_seconds[1], 1, kTol);  // transfers are idle, as in the estimate
 }
 
 TEST(LiveReplay, PeakMemoryCountsStaticAndInFlightActivations) {
-  sim::IterationProgram p;
+  program::IterationProgram p;
   Step set;
   set.type = Step::Type::SetStatic;
   set.bytes = 100;
   p.gpus = {{set, compute(1, 30, 0), compute(1, 20, 50), compute(1, 10, 10)}};
-  EXPECT_NEAR(sim::replay_program(p, 0, false).peak_bytes[0], 150, kTol);
+  EXPECT_NEAR(program::replay_program(p, 0, false).peak_bytes[0], 150, kTol);
 }
 
 TEST(LiveReplay, AProgramThatCannotFinishIsAnError) {
-  sim::IterationProgram p;
+  program::IterationProgram p;
   p.collectives = {collective({0, 1}, 1)};
   p.gpus = {{join(0)}, {}};
-  EXPECT_THROW(sim::replay_program(p, 0, false), std::logic_error);
+  EXPECT_THROW(program::replay_program(p, 0, false), std::logic_error);
 }
 
 TEST(LiveReplay, RetimingKeepsTheLeadsShareOfTheCompute) {
-  sim::IterationProgram p;
+  program::IterationProgram p;
   p.collectives = {collective({0}, 1)};
   p.gpus = {{compute(2), join(0, Step::Type::ComputeWithCollective, 4, 1), join(0)}};
-  const sim::IterationProgram r =
-      sim::retime_compute(p, [](int, std::size_t i, const Step& s) { return i == 0 ? 5.0 : s.seconds * 2; });
+  const program::IterationProgram r =
+      program::retime_compute(p, [](int, std::size_t i, const Step& s) { return i == 0 ? 5.0 : s.seconds * 2; });
   EXPECT_NEAR(r.gpus[0][0].seconds, 5, kTol);
   EXPECT_NEAR(r.gpus[0][1].seconds, 8, kTol);
   EXPECT_NEAR(r.gpus[0][1].lead_s, 2, kTol);
@@ -127,8 +128,8 @@ TEST(LiveReplay, MatchesTheEstimateWithoutOverlapOrPipelines) {
       replica(scheme(2, 1, 2), {0, 1, 2, 3},
               {micro_batch({on_rank(1, 10, 0), on_rank(2, 30, 1), sharded(3, 20)}),
                micro_batch({on_rank(4, 12, 1), sharded(7, 6)}), micro_batch({sharded(5, 40), on_rank(6, 8, 0)})})};
-  const sim::IterationOutcome o = sim::replay_program(sim::build_program(plan, cost, {}), 0, false);
-  const IterationEstimate e = estimate_iteration(plan, cost);
+  const program::IterationOutcome o = program::replay_program(program::build_program(plan, cost, {}), 0, false);
+  const IterationEstimate e = program::estimate_iteration(plan, cost);
   EXPECT_NEAR(o.seconds, e.seconds, 1e-9 * e.seconds);
   for (std::size_t g = 0; g < 4; ++g) {
     EXPECT_NEAR(o.busy_seconds[g], e.busy_seconds[g], 1e-9 * e.seconds) << "GPU " << g;
@@ -140,7 +141,7 @@ TEST(LiveReplay, MatchesTheEstimateOnDeepSpeedPlans) {
   LoadedScenario loaded = load_and_prepare(LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-chatqa2-dp1-cp8.json", 1);
   const LivePlans live = plan_live(std::move(loaded), {"deepspeed"});
   ASSERT_EQ(live.policies.size(), 1u);
-  const IterationEstimate e = estimate_iteration(live.policies[0].plans[0], *live.loaded.cost);
+  const IterationEstimate e = program::estimate_iteration(live.policies[0].plans[0], *live.loaded.cost);
   EXPECT_NEAR(live.policies[0].model_replay[0].seconds, e.seconds, 1e-9 * e.seconds);
 }
 
@@ -149,7 +150,7 @@ TEST(LiveReplay, MatchesTheSimulatorOnOneNode) {
   LoadedScenario loaded = load_and_prepare(LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-chatqa2-dp1-cp8.json", 1);
   const LivePlans live = plan_live(std::move(loaded), {});
   std::vector<IterationPlan> plans;
-  std::vector<const sim::IterationOutcome*> replays;
+  std::vector<const program::IterationOutcome*> replays;
   for (const LivePolicyPlans& p : live.policies) {
     plans.push_back(p.plans[0]);
     replays.push_back(&p.model_replay[0]);

@@ -39,7 +39,7 @@ Fixture fixture() {
       m.seconds = replay.seconds * 1.1;
       m.busy_seconds = replay.busy_seconds;
       m.peak_bytes = replay.peak_bytes;
-      m.spans = {{0, 0.0, m.seconds / 2, sim::WorkKind::Compute, 0, 0}};
+      m.spans = {{0, 0.0, m.seconds / 2, program::WorkKind::Compute, 0, 0}};
       f.execution.iterations.back().push_back(m);
     }
   }

@@ -7,13 +7,13 @@
 #include "calibrate/host/live_compose.hpp"
 #include "calibrate/host/live_work.hpp"
 #include "policies/core/errors.hpp"
-#include "sim/program_replay.hpp"
+#include "program/replay.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
 namespace {
 
-using sim::ComputeWork;
+using program::ComputeWork;
 using testing::micro_batch;
 using testing::on_rank;
 using testing::replica;
@@ -111,7 +111,7 @@ TEST(LiveWork, IdenticalWorkIsOneJobAndOverlapNeedsAMemoryProbe) {
   JobTable table;
   // Without overlap: rank 0 {10, 20/2}, rank 1 {6, 20/2}; micro-batch 1: both ranks {20/2}, one job. Jobs are
   // numbered in first use, GPU by GPU.
-  const ProgramJobs flat = table.add(sim::build_program(two_rank_plan(false), cost, {}), cost.model());
+  const ProgramJobs flat = table.add(program::build_program(two_rank_plan(false), cost, {}), cost.model());
   ASSERT_EQ(table.jobs().size(), 3u);
   EXPECT_EQ(flat.steps[0][1].job, 0);
   EXPECT_EQ(flat.steps[0][1].part, StepJob::Part::Whole);
@@ -126,7 +126,7 @@ TEST(LiveWork, IdenticalWorkIsOneJobAndOverlapNeedsAMemoryProbe) {
 
   // With overlap, rank 0 runs {10} beside the all-to-all and {20/2} after it: timed apart, held together.
   JobTable overlap_table;
-  const ProgramJobs overlap = overlap_table.add(sim::build_program(two_rank_plan(true), cost, {}), cost.model());
+  const ProgramJobs overlap = overlap_table.add(program::build_program(two_rank_plan(true), cost, {}), cost.model());
   const auto& jobs = overlap_table.jobs();
   ASSERT_EQ(overlap.memory[0].size(), 2u);
   const DeviceJob& probe = jobs[static_cast<std::size_t>(overlap.memory[0][0])];
@@ -144,7 +144,7 @@ TEST(LiveWork, PipelinePassesShareOneJobAndTakeItsParts) {
   IterationPlan plan;
   plan.replicas = {replica(scheme(1, 2, 1), {0, 1}, {micro_batch({on_rank(1, 10, 0)})})};
   JobTable table;
-  const ProgramJobs mapped = table.add(sim::build_program(plan, cost, {}), cost.model());
+  const ProgramJobs mapped = table.add(program::build_program(plan, cost, {}), cost.model());
   std::vector<StepJob> parts;
   for (const StepJob& s : mapped.steps[1])
     if (s.part != StepJob::Part::None) parts.push_back(s);
@@ -175,12 +175,12 @@ std::vector<JobResult> model_results(const CostModel& cost, const std::vector<De
 TEST(LiveWork, ComposingWithTheModelsOwnSecondsGivesTheModelsIteration) {
   const CostModel cost = tiny_cost(1, 2);
   for (bool overlap : {false, true}) {
-    const sim::IterationProgram program = sim::build_program(two_rank_plan(overlap), cost, {});
+    const program::IterationProgram program = program::build_program(two_rank_plan(overlap), cost, {});
     JobTable table;
     const ProgramJobs mapped = table.add(program, cost.model());
     const MeasuredIteration m =
         compose_rank_serial(program, mapped, table.jobs(), model_results(cost, table.jobs()), true);
-    const sim::IterationOutcome model = sim::replay_program(program, 0, false);
+    const program::IterationOutcome model = program::replay_program(program, 0, false);
     EXPECT_NEAR(m.seconds, model.seconds, 1e-9 * model.seconds) << "overlap " << overlap;
     for (std::size_t g = 0; g < 2; ++g) EXPECT_NEAR(m.busy_seconds[g], model.busy_seconds[g], 1e-9 * model.seconds);
     EXPECT_TRUE(m.oom_gpus.empty());
@@ -196,7 +196,7 @@ TEST(LiveWork, ComposedTimeIsTheReplayOfMeasuredComputeAndModelCollectives) {
   IterationPlan plan;
   plan.replicas = {
       replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 10, 0), on_rank(3, 6, 1), sharded(2, 20)})})};
-  const sim::IterationProgram program = sim::build_program(plan, cost, {});
+  const program::IterationProgram program = program::build_program(plan, cost, {});
   JobTable table;
   const ProgramJobs mapped = table.add(program, cost.model());
   ASSERT_EQ(table.jobs().size(), 2u);

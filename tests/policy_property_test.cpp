@@ -10,6 +10,7 @@
 #include "policies/core/metrics.hpp"
 #include "policies/core/policy.hpp"
 #include "policies/core/validator.hpp"
+#include "program/estimate.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
@@ -97,7 +98,7 @@ TEST(PolicyProperty, EveryPolicyPlansStructurallyValidIterations) {
           }
           // The closed-form estimate and the metrics take every valid plan.
           for (const auto& plan : plans) {
-            const IterationEstimate e = estimate_iteration(plan, cost);
+            const IterationEstimate e = program::estimate_iteration(plan, cost);
             ASSERT_TRUE(e.seconds > 0 && std::isfinite(e.seconds)) << where;
             const BalanceMetrics m = compute_metrics(plan, e, cost.cluster().world_size());
             for (double ratio : {m.dbr, m.pr, m.abr, m.cr}) ASSERT_TRUE(ratio >= 0 && ratio <= 1) << where;

@@ -14,8 +14,8 @@
 namespace lcsim {
 namespace {
 
+using program::CollectiveSpec;
 using sim::CollectiveRun;
-using sim::CollectiveSpec;
 using sim::Platform;
 namespace sg4 = simgrid::s4u;
 
@@ -116,8 +116,8 @@ TEST(SimCollectives, FlowPlansUseOneFlowPerNodeWhereTheyCan) {
   const std::string text = testing::in_child_process([] {
     const auto engine = testing::make_sim_engine();
     const ClusterSpec c = cluster(2, 4);
-    std::vector<sim::LinkUse> uses = sim::link_uses(c, {0, 1, 2, 3}, sim::WorkKind::CpAllToAll);
-    for (auto& use : sim::link_uses(c, {0, 1, 4, 5}, sim::WorkKind::GradAllReduce)) uses.push_back(std::move(use));
+    std::vector<sim::LinkUse> uses = sim::link_uses(c, {0, 1, 2, 3}, program::WorkKind::CpAllToAll);
+    for (auto& use : sim::link_uses(c, {0, 1, 4, 5}, program::WorkKind::GradAllReduce)) uses.push_back(std::move(use));
     const Platform platform(c, uses);
     std::ostringstream out;
     // Registered, one node: one flow from the up aggregate to the down aggregate.
@@ -151,7 +151,7 @@ TEST(SimCollectives, ExclusiveCollectivesTakeTheirTimeAloneAndNeverOverlap) {
   const std::string text = testing::in_child_process([] {
     const auto engine = testing::make_sim_engine();
     const ClusterSpec c = cluster(1, 4);
-    const Platform platform(c, sim::link_uses(c, {0, 1}, sim::WorkKind::CpAllToAll));
+    const Platform platform(c, sim::link_uses(c, {0, 1}, program::WorkKind::CpAllToAll));
     sim::FlowCache flows(platform, {{0, 1}});
     const CollectiveSpec s = spec({0, 1}, LinkClass::NvLink, 1e-3, 2e-3);
     std::ostringstream out;
@@ -182,14 +182,14 @@ TEST(SimCollectives, FlowCacheGivesThePlannedEndsOfEachGroupAndKind) {
     const auto engine = testing::make_sim_engine();
     const ClusterSpec c = cluster(2, 4);
     std::vector<sim::LinkUse> uses;
-    for (auto kind : {sim::WorkKind::CpAllToAll, sim::WorkKind::CpRing})
+    for (auto kind : {program::WorkKind::CpAllToAll, program::WorkKind::CpRing})
       for (auto& use : sim::link_uses(c, {0, 1, 4, 5}, kind)) uses.push_back(std::move(use));
-    for (auto& use : sim::link_uses(c, {0, 1, 2, 3}, sim::WorkKind::CpAllToAll)) uses.push_back(std::move(use));
+    for (auto& use : sim::link_uses(c, {0, 1, 2, 3}, program::WorkKind::CpAllToAll)) uses.push_back(std::move(use));
     const Platform platform(c, uses);
     sim::FlowCache cache(platform);
     CollectiveSpec all_to_all = spec({0, 1, 4, 5}, LinkClass::InfiniBand, 1e-3, 1e-3);
     CollectiveSpec ring = all_to_all;
-    ring.kind = sim::WorkKind::CpRing;
+    ring.kind = program::WorkKind::CpRing;
     const CollectiveSpec node = spec({0, 1, 2, 3}, LinkClass::NvLink, 1e-3, 5e-4);
     const auto same = [&](const CollectiveSpec& s) {
       const auto& cached = cache.flows(s);

@@ -9,6 +9,7 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
 #include "policies/core/profile.hpp"
+#include "program/estimate.hpp"
 #include "tests/sim_test_support.hpp"
 
 namespace lcsim {
@@ -52,7 +53,7 @@ TEST(SimExecutor, MatchesTheClosedFormEstimateOnOneNodeWithoutContention) {
   const auto outcomes = simulate_in_child(plans, cost);
   ASSERT_EQ(outcomes.size(), plans.size());
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    const IterationEstimate estimate = estimate_iteration(plans[i], cost);
+    const IterationEstimate estimate = program::estimate_iteration(plans[i], cost);
     // The issue asks for 1%; the design is exact (flows alone take the cost model's time), up to byte rounding.
     expect_relative(outcomes[i].seconds, estimate.seconds, 1e-6, "plan " + std::to_string(i));
     ASSERT_EQ(outcomes[i].busy_seconds.size(), 8u);
@@ -74,7 +75,7 @@ TEST(SimExecutor, OverlappedRanksStartOneLayerOfLocalWorkEarly) {
   //   micro-batch 0: all-to-all [0, 18.56]; rank 0 ends at 377.28 + 19.328 = 396.608, rank 1 at 37.888.
   //   micro-batch 1: the all-to-all waits for rank 0: [396.608, 415.168]. Rank 1 may run one layer (188.64 s)
   //   of its local compute before it: from 396.608 - 188.64 = 207.968 to 585.248, then its shard: 604.576.
-  //   iteration: 604.576 + 0.5 = 605.076 s. The estimate sums per-micro-batch maxima: 2 x 396.608 + 0.5.
+  //   iteration: 604.576 + 0.5 = 605.076 s. The estimate replays the same program: the same.
   const CostModel cost = sim_tiny_cost(1, 2);
   std::vector<IterationPlan> plans(1);
   plans[0].replicas = {replica(
@@ -83,7 +84,7 @@ TEST(SimExecutor, OverlappedRanksStartOneLayerOfLocalWorkEarly) {
   const auto outcomes = simulate_in_child(plans, cost);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_NEAR(outcomes[0].seconds, 605.076, 1e-6);
-  EXPECT_NEAR(estimate_iteration(plans[0], cost).seconds, 793.716, 1e-6);
+  EXPECT_NEAR(program::estimate_iteration(plans[0], cost).seconds, 605.076, 1e-6);
   // Busy: rank 1 overlaps micro-batch 1's all-to-all with its local compute; rank 0 does not wait-count.
   EXPECT_NEAR(outcomes[0].busy_seconds[0], 377.28 + 2 * 19.328 + 18.56 + 0.5, 1e-6);
   EXPECT_NEAR(outcomes[0].busy_seconds[1], 18.56 + 377.28 + 2 * 19.328 + 0.5, 1e-6);
@@ -92,8 +93,7 @@ TEST(SimExecutor, OverlappedRanksStartOneLayerOfLocalWorkEarly) {
 TEST(SimExecutor, OneForwardOneBackwardPipelineIsPacedByItsSlowestStage) {
   // Two stages of one toy layer; four equal micro-batches of 10 tokens; free transfers. Stage 0: forward 14.4 s
   // (GEMM 12.8 + attention 1.6), backward 29.6 s; stage 1 adds the head: 59.36 s per micro-batch in all. The
-  // last stage runs back to back once fed: 14.4 + 4 x 59.36 + 29.6 = 281.44 s (the estimate's fill and drain
-  // charge a whole slowest slot instead: 5 x 59.36 = 296.8 s).
+  // last stage runs back to back once fed: 14.4 + 4 x 59.36 + 29.6 = 281.44 s, in the estimate too.
   Profile profile = tiny_profile();
   for (auto& fit : profile.collectives)
     if (fit.op == CollectiveOp::SendRecv) fit.segments[0].latency_us = 0;
@@ -105,7 +105,7 @@ TEST(SimExecutor, OneForwardOneBackwardPipelineIsPacedByItsSlowestStage) {
   const auto outcomes = simulate_in_child(plans, cost);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_NEAR(outcomes[0].seconds, 281.44, 1e-6);
-  EXPECT_NEAR(estimate_iteration(plans[0], cost).seconds, 296.8, 1e-6);
+  EXPECT_NEAR(program::estimate_iteration(plans[0], cost).seconds, 281.44, 1e-6);
   // Busy: stage 0 computes 4 x 44 s, stage 1 4 x 59.36 s; pipeline waits are idle.
   EXPECT_NEAR(outcomes[0].busy_seconds[0], 176.0, 1e-6);
   EXPECT_NEAR(outcomes[0].busy_seconds[1], 237.44, 1e-6);
@@ -128,7 +128,7 @@ TEST(SimExecutor, PhasesRunInOrderWithTheStrategySwitch) {
                        replica(scheme(1, 1, 2), {0, 1}, {micro_batch({sharded(3, 20)})}, false, 1)};
   const auto outcomes = simulate_in_child(plans, cost);
   ASSERT_EQ(outcomes.size(), 1u);
-  const IterationEstimate estimate = estimate_iteration(plans[0], cost);
+  const IterationEstimate estimate = program::estimate_iteration(plans[0], cost);
   EXPECT_NEAR(outcomes[0].seconds, estimate.seconds, 1e-6 * estimate.seconds);
   EXPECT_NEAR(outcomes[0].busy_seconds[0], estimate.busy_seconds[0], 1e-6 * estimate.seconds);
 }
@@ -153,22 +153,22 @@ TEST(SimExecutor, SpansTellComputeFromCommunication) {
   options.record_spans = true;
   const auto outcomes = simulate_in_child(plans, cost, options);
   ASSERT_EQ(outcomes.size(), 1u);
-  std::vector<sim::GpuSpan> gpu0;
+  std::vector<program::GpuSpan> gpu0;
   for (const auto& s : outcomes[0].spans)
     if (s.gpu == 0) gpu0.push_back(s);
   // Compute 217.92 s, all-to-all 28.8 s, reduce-scatter and all-gather 0.25 s each (estimate_test.cpp's figures).
   ASSERT_EQ(gpu0.size(), 4u);
-  EXPECT_EQ(gpu0[0].kind, sim::WorkKind::Compute);
+  EXPECT_EQ(gpu0[0].kind, program::WorkKind::Compute);
   EXPECT_NEAR(gpu0[0].end_s - gpu0[0].start_s, 217.92, 1e-9);
   EXPECT_EQ(gpu0[0].micro_batch, 0);
-  EXPECT_EQ(gpu0[1].kind, sim::WorkKind::CpAllToAll);
+  EXPECT_EQ(gpu0[1].kind, program::WorkKind::CpAllToAll);
   EXPECT_NEAR(gpu0[1].start_s, gpu0[0].end_s, 1e-9);
   EXPECT_NEAR(gpu0[1].end_s - gpu0[1].start_s, 28.8, 1e-6);
-  EXPECT_EQ(gpu0[2].kind, sim::WorkKind::GradReduceScatter);
-  EXPECT_EQ(gpu0[3].kind, sim::WorkKind::GradAllGather);
+  EXPECT_EQ(gpu0[2].kind, program::WorkKind::GradReduceScatter);
+  EXPECT_EQ(gpu0[3].kind, program::WorkKind::GradAllGather);
   // Rank 1 computes for 114.56 s, then waits for rank 0: its all-to-all span starts when rank 0 is ready.
   for (const auto& s : outcomes[0].spans)
-    if (s.gpu == 1 && s.kind == sim::WorkKind::CpAllToAll) {
+    if (s.gpu == 1 && s.kind == program::WorkKind::CpAllToAll) {
       EXPECT_NEAR(s.start_s, gpu0[1].start_s, 1e-9);
     }
 }
@@ -196,7 +196,7 @@ TEST(SimExecutor, HundredsOfGpusEndTheIterationWithTheSlowest) {
   const auto outcomes = simulate_in_child(plans, cost);
   ASSERT_EQ(outcomes.size(), plans.size());
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    const IterationEstimate estimate = estimate_iteration(plans[i], cost);
+    const IterationEstimate estimate = program::estimate_iteration(plans[i], cost);
     // Nodes share no links but the fabric's, which the gradient rings cross evenly: no contention.
     expect_relative(outcomes[i].seconds, estimate.seconds, 1e-6, "plan " + std::to_string(i));
     ASSERT_EQ(outcomes[i].busy_seconds.size(), 320u);
@@ -223,7 +223,8 @@ TEST(SimExecutor, IdleGpusReturningAtOnceDoNotDisturbTheNextIteration) {
   const auto outcomes = simulate_in_child(plans, cost);
   ASSERT_EQ(outcomes.size(), plans.size());
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    expect_relative(outcomes[i].seconds, estimate_iteration(plans[i], cost).seconds, 1e-6, "plan " + std::to_string(i));
+    expect_relative(outcomes[i].seconds, program::estimate_iteration(plans[i], cost).seconds, 1e-6,
+                    "plan " + std::to_string(i));
     if (i > 0) {
       EXPECT_NEAR(outcomes[i].start_s, outcomes[i - 1].start_s + outcomes[i - 1].seconds, 1e-9);
     }
@@ -247,7 +248,7 @@ TEST(SimExecutor, AnIterationThatCannotBeBuiltMidRunIsRethrownAfterTheEngineStop
     std::vector<const IterationPlan*> pointers = {&plans[0], &plans[1]};
     std::size_t finished = 0;
     try {
-      sim::simulate(pointers, cost, {}, [&](sim::IterationOutcome&&) { ++finished; });
+      sim::simulate(pointers, cost, {}, [&](program::IterationOutcome&&) { ++finished; });
     } catch (const InputError& e) {
       return std::to_string(finished) + " then " + std::string(e.what());
     }

@@ -10,16 +10,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "program/iteration_program.hpp"
 #include "sim/collectives.hpp"
 #include "sim/executor.hpp"
-#include "sim/iteration_program.hpp"
 #include "tests/sim_test_support.hpp"
 
 namespace lcsim {
 namespace {
 
+using program::WorkKind;
 using sim::LinkUse;
-using sim::WorkKind;
 using testing::h100_qwen_cost;
 using testing::micro_batch;
 using testing::on_rank;
@@ -36,7 +36,7 @@ std::vector<int> range(int first, int count) {
 
 std::set<LinkUse> declared_uses(const IterationPlan& plan, const CostModel& cost) {
   std::set<LinkUse> uses;
-  for (const auto& group : sim::flow_groups(plan, cost))
+  for (const auto& group : program::flow_groups(plan, cost))
     for (auto& use : sim::link_uses(cost.cluster(), group.gpus, group.kind)) uses.insert(std::move(use));
   return uses;
 }
@@ -44,12 +44,12 @@ std::set<LinkUse> declared_uses(const IterationPlan& plan, const CostModel& cost
 /// Every use that a flow of the plan's program needs, none of them missing from what flow_groups() declares.
 std::vector<std::string> undeclared_flows(const IterationPlan& plan, const CostModel& cost) {
   const std::set<LinkUse> declared = declared_uses(plan, cost);
-  const sim::IterationProgram program = sim::build_program(plan, cost, {});
+  const program::IterationProgram program = program::build_program(plan, cost, {});
   std::vector<std::string> missing;
   const auto check = [&](const std::vector<int>& gpus, WorkKind kind) {
     for (const LinkUse& use : sim::link_uses(cost.cluster(), gpus, kind))
       if (!declared.contains(use))
-        missing.push_back(std::string(sim::to_string(kind)) + " GPU " + std::to_string(use.gpus.front()));
+        missing.push_back(std::string(program::to_string(kind)) + " GPU " + std::to_string(use.gpus.front()));
   };
   for (const auto& spec : program.collectives)
     if (spec.time.transfer_s > 0) check(spec.gpus, spec.kind);
@@ -58,7 +58,8 @@ std::vector<std::string> undeclared_flows(const IterationPlan& plan, const CostM
 }
 
 /// Two simulations of the same plans that must agree to the bit: iteration times, busy times and every span.
-void expect_same_timelines(const std::vector<sim::IterationOutcome>& a, const std::vector<sim::IterationOutcome>& b) {
+void expect_same_timelines(const std::vector<program::IterationOutcome>& a,
+                           const std::vector<program::IterationOutcome>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     EXPECT_GT(a[i].seconds, 0.0);
@@ -79,7 +80,7 @@ TEST(SimFlowGroups, NameTheCpTpSliceGroupsAndPipelineNeighbours) {
   // tp 2, pp 2, cp 2: index (stage * cp + j) * tp + t.
   plan.replicas = {replica(scheme(2, 2, 2), range(0, 8), {micro_batch({sharded(1, 20)})})};
   std::vector<std::pair<std::vector<int>, WorkKind>> groups;
-  for (const auto& g : sim::flow_groups(plan, cost)) groups.emplace_back(g.gpus, g.kind);
+  for (const auto& g : program::flow_groups(plan, cost)) groups.emplace_back(g.gpus, g.kind);
   std::sort(groups.begin(), groups.end());
   const std::vector<std::pair<std::vector<int>, WorkKind>> expected = {
       {{0, 1}, WorkKind::TpCollective},  {{0, 2}, WorkKind::CpAllToAll},   {{0, 2}, WorkKind::GradAllReduce},
@@ -117,7 +118,7 @@ TEST(SimFlowGroups, DeclareEveryFlowTheProgramStarts) {
 
 TEST(SimFlowGroups, ExclusiveGroupsHaveTheirLinksToThemselves) {
   const ClusterSpec c = testing::sim_tiny_cost(2, 4).cluster();  // two nodes of four
-  using G = sim::FlowGroup;
+  using G = program::FlowGroup;
   const std::vector<G> groups = {
       {{0, 1, 2, 3}, WorkKind::CpAllToAll},  // node 0, NVLink ...
       {{3, 2}, WorkKind::TpCollective},      // ... sharing GPUs 2-3's links with a smaller group: neither

@@ -1,6 +1,6 @@
 // The simulator's iteration programs on the toy cost model of policy_test_fixtures.hpp (hand-worked figures as in
 // estimate_test.cpp): no SimGrid involved.
-#include "sim/iteration_program.hpp"
+#include "program/iteration_program.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 namespace lcsim {
 namespace {
 
-using sim::Step;
-using sim::WorkKind;
+using program::Step;
+using program::WorkKind;
 using testing::micro_batch;
 using testing::on_rank;
 using testing::replica;
@@ -37,7 +37,7 @@ std::vector<Step::Type> types(const std::vector<Step>& steps) {
 
 TEST(SimProgram, FlatReplicaComputesThenMeetsInTheAllToAll) {
   const CostModel cost = tiny_cost(1, 2);
-  const auto program = sim::build_program(dacp_plan(false), cost, {});
+  const auto program = program::build_program(dacp_plan(false), cost, {});
   ASSERT_EQ(program.gpus.size(), 2u);
   using T = Step::Type;
   // SetStatic, compute, all-to-all, then the ZeRO reduce-scatter and all-gather (no optimizer time in the toy).
@@ -68,10 +68,10 @@ TEST(SimProgram, WithoutWorkDescriptionsTheStepsAndTimesAreTheSame) {
   // indices, no collective calls -- and nothing else may change.
   const CostModel cost = tiny_cost(1, 2);
   for (bool overlap : {false, true}) {
-    sim::ProgramOptions bare;
+    program::ProgramOptions bare;
     bare.describe_work = false;
-    const auto described = sim::build_program(dacp_plan(overlap), cost, {});
-    const auto program = sim::build_program(dacp_plan(overlap), cost, bare);
+    const auto described = program::build_program(dacp_plan(overlap), cost, {});
+    const auto program = program::build_program(dacp_plan(overlap), cost, bare);
     EXPECT_TRUE(program.works.empty());
     EXPECT_FALSE(described.works.empty());
     ASSERT_EQ(program.gpus.size(), described.gpus.size());
@@ -101,7 +101,7 @@ TEST(SimProgram, WithoutWorkDescriptionsTheStepsAndTimesAreTheSame) {
 
 TEST(SimProgram, OverlapRunsLocalComputeBesideTheAllToAll) {
   const CostModel cost = tiny_cost(1, 2);
-  const auto program = sim::build_program(dacp_plan(true), cost, {});
+  const auto program = program::build_program(dacp_plan(true), cost, {});
   const auto& rank0 = program.gpus[0];
   ASSERT_GE(rank0.size(), 3u);
   EXPECT_EQ(rank0[1].type, Step::Type::ComputeWithCollective);
@@ -118,9 +118,9 @@ TEST(SimProgram, OverlapRunsLocalComputeBesideTheAllToAll) {
 
 TEST(SimProgram, LayerBlocksSplitComputeAndCommunicationWithoutChangingTheirSums) {
   const CostModel cost = tiny_cost(1, 2);
-  sim::ProgramOptions per_layer;
+  program::ProgramOptions per_layer;
   per_layer.layers_per_block = 1;
-  const auto program = sim::build_program(dacp_plan(false), cost, per_layer);
+  const auto program = program::build_program(dacp_plan(false), cost, per_layer);
   std::vector<double> compute;
   double comm = 0;
   for (const auto& step : program.gpus[0]) {
@@ -143,7 +143,7 @@ TEST(SimProgram, PipelineStagesFollowOneForwardOneBackward) {
   plan.replicas = {
       replica(scheme(1, 2, 1), {0, 1},
               {micro_batch({on_rank(1, 10, 0)}), micro_batch({on_rank(2, 10, 0)}), micro_batch({on_rank(3, 10, 0)})})};
-  const auto program = sim::build_program(plan, cost, {});
+  const auto program = program::build_program(plan, cost, {});
   const auto passes = [](const std::vector<Step>& steps) {
     std::string out;
     for (const auto& s : steps) {
@@ -187,7 +187,7 @@ TEST(SimProgram, GradientSyncReduceScattersThenStepsThenAllGathers) {
   Profile profile = tiny_profile();
   profile.compute.optimizer_us_per_mparam = 1e6;  // 1 s per million parameters held
   const CostModel cost = tiny_cost(1, 2, profile);
-  const auto program = sim::build_program(dacp_plan(false), cost, {});
+  const auto program = program::build_program(dacp_plan(false), cost, {});
   const auto& steps = program.gpus[1];
   ASSERT_EQ(steps.size(), 6u);
   EXPECT_EQ(program.collectives[static_cast<std::size_t>(steps[3].index)].kind, WorkKind::GradReduceScatter);
@@ -204,7 +204,7 @@ TEST(SimProgram, PhasesMeetAtABarrierThenPayTheSwitch) {
   IterationPlan plan;
   plan.replicas = {replica(scheme(1, 1, 1), {0}, {micro_batch({on_rank(1, 10, 0)})}, false, 0),
                    replica(scheme(1, 1, 2), {0, 1}, {micro_batch({sharded(2, 20)})}, false, 1)};
-  const auto program = sim::build_program(plan, cost, {});
+  const auto program = program::build_program(plan, cost, {});
   for (const auto& steps : program.gpus) {
     const auto barrier = std::find_if(steps.begin(), steps.end(), [](const Step& s) {
       return s.type == Step::Type::Collective && s.kind == WorkKind::PhaseBarrier;
@@ -233,18 +233,18 @@ TEST(SimProgram, RefusesAPlanTheEstimateWouldRefuse) {
   const CostModel cost = tiny_cost(1, 2);
   IterationPlan plan;
   plan.replicas = {replica(scheme(1, 1, 2), {0, 7}, {micro_batch({sharded(1, 20)})})};
-  EXPECT_THROW(sim::build_program(plan, cost, {}), PlanningError);
+  EXPECT_THROW(program::build_program(plan, cost, {}), PlanningError);
   plan.replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 20, 2)})})};
-  EXPECT_THROW(sim::build_program(plan, cost, {}), PlanningError);
+  EXPECT_THROW(program::build_program(plan, cost, {}), PlanningError);
   // Placements are checked as each micro-batch is read: a bad one after good ones, and in a pipeline, too.
   plan.replicas = {replica(scheme(1, 1, 2), {0, 1},
                            {micro_batch({sharded(1, 20)}), micro_batch({on_rank(2, 10, 0), on_rank(3, 10, -2)})})};
-  EXPECT_THROW(sim::build_program(plan, cost, {}), PlanningError);
+  EXPECT_THROW(program::build_program(plan, cost, {}), PlanningError);
   plan.replicas = {
       replica(scheme(1, 2, 1), {0, 1}, {micro_batch({on_rank(1, 20, 0)}), micro_batch({on_rank(2, 8, 1)})})};
-  EXPECT_THROW(sim::build_program(plan, cost, {}), PlanningError);
+  EXPECT_THROW(program::build_program(plan, cost, {}), PlanningError);
   plan.replicas[0].micro_batches[1].placements[0].cp_rank = 0;  // now valid: builds
-  EXPECT_NO_THROW(sim::build_program(plan, cost, {}));
+  EXPECT_NO_THROW(program::build_program(plan, cost, {}));
 }
 
 }  // namespace

@@ -101,14 +101,14 @@ inline std::string in_child_process(const std::function<std::string()>& body) {
 }
 
 /// simulate() in a child process; the outcomes come back through JSON (spans included).
-inline std::vector<sim::IterationOutcome> simulate_in_child(const std::vector<IterationPlan>& plans,
-                                                            const CostModel& cost,
-                                                            const sim::SimulationOptions& options = {}) {
+inline std::vector<program::IterationOutcome> simulate_in_child(const std::vector<IterationPlan>& plans,
+                                                                const CostModel& cost,
+                                                                const sim::SimulationOptions& options = {}) {
   const std::string text = in_child_process([&] {
     std::vector<const IterationPlan*> pointers;
     for (const auto& p : plans) pointers.push_back(&p);
     nlohmann::json out = nlohmann::json::array();
-    sim::simulate(pointers, cost, options, [&](sim::IterationOutcome&& o) {
+    sim::simulate(pointers, cost, options, [&](program::IterationOutcome&& o) {
       nlohmann::json spans = nlohmann::json::array();
       for (const auto& s : o.spans)
         spans.push_back({s.gpu, s.start_s, s.end_s, static_cast<int>(s.kind), s.replica, s.micro_batch});
@@ -121,10 +121,10 @@ inline std::vector<sim::IterationOutcome> simulate_in_child(const std::vector<It
     });
     return out.dump();
   });
-  std::vector<sim::IterationOutcome> outcomes;
+  std::vector<program::IterationOutcome> outcomes;
   if (text.empty()) return outcomes;
   for (const auto& j : nlohmann::json::parse(text)) {
-    sim::IterationOutcome o;
+    program::IterationOutcome o;
     o.index = j["index"].get<std::size_t>();
     o.start_s = j["start"].get<double>();
     o.seconds = j["seconds"].get<double>();
@@ -132,7 +132,7 @@ inline std::vector<sim::IterationOutcome> simulate_in_child(const std::vector<It
     o.peak_bytes = j["peak"].get<std::vector<double>>();
     for (const auto& s : j["spans"])
       o.spans.push_back({s[0].get<int>(), s[1].get<double>(), s[2].get<double>(),
-                         static_cast<sim::WorkKind>(s[3].get<int>()), s[4].get<int>(), s[5].get<int>()});
+                         static_cast<program::WorkKind>(s[3].get<int>()), s[4].get<int>(), s[5].get<int>()});
     outcomes.push_back(std::move(o));
   }
   return outcomes;

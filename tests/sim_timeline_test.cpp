@@ -1,5 +1,5 @@
 // Chrome trace timelines: valid JSON that Perfetto reads, one track group per GPU, idle gaps filled.
-#include "sim/timeline.hpp"
+#include "traces/timeline.hpp"
 
 #include <gtest/gtest.h>
 
@@ -61,18 +61,18 @@ TEST(SimTimeline, SpansAreNamedBySequencesAndGapsBecomeIdle) {
   plan.replicas = {testing::replica(
       testing::scheme(1, 1, 2), {0, 1},
       {testing::micro_batch({testing::on_rank(11, 10, 0), testing::on_rank(12, 5, 1), testing::sharded(13, 20)})})};
-  sim::IterationOutcome outcome;
+  program::IterationOutcome outcome;
   outcome.start_s = 10;
   outcome.seconds = 5;
   outcome.busy_seconds = {4, 2};
   // GPU 0: compute [10, 12] and the all-to-all [12, 14]; GPU 1: compute [10, 11], then waits, all-to-all.
-  outcome.spans = {{0, 10, 12, sim::WorkKind::Compute, 0, 0},
-                   {0, 12, 14, sim::WorkKind::CpAllToAll, 0, 0},
-                   {1, 10, 11, sim::WorkKind::Compute, 0, 0},
-                   {1, 12, 14, sim::WorkKind::CpAllToAll, 0, 0}};
+  outcome.spans = {{0, 10, 12, program::WorkKind::Compute, 0, 0},
+                   {0, 12, 14, program::WorkKind::CpAllToAll, 0, 0},
+                   {1, 10, 11, program::WorkKind::Compute, 0, 0},
+                   {1, 12, 14, program::WorkKind::CpAllToAll, 0, 0}};
   const auto file = temp_file("outcome");
   {
-    sim::TimelineWriter writer(file.string(), cluster);
+    TimelineWriter writer(file.string(), cluster);
     writer.add_iteration("skrull", 0, plan, outcome);
     writer.close();
   }

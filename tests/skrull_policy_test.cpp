@@ -10,6 +10,7 @@
 #include "policies/skrull/objective.hpp"
 #include "policies/skrull/skrull_policy.hpp"
 #include "policies/skrull/skrull_view.hpp"
+#include "program/estimate.hpp"
 
 namespace lcsim::skrull {
 namespace {
@@ -121,7 +122,8 @@ TEST(SkrullPolicy, EstimatedFasterThanTheDeepspeedBaseline) {
     const auto skrull_plans = make_policy(spec_of("skrull"))->plan(context, batches);
     const auto baseline_plans = make_policy(spec_of("deepspeed"))->plan(context, batches);
     for (std::size_t i = 0; i < batches.size(); ++i)
-      EXPECT_LT(estimate_iteration(skrull_plans[i], cost).seconds, estimate_iteration(baseline_plans[i], cost).seconds)
+      EXPECT_LT(program::estimate_iteration(skrull_plans[i], cost).seconds,
+                program::estimate_iteration(baseline_plans[i], cost).seconds)
           << distribution;
   }
 }

@@ -7,6 +7,7 @@
 #include "policies/core/estimate.hpp"
 #include "policies/core/metrics.hpp"
 #include "policies/core/validator.hpp"
+#include "program/estimate.hpp"
 
 namespace lcsim {
 namespace {
@@ -141,7 +142,7 @@ PolicyResult estimate_plans(const LoadedScenario& loaded, const PolicyPlans& pla
   for (std::size_t i = 0; i < planned.plans.size(); ++i) {
     const IterationPlan& plan = planned.plans[i];
     result.iterations.push_back(
-        iteration_result(plan, static_cast<int>(i), estimate_iteration(plan, *loaded.cost), world));
+        iteration_result(plan, static_cast<int>(i), program::estimate_iteration(plan, *loaded.cost), world));
   }
   summarize(result);
   return result;

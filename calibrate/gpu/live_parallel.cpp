@@ -24,7 +24,7 @@ namespace lcsim::gpu {
 namespace {
 
 using kernels::check_cuda;
-using sim::Step;
+using program::Step;
 
 constexpr std::uint64_t kSeed = 20250101;
 
@@ -96,9 +96,9 @@ struct Rig {
 };
 
 /// The largest send and receive buffers GPU g needs for the collectives of `program`.
-std::pair<std::size_t, std::size_t> buffer_sizes(const sim::IterationProgram& program, int g) {
+std::pair<std::size_t, std::size_t> buffer_sizes(const program::IterationProgram& program, int g) {
   std::size_t send = 0, recv = 0;
-  for (const sim::CollectiveSpec& spec : program.collectives) {
+  for (const program::CollectiveSpec& spec : program.collectives) {
     if (std::find(spec.gpus.begin(), spec.gpus.end(), g) == spec.gpus.end()) continue;
     for (const CollectiveCall& call : spec.calls) {
       const NcclArgs a = nccl_args(call.op, call.bytes, static_cast<int>(spec.gpus.size()));
@@ -109,7 +109,7 @@ std::pair<std::size_t, std::size_t> buffer_sizes(const sim::IterationProgram& pr
   return {send, recv};
 }
 
-void issue(const NcclLibrary& nccl, const sim::CollectiveSpec& spec, ncclComm_t comm, const Rig& rig) {
+void issue(const NcclLibrary& nccl, const program::CollectiveSpec& spec, ncclComm_t comm, const Rig& rig) {
   const int n = static_cast<int>(spec.gpus.size());
   for (const CollectiveCall& call : spec.calls) {
     const NcclArgs a = nccl_args(call.op, call.bytes, n);
@@ -158,7 +158,7 @@ double union_length(std::vector<std::pair<double, double>> intervals) {
 /// One timed run of GPU g's steps: (seconds from its start to its end, spans).
 struct GpuRun {
   double seconds = 0;
-  std::vector<sim::GpuSpan> spans;
+  std::vector<program::GpuSpan> spans;
 };
 
 class ParallelRun {
@@ -172,7 +172,7 @@ class ParallelRun {
       jobs_.emplace_back();
       for (const auto& program : policy.programs) {
         jobs_.back().push_back(table_.add(program, live.loaded.scenario.model));
-        for (const sim::CollectiveSpec& spec : program.collectives)
+        for (const program::CollectiveSpec& spec : program.collectives)
           if (!spec.calls.empty()) comms_.add(spec.gpus);
       }
     }
@@ -245,7 +245,7 @@ class ParallelRun {
     if (error) std::rethrow_exception(error);
   }
 
-  MeasuredIteration iteration(const sim::IterationProgram& program, const ProgramJobs& mapped) {
+  MeasuredIteration iteration(const program::IterationProgram& program, const ProgramJobs& mapped) {
     const std::vector<DeviceJob>& jobs = table_.jobs();
     MeasuredIteration m;
     m.peak_bytes.assign(static_cast<std::size_t>(world_), 0.0);
@@ -327,14 +327,14 @@ class ParallelRun {
     for (int g = 0; g < world_; ++g) {
       const GpuRun& run = runs[chosen][static_cast<std::size_t>(g)];
       std::vector<std::pair<double, double>> intervals;
-      for (const sim::GpuSpan& span : run.spans) intervals.emplace_back(span.start_s, span.end_s);
+      for (const program::GpuSpan& span : run.spans) intervals.emplace_back(span.start_s, span.end_s);
       m.busy_seconds[static_cast<std::size_t>(g)] = union_length(std::move(intervals));
       m.spans.insert(m.spans.end(), run.spans.begin(), run.spans.end());
     }
     return m;
   }
 
-  GpuRun run_steps(const sim::IterationProgram& program, const ProgramJobs& mapped, int g, std::barrier<>& start) {
+  GpuRun run_steps(const program::IterationProgram& program, const ProgramJobs& mapped, int g, std::barrier<>& start) {
     const auto gi = static_cast<std::size_t>(g);
     Rig& rig = rigs_[gi];
     const cudaStream_t compute = rig.device->stream();
@@ -352,7 +352,7 @@ class ParallelRun {
     struct Recorded {
       std::size_t step;
       cudaEvent_t from, to;
-      sim::WorkKind kind;
+      program::WorkKind kind;
     };
     std::vector<Recorded> recorded;
     const auto wait = [](cudaStream_t stream, cudaEvent_t event) {
@@ -369,7 +369,7 @@ class ParallelRun {
       const bool with_collective =
           step.type == Step::Type::Collective || step.type == Step::Type::ComputeWithCollective;
       if (with_collective) {
-        const sim::CollectiveSpec& spec = program.collectives[static_cast<std::size_t>(step.index)];
+        const program::CollectiveSpec& spec = program.collectives[static_cast<std::size_t>(step.index)];
         rec(e[2], compute);  // the GPU is ready: the collective may start
         wait(rig.comm, e[2]);
         rec(e[0], rig.comm);

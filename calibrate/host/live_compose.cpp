@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <limits>
 
-#include "sim/program_replay.hpp"
+#include "program/replay.hpp"
 
 namespace lcsim {
 namespace {
 
 /// The measured seconds of one step.
-double step_seconds(const StepJob& mapped, const sim::Step& step, const std::vector<JobResult>& results) {
+double step_seconds(const StepJob& mapped, const program::Step& step, const std::vector<JobResult>& results) {
   switch (mapped.part) {
     case StepJob::Part::Whole:
       return results.at(static_cast<std::size_t>(mapped.job)).total_s;
@@ -26,7 +26,7 @@ double step_seconds(const StepJob& mapped, const sim::Step& step, const std::vec
 
 }  // namespace
 
-MeasuredIteration compose_rank_serial(const sim::IterationProgram& program, const ProgramJobs& mapped,
+MeasuredIteration compose_rank_serial(const program::IterationProgram& program, const ProgramJobs& mapped,
                                       const std::vector<DeviceJob>& jobs, const std::vector<JobResult>& results,
                                       bool record_spans) {
   MeasuredIteration m;
@@ -57,10 +57,11 @@ MeasuredIteration compose_rank_serial(const sim::IterationProgram& program, cons
     m.busy_seconds.assign(world, 0.0);
     return m;
   }
-  const sim::IterationProgram measured = sim::retime_compute(program, [&](int g, std::size_t i, const sim::Step& step) {
-    return step_seconds(mapped.steps.at(static_cast<std::size_t>(g)).at(i), step, results);
-  });
-  sim::IterationOutcome outcome = sim::replay_program(measured, 0, record_spans);
+  const program::IterationProgram measured =
+      program::retime_compute(program, [&](int g, std::size_t i, const program::Step& step) {
+        return step_seconds(mapped.steps.at(static_cast<std::size_t>(g)).at(i), step, results);
+      });
+  program::IterationOutcome outcome = program::replay_program(measured, 0, record_spans);
   m.seconds = outcome.seconds;
   m.busy_seconds = std::move(outcome.busy_seconds);
   m.spans = std::move(outcome.spans);

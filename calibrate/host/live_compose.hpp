@@ -23,7 +23,7 @@ struct JobResult {
   std::string oom_error;
 };
 
-MeasuredIteration compose_rank_serial(const sim::IterationProgram& program, const ProgramJobs& mapped,
+MeasuredIteration compose_rank_serial(const program::IterationProgram& program, const ProgramJobs& mapped,
                                       const std::vector<DeviceJob>& jobs, const std::vector<JobResult>& results,
                                       bool record_spans);
 

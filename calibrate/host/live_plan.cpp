@@ -34,19 +34,19 @@ LivePlans plan_live(LoadedScenario loaded, const std::vector<std::string>& polic
     p.planning_ms = planned.planning_ms;
     p.plans = std::move(planned.plans);
     for (const IterationPlan& plan : p.plans) {
-      p.programs.push_back(sim::build_program(plan, cost, sim::ProgramOptions{}));
-      p.model_replay.push_back(sim::replay_program(p.programs.back(), 0, false));
+      p.programs.push_back(program::build_program(plan, cost, program::ProgramOptions{}));
+      p.model_replay.push_back(program::replay_program(p.programs.back(), 0, false));
     }
     live.policies.push_back(std::move(p));
   }
   return live;
 }
 
-std::vector<double> static_bytes_per_gpu(const sim::IterationProgram& program) {
+std::vector<double> static_bytes_per_gpu(const program::IterationProgram& program) {
   std::vector<double> bytes(program.gpus.size(), 0.0);
   for (std::size_t g = 0; g < program.gpus.size(); ++g)
-    for (const sim::Step& step : program.gpus[g])
-      if (step.type == sim::Step::Type::SetStatic) bytes[g] = std::max(bytes[g], step.bytes);
+    for (const program::Step& step : program.gpus[g])
+      if (step.type == program::Step::Type::SetStatic) bytes[g] = std::max(bytes[g], step.bytes);
   return bytes;
 }
 

@@ -7,8 +7,8 @@
 
 #include "calibrate/host/live_options.hpp"
 #include "policies/core/plan.hpp"
-#include "sim/iteration_program.hpp"
-#include "sim/program_replay.hpp"
+#include "program/iteration_program.hpp"
+#include "program/replay.hpp"
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
@@ -18,8 +18,8 @@ struct LivePolicyPlans {
   std::string kind;
   double planning_ms = 0;
   std::vector<IterationPlan> plans;
-  std::vector<sim::IterationProgram> programs;      ///< per plan, with the cost model's seconds
-  std::vector<sim::IterationOutcome> model_replay;  ///< per plan: the program replayed as the cost model times it
+  std::vector<program::IterationProgram> programs;      ///< per plan, with the cost model's seconds
+  std::vector<program::IterationOutcome> model_replay;  ///< per plan: the program replayed as the cost model times it
 };
 
 struct LivePlans {
@@ -36,7 +36,7 @@ LivePlans plan_live(LoadedScenario loaded, const std::vector<std::string>& polic
 
 /// Static bytes (parameters, gradients, optimizer states) each GPU holds in `program`: the largest of its
 /// SetStatic steps (phases may differ), 0 for a GPU the plan does not use.
-std::vector<double> static_bytes_per_gpu(const sim::IterationProgram& program);
+std::vector<double> static_bytes_per_gpu(const program::IterationProgram& program);
 
 /// Throws InputError when a plan cannot run in parallel mode (calibrate/gpu/live_parallel.hpp): a pipelined
 /// replica (the layer proxy runs a micro-batch's forward and backward together) or several phases (strategy

@@ -24,7 +24,7 @@ void skip(JsonObjectReader& r, std::initializer_list<std::string_view> keys) {
   for (auto key : keys) r.value(key);
 }
 
-void read_iteration(JsonObjectReader r, const IterationPlan& plan, const sim::IterationOutcome& replay,
+void read_iteration(JsonObjectReader r, const IterationPlan& plan, const program::IterationOutcome& replay,
                     std::size_t index, double& seconds) {
   if (r.required<std::int64_t>("index") != static_cast<std::int64_t>(index))
     r.fail("index", "expected iteration " + std::to_string(index));

@@ -8,9 +8,9 @@
 
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
-#include "sim/timeline.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/results_io.hpp"
+#include "traces/timeline.hpp"
 
 namespace lcsim {
 namespace {
@@ -206,20 +206,20 @@ void print_live_report(const LivePlans& live, const Prediction& prediction, cons
 }
 
 void write_live_trace(const LivePlans& live, const LiveExecution& execution, const std::string& file) {
-  sim::TimelineWriter timeline(file, live.loaded.scenario.cluster);
+  TimelineWriter timeline(file, live.loaded.scenario.cluster);
   double clock = 0;
   for (std::size_t p = 0; p < live.policies.size(); ++p)
     for (std::size_t i = 0; i < live.policies[p].plans.size(); ++i) {
       const MeasuredIteration& m = execution.iterations[p][i];
       if (!std::isfinite(m.seconds)) continue;  // out of memory: nothing to draw
-      sim::IterationOutcome outcome;
+      program::IterationOutcome outcome;
       outcome.index = i;
       outcome.start_s = clock;
       outcome.seconds = m.seconds;
       outcome.busy_seconds = m.busy_seconds;
       outcome.busy_seconds.resize(static_cast<std::size_t>(live.loaded.scenario.cluster.world_size()), 0.0);
       outcome.peak_bytes = m.peak_bytes;
-      for (sim::GpuSpan span : m.spans) {
+      for (program::GpuSpan span : m.spans) {
         span.start_s += clock;
         span.end_s += clock;
         outcome.spans.push_back(span);

@@ -14,8 +14,8 @@
 namespace lcsim {
 namespace {
 
-using sim::ComputeWork;
-using sim::Step;
+using program::ComputeWork;
+using program::Step;
 
 int ceil_div(int a, int b) {
   return (a + b - 1) / b;
@@ -118,7 +118,7 @@ int JobTable::intern(DeviceJob job) {
   return it->second;
 }
 
-ProgramJobs JobTable::add(const sim::IterationProgram& program, const ModelConfig& model) {
+ProgramJobs JobTable::add(const program::IterationProgram& program, const ModelConfig& model) {
   ProgramJobs out;
   const std::size_t world = program.gpus.size();
   out.steps.resize(world);

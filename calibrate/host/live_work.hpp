@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "policies/core/model.hpp"
-#include "sim/iteration_program.hpp"
+#include "program/iteration_program.hpp"
 
 namespace lcsim {
 
@@ -37,7 +37,7 @@ struct ProxyShape {
 
 /// Throws PlanningError for work the layer proxy cannot run: tp not dividing the heads or ffn, shares of
 /// different CP degrees, a sequence longer than an int.
-ProxyShape proxy_shape(const sim::ComputeWork& work, const ModelConfig& model);
+ProxyShape proxy_shape(const program::ComputeWork& work, const ModelConfig& model);
 
 /// One distinct thing to run on a GPU.
 struct DeviceJob {
@@ -73,7 +73,7 @@ struct ProgramJobs {
 class JobTable {
  public:
   /// Maps `program` onto jobs, adding the new ones. `model` is the scenario's (possibly --layers-scaled) model.
-  ProgramJobs add(const sim::IterationProgram& program, const ModelConfig& model);
+  ProgramJobs add(const program::IterationProgram& program, const ModelConfig& model);
   const std::vector<DeviceJob>& jobs() const { return jobs_; }
 
  private:

@@ -1,6 +1,7 @@
 #pragma once
-// Closed-form estimate of an IterationPlan from the cost model (no SimGrid): per-GPU busy time and peak memory,
-// iteration time. The semantics here are the reference the simulator's no-contention case must match.
+// What a plan asks of each GPU, for the planners and the validator: a micro-batch's work per CP rank, the ZeRO
+// shard degree, and the peak-memory bound every plan is checked against. The estimate of a whole iteration is
+// program::estimate_iteration (program/estimate.hpp): the iteration program, replayed without contention.
 #include <vector>
 
 #include "policies/core/cost_model.hpp"
@@ -8,11 +9,12 @@
 
 namespace lcsim {
 
+/// An iteration as program::estimate_iteration times it.
 struct IterationEstimate {
-  double seconds = 0;                 ///< iteration time: slowest replica per phase, summed over phases
-  std::vector<double> busy_seconds;   ///< per GPU: compute + communication not hidden by compute
-  std::vector<double> peak_bytes;     ///< per GPU: static + activations in flight
-  int oom_gpus = 0;                   ///< GPUs whose peak exceeds the cost model's capacity
+  double seconds = 0;                ///< iteration time: until the last GPU ends
+  std::vector<double> busy_seconds;  ///< per GPU: compute + communication not hidden by compute
+  std::vector<double> peak_bytes;    ///< per GPU: static + activations in flight
+  int oom_gpus = 0;                  ///< GPUs whose peak exceeds the cost model's capacity
   bool out_of_memory() const { return oom_gpus > 0; }
 };
 
@@ -22,23 +24,19 @@ struct MicroBatchWork {
   std::vector<Tokens> local_tokens;               ///< per CP rank
   std::vector<SequenceShare> dist;                ///< sharded sequences, SequenceShare{tokens, cp}
   Tokens sharded_tokens = 0;
-  Tokens sharded_per_gpu = 0;                     ///< ceil(sharded_tokens / cp)
+  Tokens sharded_per_gpu = 0;  ///< ceil(sharded_tokens / cp)
   Tokens gpu_tokens(int cp_rank) const { return local_tokens[static_cast<std::size_t>(cp_rank)] + sharded_per_gpu; }
 };
 /// A padded micro-batch costs (and holds) every sequence at its longest length. Placements with a cp_rank outside
 /// [-1, cp) are skipped (the validator reports them).
 MicroBatchWork split_work(const Replica& replica, const MicroBatch& micro_batch);
 
-/// Time of one micro-batch on one CP rank of a non-pipelined replica (Skrull Eq. 2 when the replica overlaps).
-double micro_batch_rank_seconds(const CostModel& cost, const Replica& replica, const MicroBatch& micro_batch,
-                                int cp_rank);
-/// Time of one micro-batch for a whole replica: slowest CP rank (per pipeline stage when pp > 1).
-double micro_batch_seconds(const CostModel& cost, const Replica& replica, const MicroBatch& micro_batch);
-/// Peak bytes on every GPU of the plan (indexed by global GPU index, world-size long).
+/// Peak bytes on every GPU of the plan (indexed by global GPU index, world-size long): static bytes plus the
+/// activations of the micro-batches in flight; on stage s of a pipeline the pp - s largest of its micro-batches
+/// (1F1B keeps up to pp - s forward passes alive there), whatever their order: a bound of the program's peak
+/// that does not depend on the order the policy chose.
 std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostModel& cost);
 /// ZeRO sharding degree for a replica's parameters: all GPUs of the plan holding the same model slice.
 int shard_degree(const CostModel& cost, const ParallelScheme& scheme);
-
-IterationEstimate estimate_iteration(const IterationPlan& plan, const CostModel& cost);
 
 }  // namespace lcsim

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "sim/iteration_program.hpp"
+#include "program/iteration_program.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/scenario_loader.hpp"
 
@@ -19,13 +19,13 @@ void BM_BuildProgram(benchmark::State& state, const std::string& policy_label) {
   const LoadedScenario loaded =
       load_and_prepare(std::string(LCSIM_SOURCE_DIR) + "/scenarios/scale/sim-" + std::to_string(gpus) + "gpu.json");
   const PolicyPlans planned = plan_policy(loaded, *select_policies(loaded.scenario, {policy_label}).back());
-  ProgramOptions options;
+  program::ProgramOptions options;
   options.describe_work = false;  // as the simulator builds them
-  IterationProgram program;
+  program::IterationProgram program;
   std::size_t next = 0;
   std::size_t steps = 0;
   for (auto _ : state) {
-    program = build_program(planned.plans[next], *loaded.cost, options, std::move(program));
+    program = program::build_program(planned.plans[next], *loaded.cost, options, std::move(program));
     benchmark::DoNotOptimize(program.gpus.data());
     for (const auto& gpu : program.gpus) steps += gpu.size();
     next = (next + 1) % planned.plans.size();

@@ -11,21 +11,21 @@
 
 #include "policies/core/cluster.hpp"
 #include "policies/core/plan.hpp"
-#include "sim/executor.hpp"
+#include "program/outcome.hpp"
 #include "traces/chrome_trace.hpp"
 
-namespace lcsim::sim {
+namespace lcsim {
 
 class TimelineWriter {
  public:
   TimelineWriter(const std::string& file, const ClusterSpec& cluster);
-  /// Needs the outcome's spans (SimulationOptions::record_spans).
+  /// Needs the outcome's spans (SimulationOptions::record_spans, or replay_program).
   void add_iteration(const std::string& policy, std::size_t iteration, const IterationPlan& plan,
-                     const IterationOutcome& outcome);
+                     const program::IterationOutcome& outcome);
   void close() { writer_.close(); }
 
  private:
   ChromeTraceWriter writer_;
 };
 
-}  // namespace lcsim::sim
+}  // namespace lcsim

@@ -1,4 +1,4 @@
-#include "sim/iteration_program.hpp"
+#include "program/iteration_program.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,7 +9,7 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
 
-namespace lcsim::sim {
+namespace lcsim::program {
 
 const char* to_string(WorkKind kind) {
   switch (kind) {
@@ -562,8 +562,33 @@ class Builder {
     std::vector<std::vector<std::vector<RingStep>>> ring_fwd, ring_bwd;  // [block][tp rank], ring attention
     std::vector<std::vector<int>> tp_fwd, tp_bwd;                        // [cp rank][block]
   };
+  /// Pipeline transfers of a replica: [micro-batch][boundary][j * tp + t] (stage b -> b + 1 for activations,
+  /// b + 1 -> b for gradients); -1 where CP rank j holds nothing.
+  struct PipelineTransfers {
+    std::vector<std::vector<std::vector<int>>> act, grad;
+  };
+  /// What the steps of one pipeline stage are built from.
+  struct StageContext {
+    int r = 0;
+    int stage = 0;
+    bool head = false;  ///< the last stage, with the LM head
+    double bytes_per_token = 0;
+    const std::vector<Block>& blocks;
+    const std::vector<MicroBatchWork>& works;
+    const std::vector<ShareIds>& ids;
+    const std::vector<MicroBatchCosts>& costs;
+    const std::vector<PassCollectives>& passes;
+    const PipelineTransfers& transfers;
+  };
 
   void add_pipelined_replica(int r);
+  PipelineTransfers add_pipeline_transfers(const Replica& rep, const std::vector<MicroBatchWork>& works);
+  PassCollectives add_pass_collectives(const Replica& rep, int stage, const MicroBatchWork& work,
+                                       const std::vector<Block>& blocks);
+  /// One forward or backward pass of micro-batch m on the GPU of CP rank j and TP rank t: receive, the blocks
+  /// (in reverse for the backward), send. `first_step`: where the forward began, whose activations the backward
+  /// frees.
+  void add_pipeline_pass(const StageContext& c, int j, int t, std::size_t m, bool forward, std::size_t& first_step);
   void add_gradient_sync(const std::vector<int>& replicas);
 
   const IterationPlan& plan_;
@@ -573,188 +598,185 @@ class Builder {
   IterationProgram program_;
 };
 
+/// The 1F1B order of a stage: min(pp - 1 - stage, M) warm-up forwards, then one forward and one backward
+/// alternately, then the remaining backwards; (micro-batch, forward?) pairs.
+std::vector<std::pair<std::size_t, bool>> one_f_one_b(int pp, int stage, std::size_t micro_batches) {
+  const std::size_t warmup = std::min(static_cast<std::size_t>(pp - 1 - stage), micro_batches);
+  std::vector<std::pair<std::size_t, bool>> order;
+  for (std::size_t m = 0; m < warmup; ++m) order.emplace_back(m, true);
+  for (std::size_t k = 0; k + warmup < micro_batches; ++k) {
+    order.emplace_back(warmup + k, true);
+    order.emplace_back(k, false);
+  }
+  for (std::size_t m = micro_batches - warmup; m < micro_batches; ++m) order.emplace_back(m, false);
+  return order;
+}
+
 void Builder::add_pipelined_replica(int r) {
   const Replica& rep = replica(r);
   const ParallelScheme& s = rep.scheme;
-  const int pp = s.pp;
-  const int layers = cost_.model().layers / pp;
+  const int layers = cost_.model().layers / s.pp;
   const std::vector<Block> blocks = make_blocks(s, layers, options_.layers_per_block);
-  const std::size_t micro_batches = rep.micro_batches.size();
   std::vector<MicroBatchWork> works;
-  std::vector<ShareIds> all_ids;
+  std::vector<ShareIds> ids;
   for (const auto& mb : rep.micro_batches) {
     check_placements(plan_, static_cast<std::size_t>(r), mb);
     works.push_back(split_work(rep, mb));
-    all_ids.push_back(share_ids(rep, mb));
+    ids.push_back(share_ids(rep, mb));
   }
+  const PipelineTransfers transfers = add_pipeline_transfers(rep, works);
+  for (int stage = 0; stage < s.pp; ++stage) {
+    const bool head = stage == s.pp - 1;
+    std::vector<PassCollectives> passes;
+    std::vector<MicroBatchCosts> costs;
+    for (const MicroBatchWork& work : works) {
+      passes.push_back(add_pass_collectives(rep, stage, work, blocks));
+      costs.emplace_back(cost_, work, s, rep.overlap_cp_comm, head);
+    }
+    const StageContext context{r,      stage,    head, cost_.activation_bytes_per_token(s, layers, head),
+                               blocks, works,    ids,  costs,
+                               passes, transfers};
+    const auto order = one_f_one_b(s.pp, stage, works.size());
+    for (int j = 0; j < s.cp; ++j)
+      for (int t = 0; t < s.tp; ++t) {
+        std::vector<std::size_t> first_step(works.size(), 0);
+        for (const auto& [m, forward] : order) add_pipeline_pass(context, j, t, m, forward, first_step[m]);
+      }
+  }
+}
 
-  // Transfers: act[m][boundary][j * tp + t] (stage b -> b + 1) and grad[...] (b + 1 -> b); -1 when j holds nothing.
+Builder::PipelineTransfers Builder::add_pipeline_transfers(const Replica& rep,
+                                                           const std::vector<MicroBatchWork>& works) {
+  const ParallelScheme& s = rep.scheme;
   const auto ranks = static_cast<std::size_t>(s.cp * s.tp);
-  using Table = std::vector<std::vector<std::vector<int>>>;
-  Table act(micro_batches,
-            std::vector<std::vector<int>>(static_cast<std::size_t>(pp - 1), std::vector<int>(ranks, -1)));
-  Table grad = act;
-  for (std::size_t m = 0; m < micro_batches; ++m)
-    for (int b = 0; b + 1 < pp; ++b)
+  PipelineTransfers out;
+  out.act.assign(works.size(),
+                 std::vector<std::vector<int>>(static_cast<std::size_t>(s.pp - 1), std::vector<int>(ranks, -1)));
+  out.grad = out.act;
+  for (std::size_t m = 0; m < works.size(); ++m)
+    for (int b = 0; b + 1 < s.pp; ++b)
       for (int j = 0; j < s.cp; ++j) {
         const Tokens tokens = works[m].gpu_tokens(j);
         if (tokens == 0) continue;
+        const std::vector<CollectiveCall> calls = cost_.pp_transfer_calls(tokens, s.tp);
+        double bytes = 0;
+        for (const CollectiveCall& call : calls) bytes += call.bytes * call.count;
         for (int t = 0; t < s.tp; ++t) {
           const int lower = rep.gpu(b, j, t);
           const int upper = rep.gpu(b + 1, j, t);
           const int pair[] = {lower, upper};
           const LinkClass link = cost_.cluster().link_class(pair);
-          const CollectiveTime time = cost_.collective_time(cost_.pp_transfer_calls(tokens, s.tp), link);
+          const CollectiveTime time = cost_.collective_time(calls, link);
           const auto k = static_cast<std::size_t>(j * s.tp + t);
-          double bytes = 0;
-          for (const CollectiveCall& call : cost_.pp_transfer_calls(tokens, s.tp)) bytes += call.bytes * call.count;
           program_.transfers.push_back({lower, upper, link, time, WorkKind::PpActivation, bytes});
-          act[m][static_cast<std::size_t>(b)][k] = static_cast<int>(program_.transfers.size()) - 1;
+          out.act[m][static_cast<std::size_t>(b)][k] = static_cast<int>(program_.transfers.size()) - 1;
           program_.transfers.push_back({upper, lower, link, time, WorkKind::PpGradient, bytes});
-          grad[m][static_cast<std::size_t>(b)][k] = static_cast<int>(program_.transfers.size()) - 1;
+          out.grad[m][static_cast<std::size_t>(b)][k] = static_cast<int>(program_.transfers.size()) - 1;
         }
       }
+  return out;
+}
 
-  for (int stage = 0; stage < pp; ++stage) {
-    const bool head = stage == pp - 1;
-    const double bytes_per_token = cost_.activation_bytes_per_token(s, layers, head);
-    std::vector<PassCollectives> passes(micro_batches);
-    for (std::size_t m = 0; m < micro_batches; ++m) {
-      const MicroBatchWork& work = works[m];
-      PassCollectives& pc = passes[m];
-      pc.cp_fwd.assign(blocks.size(), std::vector<int>(static_cast<std::size_t>(s.tp), -1));
-      pc.cp_bwd = pc.cp_fwd;
-      pc.ring_fwd.assign(blocks.size(), std::vector<std::vector<RingStep>>(static_cast<std::size_t>(s.tp)));
-      pc.ring_bwd = pc.ring_fwd;
-      if (s.cp > 1 && work.sharded_tokens > 0)
-        for (std::size_t b = 0; b < blocks.size(); ++b)
-          for (int t = 0; t < s.tp; ++t) {
-            if (ring_attention_) {
-              for (const RingStep& step : add_ring(rep, stage, t, work, blocks[b]))
-                (step.pass == CpExchange::Pass::Forward ? pc.ring_fwd : pc.ring_bwd)[b][static_cast<std::size_t>(t)]
-                    .push_back(step);
-              continue;
-            }
-            const auto calls = cost_.ulysses_calls(work.sharded_per_gpu, s.cp, blocks[b].layers);
-            pc.cp_fwd[b][static_cast<std::size_t>(t)] =
-                add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, true);
-            pc.cp_bwd[b][static_cast<std::size_t>(t)] =
-                add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, true);
-          }
-      pc.tp_fwd.assign(static_cast<std::size_t>(s.cp), std::vector<int>(blocks.size(), -1));
-      pc.tp_bwd = pc.tp_fwd;
-      for (int j = 0; j < s.cp; ++j) {
-        const Tokens tokens = work.gpu_tokens(j);
-        if (s.tp == 1 || tokens == 0) continue;
-        for (std::size_t b = 0; b < blocks.size(); ++b) {
-          const auto calls = cost_.tp_comm_calls(tokens, s.tp, blocks[b].layers);
-          pc.tp_fwd[static_cast<std::size_t>(j)][b] =
-              add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, true);
-          pc.tp_bwd[static_cast<std::size_t>(j)][b] =
-              add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, true);
-        }
-      }
-    }
-
-    std::vector<MicroBatchCosts> costs;
-    costs.reserve(micro_batches);
-    for (const MicroBatchWork& work : works) costs.emplace_back(cost_, work, s, rep.overlap_cp_comm, head);
-
-    // 1F1B order of this stage.
-    const std::size_t warmup = std::min(static_cast<std::size_t>(pp - 1 - stage), micro_batches);
-    std::vector<std::pair<std::size_t, bool>> order;  // (micro-batch, forward?)
-    for (std::size_t m = 0; m < warmup; ++m) order.emplace_back(m, true);
-    for (std::size_t k = 0; k + warmup < micro_batches; ++k) {
-      order.emplace_back(warmup + k, true);
-      order.emplace_back(k, false);
-    }
-    for (std::size_t m = micro_batches - warmup; m < micro_batches; ++m) order.emplace_back(m, false);
-
-    for (int j = 0; j < s.cp; ++j) {
-      const auto jj = static_cast<std::size_t>(j);
+Builder::PassCollectives Builder::add_pass_collectives(const Replica& rep, int stage, const MicroBatchWork& work,
+                                                       const std::vector<Block>& blocks) {
+  const ParallelScheme& s = rep.scheme;
+  const auto tp = static_cast<std::size_t>(s.tp);
+  PassCollectives pc;
+  pc.cp_fwd.assign(blocks.size(), std::vector<int>(tp, -1));
+  pc.cp_bwd = pc.cp_fwd;
+  pc.ring_fwd.assign(blocks.size(), std::vector<std::vector<RingStep>>(tp));
+  pc.ring_bwd = pc.ring_fwd;
+  if (s.cp > 1 && work.sharded_tokens > 0)
+    for (std::size_t b = 0; b < blocks.size(); ++b)
       for (int t = 0; t < s.tp; ++t) {
-        const int g = rep.gpu(stage, j, t);
-        const auto k = static_cast<std::size_t>(j * s.tp + t);
-        std::vector<std::size_t> first_step(micro_batches, 0);
-        for (const auto& [m, forward] : order) {
-          const MicroBatchWork& work = works[m];
-          const Shares& local_shares = work.local[jj];
-          if (local_shares.empty() && work.dist.empty()) continue;
-          const int mi = static_cast<int>(m);
-          const ShareCost& local = costs[m].local[jj];
-          const ShareCost& dist = costs[m].dist;
-          const ShareCost& all = costs[m].all[jj];
-          const PassCollectives& pc = passes[m];
-          const ShareIds& ids = all_ids[m];
-          const Ids& local_ids = ids.local[jj];
-          // The works of one block and pass: local, distributed, or (without overlap) both together.
-          const auto block_works = [&](const Block& block, bool fwd) {
-            const auto pass = fwd ? ComputeWork::Pass::Forward : ComputeWork::Pass::Backward;
-            const double local_s = fwd ? local.block_forward(block) : local.block_backward(block);
-            const double dist_s = fwd ? dist.block_forward(block) : dist.block_backward(block);
-            const double all_s = fwd ? all.block_forward(block) : all.block_backward(block);
-            const bool overlap = rep.overlap_cp_comm;
-            return std::array<BlockWork, 3>{
-                BlockWork{local_s, overlap ? add_work(pass, local_shares, local_ids, s, block, head) : -1},
-                BlockWork{dist_s, overlap ? add_work(pass, work.dist, ids.dist, s, block, head) : -1},
-                BlockWork{all_s,
-                          overlap ? -1 : add_work(pass, local_shares, local_ids, work.dist, ids.dist, s, block, head)}};
-          };
-          if (forward) {
-            if (stage > 0)
-              push(g, Step{.type = Step::Type::Recv,
-                           .kind = WorkKind::PpActivation,
-                           .index = act[m][static_cast<std::size_t>(stage - 1)][k],
-                           .replica = r,
-                           .micro_batch = mi});
-            first_step[m] = step_count(g);
-            for (std::size_t b = 0; b < blocks.size(); ++b) {
-              if (pc.tp_fwd[jj][b] >= 0) push(g, join(pc.tp_fwd[jj][b], WorkKind::TpCollective, r, mi));
-              const auto w = block_works(blocks[b], true);
-              const auto& ring = pc.ring_fwd[b][static_cast<std::size_t>(t)];
-              if (!ring.empty())
-                add_block_ring(g, rep.overlap_cp_comm, w[0], w[1], w[2], ring, WorkKind::Forward, r, mi);
-              else
-                add_block_compute(g, rep.overlap_cp_comm, w[0], w[1], w[2], pc.cp_fwd[b][static_cast<std::size_t>(t)],
-                                  blocks[b].layers, WorkKind::Forward, r, mi);
-            }
-            if (stage + 1 < pp)
-              push(g, Step{.type = Step::Type::Send,
-                           .kind = WorkKind::PpActivation,
-                           .index = act[m][static_cast<std::size_t>(stage)][k],
-                           .replica = r,
-                           .micro_batch = mi});
-          } else {
-            if (stage + 1 < pp)
-              push(g, Step{.type = Step::Type::Recv,
-                           .kind = WorkKind::PpGradient,
-                           .index = grad[m][static_cast<std::size_t>(stage)][k],
-                           .replica = r,
-                           .micro_batch = mi});
-            for (std::size_t b = blocks.size(); b-- > 0;) {
-              if (pc.tp_bwd[jj][b] >= 0) push(g, join(pc.tp_bwd[jj][b], WorkKind::TpCollective, r, mi));
-              const auto w = block_works(blocks[b], false);
-              const auto& ring = pc.ring_bwd[b][static_cast<std::size_t>(t)];
-              if (!ring.empty())
-                add_block_ring(g, rep.overlap_cp_comm, w[0], w[1], w[2], ring, WorkKind::Backward, r, mi);
-              else
-                add_block_compute(g, rep.overlap_cp_comm, w[0], w[1], w[2], pc.cp_bwd[b][static_cast<std::size_t>(t)],
-                                  blocks[b].layers, WorkKind::Backward, r, mi);
-            }
-            const double bytes = bytes_per_token * static_cast<double>(work.gpu_tokens(j));
-            step_at(g, first_step[m]).alloc_bytes += bytes;
-            step_at(g, step_count(g) - 1).free_bytes += bytes;
-            if (stage > 0)
-              push(g, Step{.type = Step::Type::Send,
-                           .kind = WorkKind::PpGradient,
-                           .index = grad[m][static_cast<std::size_t>(stage - 1)][k],
-                           .replica = r,
-                           .micro_batch = mi});
-          }
+        const auto tt = static_cast<std::size_t>(t);
+        if (ring_attention_) {
+          for (const RingStep& step : add_ring(rep, stage, t, work, blocks[b]))
+            (step.pass == CpExchange::Pass::Forward ? pc.ring_fwd : pc.ring_bwd)[b][tt].push_back(step);
+          continue;
         }
+        const auto calls = cost_.ulysses_calls(work.sharded_per_gpu, s.cp, blocks[b].layers);
+        pc.cp_fwd[b][tt] = add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, true);
+        pc.cp_bwd[b][tt] = add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, true);
       }
+  pc.tp_fwd.assign(static_cast<std::size_t>(s.cp), std::vector<int>(blocks.size(), -1));
+  pc.tp_bwd = pc.tp_fwd;
+  for (int j = 0; j < s.cp; ++j) {
+    const Tokens tokens = work.gpu_tokens(j);
+    if (s.tp == 1 || tokens == 0) continue;
+    const auto jj = static_cast<std::size_t>(j);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const auto calls = cost_.tp_comm_calls(tokens, s.tp, blocks[b].layers);
+      pc.tp_fwd[jj][b] = add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, true);
+      pc.tp_bwd[jj][b] = add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, true);
     }
   }
+  return pc;
+}
+
+void Builder::add_pipeline_pass(const StageContext& c, int j, int t, std::size_t m, bool forward,
+                                std::size_t& first_step) {
+  const Replica& rep = replica(c.r);
+  const ParallelScheme& s = rep.scheme;
+  const auto jj = static_cast<std::size_t>(j);
+  const auto tt = static_cast<std::size_t>(t);
+  const MicroBatchWork& work = c.works[m];
+  const Shares& local_shares = work.local[jj];
+  if (local_shares.empty() && work.dist.empty()) return;
+  const int g = rep.gpu(c.stage, j, t);
+  const int mi = static_cast<int>(m);
+  const auto k = static_cast<std::size_t>(j * s.tp + t);
+  const auto transfer = [&](Step::Type type, bool activations, int boundary) {
+    const auto& table = activations ? c.transfers.act : c.transfers.grad;
+    push(g, Step{.type = type,
+                 .kind = activations ? WorkKind::PpActivation : WorkKind::PpGradient,
+                 .index = table[m][static_cast<std::size_t>(boundary)][k],
+                 .replica = c.r,
+                 .micro_batch = mi});
+  };
+  // The works of one block and pass: local, distributed, or (without overlap) both together.
+  const ShareCost& local = c.costs[m].local[jj];
+  const ShareCost& dist = c.costs[m].dist;
+  const ShareCost& all = c.costs[m].all[jj];
+  const Ids& local_ids = c.ids[m].local[jj];
+  const Ids& dist_ids = c.ids[m].dist;
+  const bool overlap = rep.overlap_cp_comm;
+  const auto pass = forward ? ComputeWork::Pass::Forward : ComputeWork::Pass::Backward;
+  const auto add_block = [&](std::size_t b) {
+    const Block& block = c.blocks[b];
+    const PassCollectives& pc = c.passes[m];
+    const int tp_collective = (forward ? pc.tp_fwd : pc.tp_bwd)[jj][b];
+    if (tp_collective >= 0) push(g, join(tp_collective, WorkKind::TpCollective, c.r, mi));
+    const BlockWork local_work{forward ? local.block_forward(block) : local.block_backward(block),
+                               overlap ? add_work(pass, local_shares, local_ids, s, block, c.head) : -1};
+    const BlockWork dist_work{forward ? dist.block_forward(block) : dist.block_backward(block),
+                              overlap ? add_work(pass, work.dist, dist_ids, s, block, c.head) : -1};
+    const BlockWork all_work{
+        forward ? all.block_forward(block) : all.block_backward(block),
+        overlap ? -1 : add_work(pass, local_shares, local_ids, work.dist, dist_ids, s, block, c.head)};
+    const WorkKind kind = forward ? WorkKind::Forward : WorkKind::Backward;
+    const auto& ring = (forward ? pc.ring_fwd : pc.ring_bwd)[b][tt];
+    if (!ring.empty())
+      add_block_ring(g, overlap, local_work, dist_work, all_work, ring, kind, c.r, mi);
+    else
+      add_block_compute(g, overlap, local_work, dist_work, all_work, (forward ? pc.cp_fwd : pc.cp_bwd)[b][tt],
+                        block.layers, kind, c.r, mi);
+  };
+  const int pp = s.pp;
+  if (forward) {
+    if (c.stage > 0) transfer(Step::Type::Recv, true, c.stage - 1);
+    first_step = step_count(g);
+    for (std::size_t b = 0; b < c.blocks.size(); ++b) add_block(b);
+    if (c.stage + 1 < pp) transfer(Step::Type::Send, true, c.stage);
+    return;
+  }
+  if (c.stage + 1 < pp) transfer(Step::Type::Recv, false, c.stage);
+  for (std::size_t b = c.blocks.size(); b-- > 0;) add_block(b);
+  // The micro-batch's activations live from its forward's first step to its backward's last.
+  const double bytes = c.bytes_per_token * static_cast<double>(work.gpu_tokens(j));
+  step_at(g, first_step).alloc_bytes += bytes;
+  step_at(g, step_count(g) - 1).free_bytes += bytes;
+  if (c.stage > 0) transfer(Step::Type::Send, false, c.stage - 1);
 }
 
 void Builder::add_gradient_sync(const std::vector<int>& replicas) {
@@ -817,4 +839,4 @@ std::vector<FlowGroup> flow_groups(const IterationPlan& plan, const CostModel& c
   return groups;
 }
 
-}  // namespace lcsim::sim
+}  // namespace lcsim::program

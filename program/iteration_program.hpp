@@ -48,7 +48,7 @@
 #include "policies/core/cost_model.hpp"
 #include "policies/core/plan.hpp"
 
-namespace lcsim::sim {
+namespace lcsim::program {
 
 /// What a step or span is, for timelines and busy time.
 enum class WorkKind : std::uint8_t {
@@ -181,4 +181,4 @@ struct FlowGroup {
 /// moves no data): the platform is built for their flows. Throws as build_program.
 std::vector<FlowGroup> flow_groups(const IterationPlan& plan, const CostModel& cost);
 
-}  // namespace lcsim::sim
+}  // namespace lcsim::program

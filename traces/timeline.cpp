@@ -1,8 +1,8 @@
-#include "sim/timeline.hpp"
+#include "traces/timeline.hpp"
 
 #include <algorithm>
 
-namespace lcsim::sim {
+namespace lcsim {
 namespace {
 
 constexpr int kComputeTrack = 0;
@@ -22,7 +22,7 @@ int cp_rank_of(const Replica& replica, int gpu) {
   return (position / replica.scheme.tp) % replica.scheme.cp;
 }
 
-TraceSpan describe(const GpuSpan& span, const IterationPlan& plan, std::size_t iteration) {
+TraceSpan describe(const program::GpuSpan& span, const IterationPlan& plan, std::size_t iteration) {
   TraceSpan out;
   out.pid = gpu_pid(span.gpu);
   out.tid = is_communication(span.kind) ? kCommunicationTrack : kComputeTrack;
@@ -75,7 +75,7 @@ TimelineWriter::TimelineWriter(const std::string& file, const ClusterSpec& clust
 }
 
 void TimelineWriter::add_iteration(const std::string& policy, std::size_t iteration, const IterationPlan& plan,
-                                   const IterationOutcome& outcome) {
+                                   const program::IterationOutcome& outcome) {
   const double begin = outcome.start_s;
   const double end = outcome.start_s + outcome.seconds;
   TraceSpan marker{0, 0, begin, end, policy + " iteration " + std::to_string(iteration), "iteration", {}};
@@ -86,7 +86,7 @@ void TimelineWriter::add_iteration(const std::string& policy, std::size_t iterat
 
   // Spans arrive grouped by GPU; intervals[g] collects them to find the idle gaps.
   std::vector<std::vector<std::pair<double, double>>> intervals(outcome.busy_seconds.size());
-  for (const GpuSpan& span : outcome.spans) {
+  for (const program::GpuSpan& span : outcome.spans) {
     writer_.add(describe(span, plan, iteration));
     intervals[static_cast<std::size_t>(span.gpu)].emplace_back(span.start_s, span.end_s);
   }
@@ -108,4 +108,4 @@ void TimelineWriter::add_iteration(const std::string& policy, std::size_t iterat
   }
 }
 
-}  // namespace lcsim::sim
+}  // namespace lcsim

@@ -1,10 +1,10 @@
-#include "sim/program_replay.hpp"
+#include "program/replay.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-namespace lcsim::sim {
+namespace lcsim::program {
 namespace {
 
 struct CollectiveState {
@@ -210,4 +210,4 @@ IterationProgram retime_compute(IterationProgram program,
   return program;
 }
 
-}  // namespace lcsim::sim
+}  // namespace lcsim::program

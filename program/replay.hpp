@@ -11,10 +11,10 @@
 // (collectives stay the profile's), which composes the iteration a cluster would have run.
 #include <functional>
 
-#include "sim/executor.hpp"  // IterationOutcome and GpuSpan: the replay reports in the simulator's shape
-#include "sim/iteration_program.hpp"
+#include "program/iteration_program.hpp"
+#include "program/outcome.hpp"
 
-namespace lcsim::sim {
+namespace lcsim::program {
 
 /// Replays `program` from time `start_s`. Throws std::logic_error when the program cannot finish (a collective some
 /// member never joins, a transfer never sent): a malformed program, not a slow one.
@@ -26,4 +26,4 @@ IterationOutcome replay_program(const IterationProgram& program, double start_s,
 IterationProgram retime_compute(IterationProgram program,
                                 const std::function<double(int gpu, std::size_t index, const Step& step)>& seconds);
 
-}  // namespace lcsim::sim
+}  // namespace lcsim::program

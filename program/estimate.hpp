@@ -1,0 +1,15 @@
+#pragma once
+// `lcsim plan`'s estimate of an iteration: its program (program/iteration_program.hpp) replayed without
+// contention (program/replay.hpp). The simulator runs the same program with contention, and live replay the same
+// program on GPUs, so the three agree by construction wherever nothing shares a link.
+#include "policies/core/cost_model.hpp"
+#include "policies/core/estimate.hpp"
+#include "policies/core/plan.hpp"
+
+namespace lcsim::program {
+
+/// Throws PlanningError for a malformed plan (bad shapes, GPUs outside the cluster, cp_rank outside the CP group)
+/// and whatever the cost model throws (InputError for a profile missing a collective).
+IterationEstimate estimate_iteration(const IterationPlan& plan, const CostModel& cost);
+
+}  // namespace lcsim::program
