@@ -1,21 +1,25 @@
 #include "program/estimate.hpp"
 
 #include <algorithm>
+#include <utility>
 
-#include "program/iteration_program.hpp"
 #include "program/replay.hpp"
 
 namespace lcsim::program {
 
 IterationEstimate estimate_iteration(const IterationPlan& plan, const CostModel& cost) {
+  return Estimator(cost).estimate(plan);
+}
+
+IterationEstimate Estimator::estimate(const IterationPlan& plan) {
   // Folded layers and no work descriptors: without contention, finer blocks give the same times.
-  const IterationProgram program = build_program(plan, cost, {.layers_per_block = 0, .describe_work = false});
-  IterationOutcome outcome = replay_program(program, 0.0, false);
+  storage_ = build_program(plan, cost_, {.layers_per_block = 0, .describe_work = false}, std::move(storage_));
+  IterationOutcome outcome = replay_program(storage_, 0.0, false);
   IterationEstimate estimate;
   estimate.seconds = outcome.seconds;
   estimate.busy_seconds = std::move(outcome.busy_seconds);
   estimate.peak_bytes = std::move(outcome.peak_bytes);
-  const double capacity = cost.capacity_bytes();
+  const double capacity = cost_.capacity_bytes();
   estimate.oom_gpus = static_cast<int>(
       std::count_if(estimate.peak_bytes.begin(), estimate.peak_bytes.end(), [&](double b) { return b > capacity; }));
   return estimate;

@@ -5,11 +5,24 @@
 #include "policies/core/cost_model.hpp"
 #include "policies/core/estimate.hpp"
 #include "policies/core/plan.hpp"
+#include "program/iteration_program.hpp"
 
 namespace lcsim::program {
 
 /// Throws PlanningError for a malformed plan (bad shapes, GPUs outside the cluster, cp_rank outside the CP group)
 /// and whatever the cost model throws (InputError for a profile missing a collective).
 IterationEstimate estimate_iteration(const IterationPlan& plan, const CostModel& cost);
+
+/// estimate_iteration for many plans in a row: each program reuses the previous one's memory, which at a thousand
+/// GPUs is most of the cost of building it.
+class Estimator {
+ public:
+  explicit Estimator(const CostModel& cost) : cost_(cost) {}
+  IterationEstimate estimate(const IterationPlan& plan);
+
+ private:
+  const CostModel& cost_;
+  IterationProgram storage_;
+};
 
 }  // namespace lcsim::program

@@ -43,16 +43,17 @@ class Replay {
   }
 
   IterationOutcome run() {
-    for (;;) {
-      bool progress = false;
-      bool finished = true;
-      for (std::size_t g = 0; g < gpus_.size(); ++g) {
-        progress = advance(static_cast<int>(g)) || progress;
-        finished = finished && gpus_[g].pc == program_.gpus[g].size();
-      }
-      if (finished) break;
-      if (!progress) throw std::logic_error("replay_program: the program cannot finish (" + blocked() + ")");
+    // Each GPU runs until it blocks; a GPU is run again only when what it waits for may have come (the last member
+    // of its collective arrived, or its transfer was sent), so the replay costs its steps, not GPUs x rounds.
+    for (std::size_t g = gpus_.size(); g-- > 0;) runnable_.push_back(static_cast<int>(g));
+    while (!runnable_.empty()) {
+      const int g = runnable_.back();
+      runnable_.pop_back();
+      advance(g);
     }
+    for (std::size_t g = 0; g < gpus_.size(); ++g)
+      if (gpus_[g].pc < program_.gpus[g].size())
+        throw std::logic_error("replay_program: the program cannot finish (" + blocked() + ")");
     double end = outcome_.start_s;
     for (const auto& gpu : gpus_) {
       end = std::max(end, gpu.ready);
@@ -67,18 +68,16 @@ class Replay {
   }
 
  private:
-  /// Runs GPU g's steps until it blocks or ends; true when it got past at least one step.
-  bool advance(int g) {
+  /// Runs GPU g's steps until it blocks or ends.
+  void advance(int g) {
     GpuState& gpu = gpus_[static_cast<std::size_t>(g)];
     const auto& steps = program_.gpus[static_cast<std::size_t>(g)];
-    bool progress = false;
     while (gpu.pc < steps.size()) {
       const Step& step = steps[gpu.pc];
       if (step.type == Step::Type::SetStatic) {
         gpu.static_bytes = step.bytes;
         gpu.peak = std::max(gpu.peak, gpu.static_bytes + gpu.in_flight);
         ++gpu.pc;
-        progress = true;
         continue;
       }
       if (!gpu.arrived) {  // the step starts: its activations are allocated once, even if it then blocks
@@ -87,14 +86,12 @@ class Replay {
       }
       if (!execute(g, gpu, step)) {
         gpu.arrived = true;
-        return progress;
+        return;
       }
       gpu.arrived = false;
       gpu.in_flight -= step.free_bytes;
       ++gpu.pc;
-      progress = true;
     }
-    return progress;
   }
 
   /// One step of GPU g; false when it must wait for other GPUs.
@@ -131,6 +128,7 @@ class Replay {
         TransferState& t = transfers_.at(static_cast<std::size_t>(step.index));
         t.sent = true;
         t.sent_at = gpu.ready;
+        runnable_.push_back(program_.transfers[static_cast<std::size_t>(step.index)].to);
         return true;
       }
       case Step::Type::Recv: {
@@ -162,10 +160,11 @@ class Replay {
       ++c.arrived;
     }
     if (c.arrived < spec.gpus.size()) return nullptr;
-    if (!c.done) {
+    if (!c.done) {  // the last member: the others wait for it
       c.done = true;
       c.start = c.latest;
       c.end = c.start + spec.time.seconds();
+      runnable_.insert(runnable_.end(), spec.gpus.begin(), spec.gpus.end());
     }
     return &c;
   }
@@ -187,6 +186,7 @@ class Replay {
   std::vector<GpuState> gpus_;
   std::vector<CollectiveState> collectives_;
   std::vector<TransferState> transfers_;
+  std::vector<int> runnable_;  ///< GPUs to run again: waiting for nothing, or for something that may have come
   IterationOutcome outcome_;
 };
 

@@ -120,7 +120,8 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
     extra.busy_max_mean_s /= n;
     extra.busy_min_mean_s /= n;
     double estimate = 0;
-    for (const auto& plan : planned[p].plans) estimate += program::estimate_iteration(plan, cost).seconds;
+    program::Estimator estimator(cost);
+    for (const auto& plan : planned[p].plans) estimate += estimator.estimate(plan).seconds;
     extra.estimate_mean_s = estimate / n;
   }
   apply_baseline(report.results);
@@ -175,7 +176,7 @@ void print_simulation_table(const SimulationReport& report, std::ostream& out) {
   print_aligned_rows(rows, out);
   out << "speedup: tokens/s over " << r.baseline
       << "'s; busy max/min: busiest and least busy GPU of the plan (compute + collectives; waits and pipeline\n"
-         "transfers are idle), mean over iterations; estimate s: closed-form estimate of the same plans (lcsim plan);\n"
+         "transfers are idle), mean over iterations; estimate s: the same programs without contention (lcsim plan);\n"
          "wall ms/iter, cpu ms/iter: wall and CPU time to simulate one iteration -- build its program from the plan,\n"
          "then run it (the CPU time is the wall time on a dedicated core); build ms/iter: the building part of the "
          "CPU\n"

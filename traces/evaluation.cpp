@@ -139,10 +139,10 @@ PolicyResult estimate_plans(const LoadedScenario& loaded, const PolicyPlans& pla
   result.label = planned.spec->label;
   result.kind = planned.kind;
   result.planning_ms = planned.planning_ms;
+  program::Estimator estimator(*loaded.cost);
   for (std::size_t i = 0; i < planned.plans.size(); ++i) {
     const IterationPlan& plan = planned.plans[i];
-    result.iterations.push_back(
-        iteration_result(plan, static_cast<int>(i), program::estimate_iteration(plan, *loaded.cost), world));
+    result.iterations.push_back(iteration_result(plan, static_cast<int>(i), estimator.estimate(plan), world));
   }
   summarize(result);
   return result;
