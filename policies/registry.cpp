@@ -1,5 +1,7 @@
-// The policy registry: adding a policy is one line in kPolicies.
+// The policy registry: adding a built-in policy is one line in kPolicies; out-of-tree policies register_policy().
 #include <algorithm>
+#include <stdexcept>
+#include <utility>
 
 #include "policies/baselines/deepspeed.hpp"
 #include "policies/baselines/hotspa.hpp"
@@ -37,17 +39,35 @@ constexpr PolicyEntry kPolicies[] = {
 };
 // clang-format on
 
+/// Kinds added by register_policy, in registration order.
+std::vector<std::pair<std::string, PolicyFactory>>& registered() {
+  static std::vector<std::pair<std::string, PolicyFactory>> policies;
+  return policies;
+}
+
 }  // namespace
 
 std::vector<std::string> policy_kinds() {
   std::vector<std::string> kinds;
   for (const auto& entry : kPolicies) kinds.emplace_back(entry.kind);
+  for (const auto& [kind, factory] : registered()) kinds.push_back(kind);
   return kinds;
+}
+
+void register_policy(const std::string& kind, PolicyFactory factory) {
+  if (kind.empty()) throw std::invalid_argument("register_policy: empty policy kind");
+  if (!factory) throw std::invalid_argument("register_policy: no factory for policy kind '" + kind + "'");
+  const auto kinds = policy_kinds();
+  if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end())
+    throw std::invalid_argument("register_policy: policy kind '" + kind + "' is already taken");
+  registered().emplace_back(kind, std::move(factory));
 }
 
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec) {
   for (const auto& entry : kPolicies)
     if (entry.kind == spec.kind) return entry.make(spec);
+  for (const auto& [kind, factory] : registered())
+    if (kind == spec.kind) return factory(spec);
   std::string known;
   for (const auto& kind : policy_kinds()) known += (known.empty() ? "" : ", ") + kind;
   throw InputError(spec.file + ": " + spec.path + ".kind: unknown policy kind '" + spec.kind + "' (known: " + known +

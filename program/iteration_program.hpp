@@ -1,46 +1,8 @@
 #pragma once
-// An IterationPlan turned into what each GPU does, in order: compute of the cost model's seconds, collectives and
-// pipeline transfers with the cost model's latency and transfer time. Pure data, no SimGrid: the executor runs
-// it, tests read it. The semantics mirror the closed-form estimate (policies/core/estimate.cpp), step by step:
-//
-// Non-pipelined replica, micro-batch m, CP rank j (every GPU of the rank's TP group runs the same steps), per
-// block of layers (all of them when folded; see ProgramOptions):
-//   no overlap:  TP collectives  ->  compute(local_j ++ dist)  ->  CP all-to-all (when anything is sharded)
-//   overlap:     TP collectives  ->  [compute(local_j) || CP all-to-all]  ->  compute(dist)     (Skrull Eq. 2)
-//                (a rank that is ready before the others starts one layer of its local compute early)
-// With ring attention (CostModel cp_attention Ring) each of the block's ring exchanges (cost.cp_exchanges: the
-// forward passes, then the backward ones) is one collective that runs beside the attention blocks that hide it:
-//   no overlap:  TP collectives  ->  compute(local_j ++ dist) - beside  ->  [beside_e || ring e] for each e
-//   overlap:     TP collectives  ->  compute(dist) - beside  ->  [beside_e + L_e || ring e] for each e
-//                where the local compute L is dealt to the exchanges in order, each taking what its ring leaves
-//                exposed and the last the rest, so that the block takes max(exposed, L) + compute(dist), as the
-//                estimate says. The whole compute's work descriptor goes with the first compute step.
-// A rank with nothing to do in a micro-batch has no steps for it. The CP all-to-all of a block is one collective
-// over the GPUs (stage, 0..cp-1, tp rank), so the ranks meet there as they do on real GPUs; it closes the block,
-// so without overlap a micro-batch ends when its slowest rank does, as the estimate has it. Micro-batches without
-// sharded sequences do not synchronize the CP ranks, and with overlap a rank's local compute need not wait for
-// the others: the estimate's sum of per-micro-batch maxima is then an upper bound of the simulated time.
-//
-// Pipelined replica (pp > 1): each micro-batch is a forward pass (cost.forward_seconds, half of the CP and TP
-// collectives) and a backward pass (the rest of compute_seconds, with any recomputation, and the other half), run
-// in 1F1B order on every stage: min(pp - 1 - s, M) warm-up forwards, then one forward and one backward
-// alternately, then the remaining backwards. A forward on stage s > 0 first receives its activations from stage
-// s - 1 and a backward on stage s < pp - 1 its gradients from stage s + 1 (send/recv of pp_transfer_calls);
-// sends never block the sender.
-//
-// End of the last phase, per model slice (the GPUs of the phase's replicas with the same tp and pp at the same
-// stage and TP rank): ZeRO reduce-scatter of gradients -> optimizer step -> all-gather of parameters (ZeRO-0:
-// all-reduce -> optimizer), sized by gradient_sync_calls(scheme, shard_degree). Phases are separated by a
-// barrier over every GPU, then the GPUs of the new phase pay the strategy switch (switch_seconds), which moves
-// the parameters and the gradients accumulated so far: one gradient sync and optimizer step per iteration.
-//
-// Memory: a GPU holds static_bytes of its replica's scheme plus, while a micro-batch is in flight (forward start
-// to backward end), activation_bytes_per_token x its tokens.
-//
-// Every compute step also says what it computes (ComputeWork: the sequence shares, layers, pass, LM head, or the
-// optimizer's parameters), so that the live executor (`lcsim-gpu live`) runs the very same work list on real GPUs;
-// collectives and transfers carry the cost model's calls (op, size, count) for the same reason. The simulator
-// reads only the seconds.
+// An IterationPlan as what each GPU does, in order: compute of the cost model's seconds, collectives and pipeline
+// transfers with the cost model's latency and transfer time, and what each compute step computes. Pure data, no
+// SimGrid: the no-contention replay (program/replay.hpp, `lcsim plan`'s estimate), the SimGrid executor and live
+// replay all run it. The steps of each kind of replica, pipelines and phases: docs/program.md.
 #include <compare>
 #include <cstdint>
 #include <vector>

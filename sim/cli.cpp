@@ -19,7 +19,7 @@ std::string main_usage() {
          "\n"
          "Commands:\n"
          "  plan   every policy of the scenario plans the same global batches; each plan is validated and timed\n"
-         "         with the closed-form cost-model estimate (no simulation); prints a comparison table\n"
+         "         by replaying its iteration program without contention; prints a comparison table\n"
          "  simulate the same plans, run in a SimGrid simulation of the cluster (contention, overlap, pipelines,\n"
          "         gradient sync); prints a comparison table and can write a Perfetto timeline\n"
          "  sweep  every point of a sweep file's axes over a base scenario, --jobs processes at a time; merged\n"

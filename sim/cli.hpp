@@ -25,6 +25,10 @@ inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitPlanning = 3;
 
+/// The whole `lcsim` program: runs the command line, prints errors and returns the exit code. A program that adds
+/// its own policies (register_policy) calls it from main(), and is then `lcsim` with those policies.
+int run_main(int argc, char** argv);
+
 std::string main_usage();
 /// Runs `lcsim <args>` (args without the program name), printing to `out`.
 void run_command_line(const std::vector<std::string>& args, std::ostream& out);

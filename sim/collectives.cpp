@@ -1,57 +1,5 @@
-// Collectives as flows. The platform gives each GPU one NVLink link to its node's NVSwitch and one InfiniBand NIC
-// (sim/platform.hpp); both are split-duplex, so what limits a GPU is the bytes it sends on its up link and the
-// bytes it receives on its down link. CM02 shares each link max-min between the flows crossing it. So a
-// collective's flows need the right per-link load, not NCCL's message-by-message schedule: simulating every
-// message of a 1024-GPU iteration costs events x active flows, for no change in what the links carry.
-//
-// Timing. The profile's fit gives a collective latency L and transfer T (size x bus factor / bus bandwidth). A
-// collective on link class c is run as: all members ready -> wait L -> flows of T x B_c bytes each, B_c the
-// per-GPU link bandwidth of c -> done. Links have no latency of their own (the fitted L includes the wire's), so
-// alone on the platform each flow takes T and the collective exactly L + T, the cost model's time. Under
-// contention a flow gets a share of B_c and the collective stretches.
-//
-// Ulysses all-to-all over n ranks. Each rank sends n-1 messages of S/n bytes and receives as many: per rank,
-// S (n-1)/n bytes up and down, which is what the bus factor counts. On a star (NVSwitch) or a non-blocking
-// fat-tree the load on each GPU's up and down link is all that sharing sees, so the n (n-1) messages are
-// collapsed into n flows, rank k -> rank k + shift, each carrying the rank's whole outgoing volume. The
-// destination's down link then receives exactly its incoming volume too.
-//
-// Ring all-gather / reduce-scatter / all-reduce. 2(n-1) (all-reduce) or n-1 steps in which every rank sends a
-// chunk to its ring successor: in steady state one flow per rank carrying the total of its steps. Collapsed into
-// that one flow; the per-step latency is inside the fitted L.
-//
-// Shift. On NVLink the ring successor (shift 1). On InfiniBand the group spans nodes and NCCL drives every NIC
-// (one per GPU), so each flow must cross the fabric: the shift is the number of members on the first member's
-// node, which sends member k to the member at the same position on the next node.
-//
-// Aggregated flows. The flows above load each member's up and down link with `bytes`. Where the platform has
-// aggregate hosts for the group (sim/platform.hpp), one flow per node does the same: within a node, one flow
-// from the up aggregate to the down aggregate crosses every member's up and down link; across nodes, with the
-// same number of members on every node, node i's up aggregate sends to node i+1's down aggregate (the shift
-// above, node by node). A collective then moves at the pace of its slowest link, as NCCL's rings do; the
-// fabric's leaf links see one flow per node instead of one per GPU, which changes nothing on a non-blocking
-// fat-tree whose leaves carry a whole node's NICs. It saves most of the simulation cost: one flow, route
-// and max-min variable per node instead of per GPU. The flows' shapes (flow_shapes) are declared to the platform
-// before the run (link_uses), which then merges the links they always cross together (sim/platform.hpp): a CP
-// group filling a node moves one flow over one link, not eight.
-//
-// Ring attention (CP). cp - 1 steps in which every rank sends its K,V block (and, backward, dK,dV) to its ring
-// successor: one flow per rank to its successor in the group's order, carrying all its steps. A hop between GPUs
-// of one node goes over NVLink (the GPU hosts), a hop between nodes over the NICs; every flow carries T x B_c
-// bytes, c the group's link class, so alone the collective takes L + T (its slowest hops are of class c) and the
-// NVLink hops of a ring spanning nodes carry about the bytes they really move. Within a node, the aggregate flow
-// loads the links the same way; across nodes only the boundary hops use a NIC, so no aggregation.
-//
-// Send/recv. One flow of T x B_c bytes from the sender's endpoint to the receiver's, then L.
-//
-// Exclusive groups. When no link that a group's flows cross is crossed by a flow of a group over other GPUs
-// (exclusive_groups), only the group's own collectives could share those links, and the executor never runs two
-// of them at once: every member takes part in each. (A pipeline transfer within the set cannot overlap them either:
-// its receiver waits for it.) Its flows then always run alone, and a collective ends at start + L + bytes / B_c,
-// B_c the group's class -- the slowest hop when a ring mixes NVLink and InfiniBand. That is computed instead of
-// simulated: no flow, no event, no wait. The executor's SimulationOptions::exclusive_closed_form (on by default)
-// gives the same results to the bit on every shipped scenario and in
-// SimPlatform.ClosedFormForExclusiveGroupsChangesNoSimulatedTime.
+// Collectives as flows that load each link as NCCL's schedule would, collapsed to one flow per rank or per node;
+// exclusive groups timed in closed form. Derivation: docs/simulation.md, "Collectives as flows".
 #include "sim/collectives.hpp"
 
 #include <algorithm>

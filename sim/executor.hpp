@@ -9,7 +9,7 @@
 //
 // Per GPU and iteration it measures busy time (the union of its compute and collective intervals: overlapped
 // communication counts once; waiting for other GPUs, pipeline transfers and pipeline bubbles are idle, as in the
-// closed-form estimate) and peak memory (static bytes plus the activations of the micro-batches in flight).
+// no-contention replay) and peak memory (static bytes plus the activations of the micro-batches in flight).
 #include <cstddef>
 #include <functional>
 #include <span>

@@ -1,4 +1,4 @@
-// `lcsim plan`: closed-form comparison of a scenario's policies.
+// `lcsim plan`: a scenario's policies compared without contention (the iteration programs replayed).
 #include <sstream>
 
 #include <boost/program_options.hpp>
@@ -35,8 +35,9 @@ std::string plan_help() {
   text << kPlanUsage
        << "\nEvery policy of SCENARIO plans the same global batches (the scenario's dataset, seed and batch size).\n"
           "Each plan is checked (every sequence exactly once, valid GPUs and ranks; a plan that exceeds GPU memory\n"
-          "is reported as an OOM iteration), then timed with the closed-form cost-model estimate -- no contention\n"
-          "or overlap is simulated. Prints one row per policy: iteration time (mean, p50, p99), tokens/s, speedup\n"
+          "is reported as an OOM iteration), then timed by replaying its iteration program -- the steps the simulator\n"
+          "runs -- without contention between flows. Prints one row per policy: iteration time (mean, p50, p99), "
+          "tokens/s, speedup\n"
           "over the baseline, HBP balance metrics (DBR, PR, ABR, CR), OOM iterations and planning wall time.\n\n"
        << plan_options();
   return text.str();

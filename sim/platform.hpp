@@ -14,19 +14,8 @@
 // collective or send/recv whose fitted latency in the profile already includes the wire's, and the collectives
 // pay it (sim/collectives.cpp), so the cluster's nvlink_latency_us and ib_latency_us are not added a second time.
 //
-// Aggregates. For each part, on one node, of a group of GPUs that runs collectives together, the node also gets a
-// pair of hosts whose routes cross the up links (first host) and the down links (second host) of every GPU of the
-// part: NVLink links for a group within the node, NICs for a group spanning nodes. One flow between them loads
-// each of those links exactly as one flow per GPU would, at a fraction of the simulation cost (see
-// sim/collectives.cpp).
-//
-// Merged links. What the run's flows may cross is declared up front (LinkUse: one GPU's own endpoint, or an
-// aggregate's GPUs). GPUs of a node whose links of one class are crossed by exactly the same declared uses get one
-// link between them: every flow crossing one of those links crosses all of them, so their max-min constraints are
-// identical and one stands for all -- the same rates, at a fraction of the constraints per flow and of the link
-// objects the solver touches (8 NVLink links become 1 for a CP group filling a node). A GPU no use names keeps
-// its own link. Asking for the own endpoint of a GPU whose link is merged would break that equivalence, so
-// endpoint() refuses it (std::logic_error): the declarations missed a flow.
+// Aggregate hosts (one flow per node loads every member's links) and merged links (GPUs whose links the same
+// declared uses cross share one link): docs/simulation.md, "Platform: aggregates and merged links".
 #include <compare>
 #include <map>
 #include <utility>

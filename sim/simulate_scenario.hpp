@@ -3,7 +3,7 @@
 // (the plans `lcsim plan` validates and estimates), then all plans run in one SimGrid simulation, policy after
 // policy. Results use the schema of `lcsim plan` (traces/results_io.hpp) with mode "simulate", plus per-GPU idle
 // time; the table adds what only a simulation knows (busy time of the slowest and fastest GPU) next to the
-// closed-form estimate of the same plans.
+// estimate of the same plans (their programs without contention).
 #include <functional>
 #include <ostream>
 #include <string>
@@ -28,7 +28,7 @@ struct SimulateSettings {
 
 /// What the simulation adds to a policy's results, beyond PolicyResult.
 struct SimulatedPolicyExtras {
-  double estimate_mean_s = 0;                     ///< closed-form estimate of the same plans, mean iteration seconds
+  double estimate_mean_s = 0;                     ///< the same plans without contention, mean iteration seconds
   double busy_max_mean_s = 0;                     ///< busy time of the busiest GPU, mean over iterations
   double busy_min_mean_s = 0;                     ///< ... of the least busy GPU (0 when a plan leaves a GPU unused)
   double wall_s = 0;                              ///< wall time simulating its iterations (not in files)
@@ -53,7 +53,7 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
 nlohmann::ordered_json simulation_to_json(const SimulationReport& report);
 void write_simulation_json(const SimulationReport& report, const std::string& file);
 /// Header lines and one row per policy: mean/p50/p99 iteration seconds, tokens/s, speedup over the baseline,
-/// busiest and least busy GPU's busy seconds, OOM iterations, the closed-form estimate and the wall time.
+/// busiest and least busy GPU's busy seconds, OOM iterations, the estimate and the wall time.
 void print_simulation_table(const SimulationReport& report, std::ostream& out);
 
 }  // namespace lcsim::sim

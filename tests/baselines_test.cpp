@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <stdexcept>
 
 #include "policies/baselines/deepspeed.hpp"
 #include "policies/baselines/packing.hpp"
@@ -260,6 +261,22 @@ TEST(BaselinesRegistry, KnowsTheBaselinesAndRejectsUnknownKinds) {
   EXPECT_NE(message.find("deepspeed"), std::string::npos) << message;
   const std::string options = error_of([] { make_policy(spec("sorted", nlohmann::json::array())); });
   EXPECT_NE(options.find("policies[1].options: expected an object"), std::string::npos) << options;
+}
+
+TEST(BaselinesRegistry, RegisteredPoliciesJoinTheBuiltIns) {
+  const std::string kind = "registry-test-deepspeed";
+  const PolicyFactory factory = [](const PolicySpec& s) { return make_deepspeed_policy(s); };
+  auto kinds = policy_kinds();
+  if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) register_policy(kind, factory);  // once per process
+  kinds = policy_kinds();
+  EXPECT_EQ(kinds.back(), kind) << "registered kinds come after the built-in ones";
+  EXPECT_EQ(make_policy(spec(kind))->kind(), "deepspeed");
+  const std::string options = error_of([&] { make_policy(spec(kind, {{"overlap", true}})); });
+  EXPECT_NE(options.find("options.overlap: unknown key"), std::string::npos) << options;
+  EXPECT_THROW(register_policy(kind, factory), std::invalid_argument);
+  EXPECT_THROW(register_policy("deepspeed", factory), std::invalid_argument);
+  EXPECT_THROW(register_policy("", factory), std::invalid_argument);
+  EXPECT_THROW(register_policy("registry-test-empty", nullptr), std::invalid_argument);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include "policies/core/errors.hpp"
 #include "tests/policy_test_fixtures.hpp"
+#include "traces/evaluation.hpp"
+#include "traces/scenario_loader.hpp"
 
 namespace lcsim {
 namespace {
@@ -183,6 +185,25 @@ TEST(Estimate, MalformedPlanIsRefused) {
   EXPECT_THROW(program::estimate_iteration(plan, cost), PlanningError);
   // The peak estimate, used by the validator, skips what it cannot place instead.
   EXPECT_EQ(estimate_peak_bytes(plan, cost), (std::vector<double>{0, 0}));
+}
+
+// The planning-time memory bound holds every peak the program reaches, pipelines (Hydraulis' and Megatron's TP x PP)
+// and overlapped Skrull micro-batches included.
+TEST(Estimate, ProgramPeaksStayWithinThePlanningBound) {
+  for (const char* name :
+       {"hydraulis/llama2-7b-github-16gpu", "skrull/qwen0.5b-chatqa2", "hbp/llama3.1-8b-isf-32k-sp4"}) {
+    const LoadedScenario loaded = load_and_prepare(std::string(LCSIM_SOURCE_DIR) + "/scenarios/" + name + ".json", 2);
+    for (const PolicySpec& spec : loaded.scenario.policies) {
+      const PolicyPlans planned = plan_policy(loaded, spec);
+      for (const IterationPlan& plan : planned.plans) {
+        const auto bound = estimate_peak_bytes(plan, *loaded.cost);
+        const auto peaks = program::estimate_iteration(plan, *loaded.cost).peak_bytes;
+        ASSERT_EQ(bound.size(), peaks.size());
+        for (std::size_t g = 0; g < peaks.size(); ++g)
+          EXPECT_LE(peaks[g], bound[g] * (1 + 1e-12)) << name << " " << spec.label << " GPU " << g;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The no-contention replay of work lists (sim/program_replay.hpp): hand-built programs with hand-computed times,
-// the closed-form estimate for plans without overlap or pipelines, and the SimGrid executor on one node.
+// the estimate (the same replay) for plans without overlap or pipelines, and the SimGrid executor on one node.
 #include <gtest/gtest.h>
 
 #include <stdexcept>

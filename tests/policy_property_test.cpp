@@ -96,7 +96,7 @@ TEST(PolicyProperty, EveryPolicyPlansStructurallyValidIterations) {
             const auto issues = validate_window(plans, window);
             ASSERT_TRUE(issues.empty()) << where << ": " << issues.front().message;
           }
-          // The closed-form estimate and the metrics take every valid plan.
+          // The estimate and the metrics take every valid plan.
           for (const auto& plan : plans) {
             const IterationEstimate e = program::estimate_iteration(plan, cost);
             ASSERT_TRUE(e.seconds > 0 && std::isfinite(e.seconds)) << where;

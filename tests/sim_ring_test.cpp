@@ -1,6 +1,6 @@
 // Ring attention in the simulator: the program runs each ring exchange beside the attention blocks that hide it
 // (hand-worked on the toy cost model of policy_test_fixtures.hpp), the ring's flows go to each rank's successor,
-// and without contention the simulated time is the closed-form estimate's. SimGrid runs in child processes.
+// and without contention the simulated time is the estimate's. SimGrid runs in child processes.
 #include <gtest/gtest.h>
 
 #include <sstream>

@@ -1,6 +1,6 @@
 #pragma once
-// `lcsim plan`: every policy of a scenario plans the same data window; each plan is validated, then timed with
-// the closed-form estimate (no simulation), and the per-iteration results are summarized against the baseline.
+// `lcsim plan`: every policy of a scenario plans the same data window; each plan is validated, then timed by its
+// iteration program replayed without contention, and the per-iteration results are summarized against the baseline.
 #include <string>
 #include <vector>
 
@@ -29,13 +29,13 @@ PolicyPlans plan_policy(const LoadedScenario& loaded, const PolicySpec& spec);
 /// plan_policy with a policy already built (tests pass their own).
 PolicyPlans plan_policy(const LoadedScenario& loaded, const PolicySpec& spec, Policy& policy);
 
-/// Times every plan with the closed-form estimate and summarizes them (speedup is left to apply_baseline).
+/// Times every plan with program::Estimator and summarizes them (speedup is left to apply_baseline).
 PolicyResult estimate_plans(const LoadedScenario& loaded, const PolicyPlans& planned);
-/// One iteration in the results schema from its plan and timing (the closed-form estimate, or the simulator's
+/// One iteration in the results schema from its plan and timing (the estimate, or the simulator's
 /// figures in the same shape).
 IterationResult iteration_result(const IterationPlan& plan, int index, const IterationEstimate& timing, int world);
 
-/// The closed-form evaluation of all selected policies ("plan" mode).
+/// The no-contention evaluation of all selected policies ("plan" mode).
 RunResults evaluate_plans(const LoadedScenario& loaded, const std::vector<std::string>& only_labels);
 
 /// The RunResults header fields (mode, scenario, seed, profile, dataset, baseline) of a loaded scenario.

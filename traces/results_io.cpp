@@ -90,7 +90,7 @@ std::string csv_number(double value) {
 }
 
 std::string mode_description(const std::string& mode) {
-  if (mode == "plan") return "plan (closed-form estimate from the cost model; no simulation)";
+  if (mode == "plan") return "plan (each iteration's program replayed without contention; no simulation)";
   if (mode == "simulate") return "simulate (SimGrid)";
   return mode;
 }

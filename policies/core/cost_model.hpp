@@ -1,29 +1,10 @@
 #pragma once
-// The one cost model. Every time and memory figure lcsim produces -- the closed-form estimate, the SimGrid
-// simulator's activity sizes, each paper's own formula (each policy's view of it, e.g. skrull/skrull_view.hpp)
-// -- comes from this class, which is built from a calibration profile.
+// The one cost model. Every time and memory figure lcsim produces -- the iteration program's steps (hence the
+// estimate, the simulator and live replay), each paper's own formula (each policy's view of it, e.g.
+// skrull/skrull_view.hpp) -- comes from this class, which is built from a calibration profile.
 //
-// Context parallelism (CostModelOptions::cp_attention). A sequence sharded over a CP group of cp GPUs leaves
-// 1/cp of its tokens on each GPU for the non-attention work (GEMMs, memory); attention runs one of two ways.
-//   Ulysses (DeepSpeed-Ulysses): all-to-alls turn the token shards into head shards, so each GPU runs causal
-//     attention over all s tokens for 1/cp of the heads (efficiency e_a(s)), then back. Per layer, 4 all-to-alls
-//     forward (Q, K, V, output) and 4 backward; nothing hides them (Skrull's overlap aside).
-//   Ring (Megatron-CP, ring-flash-attention): each GPU keeps its 1/cp of the tokens (zigzag chunks, so every step
-//     does the same causal work) and the K,V blocks travel around the ring. With t the GPU's sharded tokens,
-//     b = t * 2 kv_hidden * 2 bytes / tp its K,V block, c(x) the profile's SendRecv time of x bytes on the CP
-//     group's link, A the forward attention seconds of its sharded shares (attention_flops(s) / (cp tp) at
-//     efficiency e_a(s / cp): each blockwise kernel sees s/cp queries against s/cp keys) and r the
-//     attention_backward_ratio, per layer:
-//       forward:  cp blocks of A/cp; the cp - 1 transfers c(b) each run beside one block
-//                 exposed_f = (cp - 1) max(0, c(b) - A/cp)
-//       backward: cp blocks of r A/cp; cp - 1 transfers of K,V plus dK,dV, c(2b), beside one block each
-//                 exposed_b = (cp - 1) max(0, c(2b) - r A/cp)
-//     and a checkpointed layer recomputes its forward, ring included, in backward. Over a stage:
-//       exposed = (layers + checkpointed) exposed_f + layers exposed_b
-//     No all-to-all. (TransformerEngine sends K,V, then K,V + dK,dV, then dK,dV in one buffer: cp transfers
-//     totalling 2 (cp - 1) blocks, which is what cp - 1 steps of 2b carry.)
-// cp_exchanges() returns these figures as collectives plus the compute that runs beside them, so the estimate
-// (exposed seconds) and the simulator (flows beside compute) use the same ones.
+// Context parallelism: Ulysses' all-to-alls, or ring attention's K,V exchanges beside the blockwise attention
+// (cp_exchanges()); the derivation is in docs/model.md.
 #include <cstdint>
 #include <span>
 #include <vector>

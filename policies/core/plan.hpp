@@ -1,6 +1,6 @@
 #pragma once
-// IterationPlan: what every GPU does in one training iteration. Policies build plans; the validator, the
-// closed-form estimate, the simulator and the live executor only read them.
+// IterationPlan: what every GPU does in one training iteration. Policies build plans; the validator and the
+// iteration program (program/), which the estimate, the simulator and the live executor run, only read them.
 //
 //   IterationPlan -> replicas (DP members; each its own ParallelScheme and GPUs)
 //                 -> micro-batches (in execution order; 1F1B order for pipelines)

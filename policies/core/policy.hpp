@@ -1,7 +1,10 @@
 #pragma once
-// The policy interface. A policy turns the scenario's data into IterationPlans and knows nothing of SimGrid,
-// CUDA or how plans are executed.
+// The policy interface: lcsim's public contract for schedulers, built-in or a user's own. A policy turns the
+// scenario's data into IterationPlans and knows nothing of SimGrid, CUDA or how plans are executed; the same plans
+// are estimated (`lcsim plan`), simulated (`lcsim simulate`) and replayed on GPUs (`lcsim-gpu live`). A guide and a
+// worked example, built out of tree: docs/custom-policy.md, examples/custom-policy/.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -79,7 +82,16 @@ std::optional<Recompute> read_recompute(JsonObjectReader& reader, std::string_vi
 
 /// Builds the policy; unknown kinds and bad options are InputError naming file and path.
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec);
+/// The built-in kinds, then the registered ones, in registration order.
 std::vector<std::string> policy_kinds();
+
+/// Builds a policy from its scenario entry: reads spec.options with policy_options(spec) (then finish()), throws
+/// InputError for bad options.
+using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicySpec& spec)>;
+/// Makes `kind` available to scenarios ("kind": "<kind>" in their policies). Call it before running a command
+/// (typically first thing in main(), then sim's run_main). Throws std::invalid_argument for an empty kind or
+/// one that is already taken. Not thread-safe: register before planning starts.
+void register_policy(const std::string& kind, PolicyFactory factory);
 
 /// Cuts `sequences` (in order) into global batches: fixed sequence count, or a token budget (sequences are
 /// added while the batch stays within the budget; a sequence longer than the budget forms a batch alone).

@@ -1,5 +1,5 @@
 #pragma once
-// Results of evaluating policies on a scenario, shared by `lcsim plan` (closed-form estimate) and
+// Results of evaluating policies on a scenario, shared by `lcsim plan` (no contention) and
 // `lcsim simulate` (SimGrid). JSON schema in traces/results_io.hpp.
 #include <cstdint>
 #include <string>

@@ -23,6 +23,128 @@ namespace {
 
 constexpr int kCbcSeed = 20250101;
 
+/// Eq. 1 for one V as CBC reads it: columns o_kj (item k = k-th costliest sequence, j <= k) then z.
+struct PartitionModel {
+  std::vector<std::size_t> order;        ///< item k is sequence order[k]
+  std::vector<std::vector<int>> column;  ///< [item][micro-batch]: column of o_kj, or -1
+  int z = 0;                             ///< column of the makespan
+  int columns = 0;
+  CoinPackedMatrix matrix{false, 0, 0};
+  std::vector<double> row_lo, row_hi, col_lo, col_hi, objective;
+};
+
+PartitionModel build_model(std::span<const Tokens> lengths, std::span<const double> costs, Tokens capacity,
+                           std::size_t bins) {
+  const std::size_t u = lengths.size();
+  PartitionModel m;
+  m.order.resize(u);
+  std::iota(m.order.begin(), m.order.end(), std::size_t{0});
+  std::stable_sort(m.order.begin(), m.order.end(), [&](std::size_t x, std::size_t y) { return costs[x] > costs[y]; });
+  m.column.assign(u, std::vector<int>(bins, -1));
+  for (std::size_t k = 0; k < u; ++k)
+    for (std::size_t j = 0; j < bins && j <= k; ++j) m.column[k][j] = m.columns++;
+  m.z = m.columns++;
+
+  m.matrix.setDimensions(0, m.columns);
+  const double infinity = OsiClpSolverInterface().getInfinity();
+  for (std::size_t k = 0; k < u; ++k) {  // each sequence once
+    CoinPackedVector row;
+    for (std::size_t j = 0; j < bins; ++j)
+      if (m.column[k][j] >= 0) row.insert(m.column[k][j], 1.0);
+    m.matrix.appendRow(row);
+    m.row_lo.push_back(1.0);
+    m.row_hi.push_back(1.0);
+  }
+  for (std::size_t j = 0; j < bins; ++j) {  // each micro-batch's cost below z, its tokens within capacity
+    CoinPackedVector time_row, token_row;
+    for (std::size_t k = 0; k < u; ++k) {
+      if (m.column[k][j] < 0) continue;
+      time_row.insert(m.column[k][j], costs[m.order[k]]);
+      token_row.insert(m.column[k][j], static_cast<double>(lengths[m.order[k]]));
+    }
+    time_row.insert(m.z, -1.0);
+    m.matrix.appendRow(time_row);
+    m.row_lo.push_back(-infinity);
+    m.row_hi.push_back(0.0);
+    m.matrix.appendRow(token_row);
+    m.row_lo.push_back(-infinity);
+    m.row_hi.push_back(static_cast<double>(capacity));
+  }
+  const auto columns = static_cast<std::size_t>(m.columns);
+  const auto z = static_cast<std::size_t>(m.z);
+  m.col_lo.assign(columns, 0.0);
+  m.col_hi.assign(columns, 1.0);
+  m.col_hi[z] = infinity;
+  // z is at least the costliest sequence and the mean load: the LP relaxation alone only knows the mean, and
+  // without the first bound the search cannot prove most incumbents optimal.
+  double total = 0;
+  double largest = 0;
+  for (double c : costs) {
+    total += c;
+    largest = std::max(largest, c);
+  }
+  m.col_lo[z] = std::max(largest, total / static_cast<double>(bins));
+  m.objective.assign(columns, 0.0);
+  m.objective[z] = 1.0;
+  return m;
+}
+
+/// Silent, single-threaded, seeded, node- and time-limited; a strict cutoff at `below` (only partitions whose
+/// costliest micro-batch is below it are of use).
+void configure(CbcModel& model, const MilpOptions& options, double below) {
+  model.setLogLevel(0);
+  model.messageHandler()->setLogLevel(0);
+  model.solver()->messageHandler()->setLogLevel(0);
+  model.setNumberThreads(0);
+  model.setRandomSeed(kCbcSeed);
+  model.setMaximumNodes(options.max_nodes);
+  model.setMaximumSeconds(options.time_limit_s);
+  if (std::isfinite(below)) model.setCutoff(below * (1 - 1e-9));
+}
+
+/// Gives CBC the incumbent, relabelled so that micro-batches are numbered by their first item (the symmetry
+/// rows), when it covers every sequence in at most V micro-batches and beats `below`.
+void set_incumbent(CbcModel& model, const PartitionModel& m, std::span<const double> costs, std::size_t bins,
+                   double below, const std::vector<std::vector<std::size_t>>& incumbent) {
+  const std::size_t u = m.order.size();
+  std::vector<std::size_t> item_of(u);
+  for (std::size_t k = 0; k < u; ++k) item_of[m.order[k]] = k;
+  std::vector<int> bin_of(u, -1);
+  for (std::size_t b = 0; b < incumbent.size(); ++b)
+    for (std::size_t i : incumbent[b]) bin_of[item_of[i]] = static_cast<int>(b);
+  if (incumbent.size() > bins || std::any_of(bin_of.begin(), bin_of.end(), [](int b) { return b < 0; })) return;
+  std::vector<int> label(incumbent.size(), -1);
+  int next = 0;
+  std::vector<double> solution(static_cast<std::size_t>(m.columns), 0.0);
+  std::vector<double> bin_cost(bins, 0.0);
+  for (std::size_t k = 0; k < u; ++k) {
+    auto& l = label[static_cast<std::size_t>(bin_of[k])];
+    if (l < 0) l = next++;
+    const auto j = static_cast<std::size_t>(l);
+    solution[static_cast<std::size_t>(m.column[k][j])] = 1.0;
+    bin_cost[j] += costs[m.order[k]];
+  }
+  const double zmax = *std::max_element(bin_cost.begin(), bin_cost.end());
+  const auto z = static_cast<std::size_t>(m.z);
+  solution[z] = std::max(zmax, m.col_lo[z]);
+  if (zmax < below) model.setBestSolution(solution.data(), m.columns, solution[z], true);
+}
+
+/// The micro-batches of CBC's best solution, each listing its sequences in increasing index.
+std::vector<std::vector<std::size_t>> read_solution(const double* best, const PartitionModel& m, std::size_t bins) {
+  std::vector<std::vector<std::size_t>> micro_batches(bins);
+  for (std::size_t k = 0; k < m.order.size(); ++k)
+    for (std::size_t j = 0; j < bins; ++j) {
+      const int c = m.column[k][j];
+      if (c >= 0 && best[c] > 0.5) {
+        micro_batches[j].push_back(m.order[k]);
+        break;
+      }
+    }
+  for (auto& mb : micro_batches) std::sort(mb.begin(), mb.end());
+  return micro_batches;
+}
+
 }  // namespace
 
 MilpPartition partition_milp(std::span<const Tokens> lengths, std::span<const double> costs, Tokens capacity, int v,
@@ -41,116 +163,20 @@ MilpPartition partition_milp(std::span<const Tokens> lengths, std::span<const do
       return out;
     }
 
-  // Sequences by cost descending; item k of the model is sequence order[k].
-  std::vector<std::size_t> order(u);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return costs[x] > costs[y]; });
   const auto bins = static_cast<std::size_t>(v);
-
-  // Column of o_kj (j <= k) and z.
-  std::vector<std::vector<int>> column(u, std::vector<int>(bins, -1));
-  int columns = 0;
-  for (std::size_t k = 0; k < u; ++k)
-    for (std::size_t j = 0; j < bins && j <= k; ++j) column[k][j] = columns++;
-  const int z = columns++;
-
-  CoinPackedMatrix matrix(false, 0, 0);
-  matrix.setDimensions(0, columns);
-  std::vector<double> row_lo, row_hi;
-  const double infinity = OsiClpSolverInterface().getInfinity();
-  for (std::size_t k = 0; k < u; ++k) {
-    CoinPackedVector row;
-    for (std::size_t j = 0; j < bins; ++j)
-      if (column[k][j] >= 0) row.insert(column[k][j], 1.0);
-    matrix.appendRow(row);
-    row_lo.push_back(1.0);
-    row_hi.push_back(1.0);
-  }
-  for (std::size_t j = 0; j < bins; ++j) {
-    CoinPackedVector time_row, token_row;
-    for (std::size_t k = 0; k < u; ++k) {
-      if (column[k][j] < 0) continue;
-      time_row.insert(column[k][j], costs[order[k]]);
-      token_row.insert(column[k][j], static_cast<double>(lengths[order[k]]));
-    }
-    time_row.insert(z, -1.0);
-    matrix.appendRow(time_row);
-    row_lo.push_back(-infinity);
-    row_hi.push_back(0.0);
-    matrix.appendRow(token_row);
-    row_lo.push_back(-infinity);
-    row_hi.push_back(static_cast<double>(capacity));
-  }
-  std::vector<double> col_lo(static_cast<std::size_t>(columns), 0.0);
-  std::vector<double> col_hi(static_cast<std::size_t>(columns), 1.0);
-  col_hi[static_cast<std::size_t>(z)] = infinity;
-  // z is at least the costliest sequence and the mean load: the LP relaxation alone only knows the mean, and
-  // without the first bound the search cannot prove most incumbents optimal.
-  double total = 0;
-  double largest = 0;
-  for (double c : costs) {
-    total += c;
-    largest = std::max(largest, c);
-  }
-  col_lo[static_cast<std::size_t>(z)] = std::max(largest, total / v);
-  std::vector<double> objective(static_cast<std::size_t>(columns), 0.0);
-  objective[static_cast<std::size_t>(z)] = 1.0;
-
+  const PartitionModel m = build_model(lengths, costs, capacity, bins);
   OsiClpSolverInterface solver;
   solver.messageHandler()->setLogLevel(0);
-  solver.loadProblem(matrix, col_lo.data(), col_hi.data(), objective.data(), row_lo.data(), row_hi.data());
-  for (int c = 0; c < z; ++c) solver.setInteger(c);
-
+  solver.loadProblem(m.matrix, m.col_lo.data(), m.col_hi.data(), m.objective.data(), m.row_lo.data(), m.row_hi.data());
+  for (int c = 0; c < m.z; ++c) solver.setInteger(c);
   CbcModel model(solver);
-  model.setLogLevel(0);
-  model.messageHandler()->setLogLevel(0);
-  model.solver()->messageHandler()->setLogLevel(0);
-  model.setNumberThreads(0);
-  model.setRandomSeed(kCbcSeed);
-  model.setMaximumNodes(options.max_nodes);
-  model.setMaximumSeconds(options.time_limit_s);
-  // A strict cutoff: only partitions whose costliest micro-batch is below `below` are of use.
-  if (std::isfinite(below)) model.setCutoff(below * (1 - 1e-9));
-
-  // The incumbent, relabelled so that micro-batches are numbered by their first item (the symmetry rows).
-  if (!incumbent.empty()) {
-    std::vector<std::size_t> item_of(u);
-    for (std::size_t k = 0; k < u; ++k) item_of[order[k]] = k;
-    std::vector<int> bin_of(u, -1);
-    for (std::size_t b = 0; b < incumbent.size(); ++b)
-      for (std::size_t i : incumbent[b]) bin_of[item_of[i]] = static_cast<int>(b);
-    if (incumbent.size() <= bins && std::none_of(bin_of.begin(), bin_of.end(), [](int b) { return b < 0; })) {
-      std::vector<int> label(incumbent.size(), -1);
-      int next = 0;
-      std::vector<double> solution(static_cast<std::size_t>(columns), 0.0);
-      std::vector<double> bin_cost(bins, 0.0);
-      for (std::size_t k = 0; k < u; ++k) {
-        auto& l = label[static_cast<std::size_t>(bin_of[k])];
-        if (l < 0) l = next++;
-        const auto j = static_cast<std::size_t>(l);
-        solution[static_cast<std::size_t>(column[k][j])] = 1.0;
-        bin_cost[j] += costs[order[k]];
-      }
-      const double zmax = *std::max_element(bin_cost.begin(), bin_cost.end());
-      solution[static_cast<std::size_t>(z)] = std::max(zmax, col_lo[static_cast<std::size_t>(z)]);
-      if (zmax < below) model.setBestSolution(solution.data(), columns, solution[static_cast<std::size_t>(z)], true);
-    }
-  }
+  configure(model, options, below);
+  if (!incumbent.empty()) set_incumbent(model, m, costs, bins, below, incumbent);
 
   model.branchAndBound();
   const double* best = model.bestSolution();
   out.optimal = model.isProvenOptimal() || model.isProvenInfeasible();
-  if (best == nullptr) return out;
-  out.micro_batches.assign(bins, {});
-  for (std::size_t k = 0; k < u; ++k)
-    for (std::size_t j = 0; j < bins; ++j) {
-      const int c = column[k][j];
-      if (c >= 0 && best[c] > 0.5) {
-        out.micro_batches[j].push_back(order[k]);
-        break;
-      }
-    }
-  for (auto& mb : out.micro_batches) std::sort(mb.begin(), mb.end());
+  if (best != nullptr) out.micro_batches = read_solution(best, m, bins);
   return out;
 }
 

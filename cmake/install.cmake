@@ -1,0 +1,25 @@
+# `cmake --install`: the `lcsim` binary, the libraries and their headers, the shipped profiles, and a CMake package
+# (find_package(lcsim)) whose targets are lcsim::policies, lcsim::program, lcsim::traces and lcsim::sim.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(LCSIM_INSTALL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/lcsim)
+set(LCSIM_INSTALL_INCLUDE_DIR ${CMAKE_INSTALL_INCLUDEDIR}/lcsim)
+set(LCSIM_INSTALL_PROFILES_DIR ${CMAKE_INSTALL_DATADIR}/lcsim/profiles)
+
+foreach(layer policies program traces sim)
+  set_target_properties(lcsim_${layer} PROPERTIES EXPORT_NAME ${layer})
+endforeach()
+install(TARGETS lcsim lcsim_policies lcsim_program lcsim_traces lcsim_sim lcsim_warnings
+        EXPORT lcsimTargets
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY policies program traces sim DESTINATION ${LCSIM_INSTALL_INCLUDE_DIR} FILES_MATCHING PATTERN "*.hpp")
+install(DIRECTORY calibrate/profiles/ DESTINATION ${LCSIM_INSTALL_PROFILES_DIR} FILES_MATCHING PATTERN "*.json")
+install(EXPORT lcsimTargets NAMESPACE lcsim:: DESTINATION ${LCSIM_INSTALL_CMAKE_DIR})
+
+configure_package_config_file(cmake/lcsimConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/lcsimConfig.cmake
+                              INSTALL_DESTINATION ${LCSIM_INSTALL_CMAKE_DIR} PATH_VARS LCSIM_INSTALL_PROFILES_DIR)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/lcsimConfigVersion.cmake COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/lcsimConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/lcsimConfigVersion.cmake
+        DESTINATION ${LCSIM_INSTALL_CMAKE_DIR})
