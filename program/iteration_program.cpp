@@ -785,7 +785,7 @@ void Builder::add_gradient_sync(const std::vector<int>& replicas) {
     const int shards = shard_degree(cost_, scheme);
     const double optimizer_s = cost_.optimizer_seconds(scheme, shards);
     // As optimizer_seconds: ZeRO 1-3 update the GPU's shard, ZeRO-0 every parameter it holds.
-    const double updated = cost_.parameters_per_gpu(scheme) / (cost_.options().zero_stage >= 1 ? shards : 1);
+    const double updated = cost_.trained_parameters_per_gpu(scheme) / (cost_.options().zero_stage >= 1 ? shards : 1);
     std::vector<std::pair<int, WorkKind>> syncs;
     for (const CollectiveCall& call : cost_.gradient_sync_calls(scheme, shards)) {
       const WorkKind kind = call.op == CollectiveOp::ReduceScatter ? WorkKind::GradReduceScatter

@@ -13,7 +13,7 @@ std::string main_usage() {
          "  lcsim sweep SWEEP [--jobs N] [--out DIR] [--csv FILE] [--json FILE] [--quiet]\n"
          "  lcsim validate [--catalogue FILE] [--json FILE] [--csv FILE] [--jobs N] [--only ID]... [--work DIR]\n"
          "                 [--profile FILE]...\n"
-         "  lcsim list models|gpus|distributions|policies\n"
+         "  lcsim list models|gpus|distributions|policies|finetuning\n"
          "  lcsim COMMAND --help\n"
          "  lcsim --help | --version\n"
          "\n"

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "policies/core/finetuning.hpp"
 #include "policies/core/model.hpp"
 #include "policies/core/policy.hpp"
 #include "policies/core/workload.hpp"
@@ -14,12 +15,13 @@ namespace lcsim {
 namespace {
 
 constexpr const char* kListUsage =
-    "Usage: lcsim list models|gpus|distributions|policies\n"
+    "Usage: lcsim list models|gpus|distributions|policies|finetuning\n"
     "\n"
     "  models          model shapes usable as \"model\": \"NAME\" in a scenario\n"
     "  gpus            GPU kinds usable as cluster.gpu\n"
     "  distributions   sequence length distributions usable as dataset.distribution or in dataset.mix\n"
-    "  policies        policy kinds usable as policies[].kind\n";
+    "  policies        policy kinds usable as policies[].kind\n"
+    "  finetuning      fine-tuning methods usable as training.finetuning.method, and LoRA's targets\n";
 
 using Row = std::vector<std::string>;
 
@@ -118,6 +120,17 @@ void list_policies(std::ostream& out) {
   for (const auto& kind : policy_kinds()) out << "  " << kind << '\n';
 }
 
+void list_finetuning(std::ostream& out) {
+  out << "fine-tuning methods (use as training.finetuning.method; what each changes: docs/model.md)\n"
+         "  full   every weight trained (the default)\n"
+         "  lora   frozen bf16 base weights, trained LoRA adapters: {\"method\": \"lora\", \"rank\": r, "
+         "\"alpha\": a,\n"
+         "         \"targets\": [...]} (alpha scales the adapters and changes no time or memory)\n"
+         "LoRA targets (default: all)\n ";
+  for (LoraTarget target : all_lora_targets()) out << ' ' << to_string(target);
+  out << '\n';
+}
+
 }  // namespace
 
 void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
@@ -125,7 +138,7 @@ void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
     out << kListUsage;
     return;
   }
-  if (args.size() != 1) throw UsageError("list: expected one of models, gpus, distributions, policies", kListUsage);
+  if (args.size() != 1) throw UsageError("list: expected one of models, gpus, distributions, policies, finetuning", kListUsage);
   const std::string& what = args[0];
   if (what == "models") {
     list_models(out);
@@ -135,6 +148,8 @@ void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
     list_distributions(out);
   } else if (what == "policies") {
     list_policies(out);
+  } else if (what == "finetuning") {
+    list_finetuning(out);
   } else {
     throw UsageError("list: unknown list \"" + what + "\"", kListUsage);
   }

@@ -173,9 +173,14 @@ TEST_F(CliTest, ListsBuiltInNames) {
   const CliRun policies = run_lcsim("list policies");
   EXPECT_EQ(policies.exit_code, 0);
   EXPECT_TRUE(contains(policies.output, "deepspeed"));
+  const CliRun finetuning = run_lcsim("list finetuning");
+  EXPECT_EQ(finetuning.exit_code, 0);
+  EXPECT_TRUE(contains(finetuning.output, "  full "));
+  EXPECT_TRUE(contains(finetuning.output, "  lora "));
+  EXPECT_TRUE(contains(finetuning.output, "q k v o gate up down"));
   const CliRun bad = run_lcsim("list colours");
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_TRUE(contains(bad.output, "models|gpus|distributions|policies"));
+  EXPECT_TRUE(contains(bad.output, "models|gpus|distributions|policies|finetuning"));
 }
 
 TEST_F(CliTest, SweepRunsEveryPointAndIsIndependentOfJobs) {

@@ -32,7 +32,8 @@ ClusterSpec tiny_cluster() {
 }
 
 CostModel ring_cost(double sendrecv_Bps) {
-  return CostModel(tiny_model(), tiny_cluster(), flat_profile(sendrecv_Bps), CostModelOptions{2, CpAttention::Ring});
+  return CostModel(tiny_model(), tiny_cluster(), flat_profile(sendrecv_Bps),
+                   CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
 }
 
 ParallelScheme cp_scheme(int cp, int tp = 1) {
@@ -128,8 +129,10 @@ TEST(CostModelRing, TensorParallelismHalvesTheBlockAndTheAttention) {
 TEST(CostModelRing, BlockwiseKernelsRunAtTheEfficiencyOfTheirBlockLength) {
   Profile p = flat_profile(1e9);
   p.compute.attention_efficiency = Curve{{100, 10000}, {0.2, 0.6}, std::nullopt};  // 0.2 at 100, 0.4 at 1000
-  const CostModel ring(tiny_model(), tiny_cluster(), p, CostModelOptions{2, CpAttention::Ring});
-  const CostModel ulysses(tiny_model(), tiny_cluster(), p, CostModelOptions{2, CpAttention::Ulysses});
+  const CostModel ring(tiny_model(), tiny_cluster(), p,
+                       CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
+  const CostModel ulysses(tiny_model(), tiny_cluster(), p,
+                          CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ulysses});
   // 1000 tokens over 10 ranks: 100 local tokens for the GEMMs; attention 1.28e8 / 10 FLOPs per GPU, at e(1000)
   // for Ulysses, e(100) for the ring's 100-token blocks.
   const std::vector<SequenceShare> sharded{{1000, 10}};
@@ -170,7 +173,8 @@ TEST(CostModelRing, NothingShardedNothingExchanged) {
 TEST(CostModelRing, AProfileWithoutSendRecvIsAnInputErrorNamingIt) {
   Profile p = flat_profile(1e9);
   p.collectives.pop_back();  // the send_recv fit
-  const CostModel cost(tiny_model(), tiny_cluster(), p, CostModelOptions{2, CpAttention::Ring});
+  const CostModel cost(tiny_model(), tiny_cluster(), p,
+                       CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
   try {
     cost.cp_comm_seconds(kOneSharded, kTokensOnGpu, cp_scheme(4), 2, LinkClass::NvLink);
     ADD_FAILURE() << "ring attention needs the send_recv fit";
@@ -188,8 +192,9 @@ TEST(CostModelRing, RingHidesBehindLongSequencesWhereUlyssesCannot) {
   cluster.nvlink_latency_us = 2;
   const Profile profile = load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json");
   const ModelConfig model = named_model("Qwen2.5-0.5B");
-  const CostModel ring(model, cluster, profile, CostModelOptions{2, CpAttention::Ring});
-  const CostModel ulysses(model, cluster, profile, CostModelOptions{2, CpAttention::Ulysses});
+  const CostModel ring(model, cluster, profile, CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
+  const CostModel ulysses(model, cluster, profile,
+                          CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ulysses});
   const ParallelScheme scheme = cp_scheme(8);
   const auto exposed = [&](const CostModel& cost, Tokens s) {
     const SequenceShare share{s, 8};

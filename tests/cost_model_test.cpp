@@ -35,7 +35,7 @@ ClusterSpec tiny_cluster() {
 }
 
 CostModel tiny_cost(int zero_stage = 2) {
-  return CostModel(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{zero_stage});
+  return CostModel(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{.zero_stage = zero_stage});
 }
 
 TEST(CostModelFlops, CountsGemmAttentionAndHead) {
@@ -155,7 +155,7 @@ TEST(CostModelMemory, StaticBytesPerZeroStage) {
   EXPECT_DOUBLE_EQ(tiny_cost(2).static_bytes(scheme, 4), (2 + 14.0 / 4) * params);
   EXPECT_DOUBLE_EQ(tiny_cost(3).static_bytes(scheme, 4), (16.0 / 4) * params);
   EXPECT_DOUBLE_EQ(tiny_cost(3).static_bytes(scheme, 1), 16 * params);
-  EXPECT_THROW(CostModel(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{4}), InputError);
+  EXPECT_THROW(CostModel(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{.zero_stage = 4}), InputError);
 }
 
 TEST(CostModelMemory, ActivationBytesPerToken) {

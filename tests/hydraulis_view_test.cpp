@@ -74,8 +74,8 @@ TEST(CostViewsHydraulis, MaxLenShrinksWithSmallerModelShards) {
   EXPECT_LT(view.max_len(tp_pp(1, 1)), view.max_len(tp_pp(1, 2)));
   EXPECT_LT(view.max_len(tp_pp(2, 1)), view.max_len(tp_pp(2, 2)));
   // Optimizer states are sharded across all GPUs even when the scenario runs ZeRO-0 for other policies.
-  const CostModel zero0(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{0});
-  const CostModel zero1(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{1});
+  const CostModel zero0(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{.zero_stage = 0});
+  const CostModel zero1(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{.zero_stage = 1});
   EXPECT_EQ(HydraulisView(zero0, 8).max_len(tp_pp(1, 1)), HydraulisView(zero1, 8).max_len(tp_pp(1, 1)));
   const CostModel tiny_gpu(tiny_model(), tiny_cluster(0.25 * 1024 * 1024 * 1024 + 1e5), flat_profile());
   EXPECT_EQ(HydraulisView(tiny_gpu, 8).max_len(tp_pp(1, 1)), 0);

@@ -136,6 +136,45 @@ Recompute parse_recompute(JsonObjectReader& r) {
   r.fail("recompute", "expected \"none\", \"selective\" or \"full\", got \"" + value + "\"");
 }
 
+/// training.finetuning: {"method": "full"} (the default) or {"method": "lora", "rank": r, "alpha": a, "targets":
+/// [...]} (targets default to every one: q, k, v, o, gate, up, down).
+Finetuning parse_finetuning(JsonObjectReader r) {
+  Finetuning f;
+  const std::string method = r.required<std::string>("method");
+  if (method == "full") {
+    r.finish();
+    return f;
+  }
+  if (method == "frozen")
+    r.fail("method", "\"frozen\" (partial freezing) is not modelled yet; use \"full\" or \"lora\"");
+  if (method != "lora") r.fail("method", "expected \"full\" or \"lora\", got \"" + method + "\"");
+  f.method = FinetuningMethod::Lora;
+  f.lora_rank = int_in(r, "rank", 1, 65536);
+  f.lora_alpha = r.has("alpha") ? r.positive("alpha") : 2.0 * f.lora_rank;
+  if (!r.has("targets")) {
+    f.lora_targets = all_lora_targets();
+  } else {
+    const nlohmann::json& targets = r.value("targets");
+    if (!targets.is_array() || targets.empty())
+      r.fail("targets", "expected a non-empty array of \"q\", \"k\", \"v\", \"o\", \"gate\", \"up\", \"down\"");
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      const std::string key = "targets[" + std::to_string(i) + "]";
+      const auto& name = targets[i];
+      const auto& all = all_lora_targets();
+      const auto found = std::find_if(all.begin(), all.end(), [&](LoraTarget t) {
+        return name.is_string() && name.get<std::string>() == to_string(t);
+      });
+      if (found == all.end())
+        r.fail(key, "unknown LoRA target " + name.dump() + " (known: q, k, v, o, gate, up, down)");
+      if (std::find(f.lora_targets.begin(), f.lora_targets.end(), *found) != f.lora_targets.end())
+        r.fail(key, "duplicate LoRA target " + name.dump());
+      f.lora_targets.push_back(*found);
+    }
+  }
+  r.finish();
+  return f;
+}
+
 TrainingConfig parse_training(JsonObjectReader r) {
   TrainingConfig t;
   constexpr std::int64_t kMaxTokens = std::int64_t{1} << 40;
@@ -148,6 +187,7 @@ TrainingConfig parse_training(JsonObjectReader r) {
   t.recompute = parse_recompute(r);
   t.context_length = r.integer_in("context_length_tokens", 1, kMaxTokens);
   if (r.has("bucket_size_tokens")) t.bucket_size_tokens = r.integer_in("bucket_size_tokens", 1, kMaxTokens);
+  if (r.has("finetuning")) t.finetuning = parse_finetuning(r.object("finetuning"));
   r.finish();
   return t;
 }

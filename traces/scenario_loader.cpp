@@ -175,7 +175,7 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
                      std::to_string(s.cluster.world_size()));
   if (s.cp_attention == CpAttention::Ring) check_ring_fits(loaded.profile, s, file);
   loaded.cost = std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
-                                            CostModelOptions{s.training.zero_stage, s.cp_attention});
+                                            CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning});
   loaded.batches = prepare_batches(s, loaded.dataset_label);
   return loaded;
 }

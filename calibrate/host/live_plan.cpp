@@ -26,6 +26,11 @@ LivePlans plan_live(LoadedScenario loaded, const std::vector<std::string>& polic
                      ": parallel.cp_attention: live runs Ulysses context parallelism "
                      "only; \"" +
                      std::string(to_string(cost.options().cp_attention)) + "\" is not executed live");
+  // The layer proxy trains every weight: it has no LoRA adapters and always computes weight gradients.
+  if (cost.options().finetuning.method != FinetuningMethod::Full)
+    throw InputError(live.loaded.scenario.file + ": training.finetuning.method: live runs full fine-tuning only; \"" +
+                     std::string(to_string(cost.options().finetuning.method)) +
+                     "\" is simulated (lcsim plan, simulate) but not executed live");
   for (const PolicySpec* spec : select_policies(live.loaded.scenario, policies)) {
     PolicyPlans planned = plan_policy(live.loaded, *spec);
     LivePolicyPlans p;

@@ -7,8 +7,10 @@
 //                          1/cp of the heads; ring attention: e_a(s / cp), its kernels see blocks of s/cp tokens)
 //   layer = 3 G + (1 + attention_backward_ratio) A + layer_overhead   (backward GEMMs cost twice the forward)
 //         + (G + A) when the layer is checkpointed (or recompute is Full): its forward runs again in backward.
-// Selective recomputation adds no time here: with FlashAttention the attention core already recomputes its
-// softmax in backward, and what selective recomputation re-runs beyond that (norms, the SwiGLU product) is
+// LoRA (docs/model.md): the frozen base GEMMs run forward and for the activation gradient only, 2 G instead of
+// 3 G; the adapters add L forward and 2 L backward (lora_forward_seconds); the frozen LM head skips its weight
+// gradient too. Selective recomputation adds no time here: with FlashAttention the attention core already recomputes
+// its softmax in backward, and what selective recomputation re-runs beyond that (norms, the SwiGLU product) is
 // element-wise work that the GEMM efficiency and layer overhead absorb. It only changes memory coefficients.
 #include "policies/core/cost_model.hpp"
 
@@ -95,6 +97,7 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
   const double peak = c.peak_tflops * 1e12;
   LayerParts parts;
   parts.gemm = tokens * gemm_flops_per_token() / tp / (peak * c.gemm_efficiency.at(tokens));
+  parts.adapters = lora_forward_seconds(tokens, tp);
   for (const auto& share : work) {
     if (share.sequence_tokens <= 0) continue;
     check_degree(share.cp, "share cp");
@@ -111,9 +114,33 @@ double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Rec
   check_degree(tp, "tp");
   if (local_tokens(work) <= 0) return 0;
   const auto& c = profile_.compute;
-  const auto [gemm, attention] = layer_parts(work, tp);
-  double seconds = 3 * gemm + (1 + c.attention_backward_ratio) * attention + c.layer_overhead_us * 1e-6;
-  if (checkpointed || recompute == Recompute::Full) seconds += gemm + attention;
+  const auto [gemm, attention, adapters] = layer_parts(work, tp);
+  double seconds = base_gemm_passes() * gemm + 3 * adapters + (1 + c.attention_backward_ratio) * attention +
+                   c.layer_overhead_us * 1e-6;
+  if (checkpointed || recompute == Recompute::Full) seconds += gemm + adapters + attention;
+  return seconds;
+}
+
+double CostModel::base_gemm_passes() const {
+  return options_.finetuning.lora() ? 2.0 : 3.0;
+}
+
+double CostModel::lora_forward_seconds(double tokens, int tp) const {
+  const Finetuning& f = options_.finetuning;
+  if (!f.lora() || tokens <= 0) return 0;
+  const auto& c = profile_.compute;
+  const double flop_rate = c.peak_tflops * 1e12 * c.gemm_efficiency.at(tokens);
+  const double byte_rate = cluster_.gpu.hbm_TBps * 1e12;
+  const double r = f.lora_rank;
+  double seconds = 0;
+  for (LoraTarget target : f.lora_targets) {
+    const auto [d_in, d_out] = lora_target_shape(model_, target);
+    // x A then (x A) B: 2 r (d_in + d_out) FLOPs per token; bf16 traffic: read x, write and read x A, and add
+    // into the base output (read and write it).
+    const double flops = tokens * 2 * r * (d_in + d_out) / tp;
+    const double bytes = tokens * kBf16Bytes * (d_in + 2 * r + 2 * d_out) / tp;
+    seconds += std::max(flops / flop_rate, byte_rate > 0 ? bytes / byte_rate : 0.0);
+  }
   return seconds;
 }
 
@@ -130,8 +157,8 @@ double CostModel::compute_seconds(std::span<const SequenceShare> work, const Par
   const int checkpointed = checkpointed_layers(scheme, layers);
   double seconds = checkpointed * layer_seconds(work, scheme.tp, scheme.recompute, true) +
                    (layers - checkpointed) * layer_seconds(work, scheme.tp, scheme.recompute, false);
-  // The LM head: forward plus a backward of twice its FLOPs.
-  if (with_head) seconds += 3 * head_forward_seconds(tokens, scheme.tp);
+  // The LM head: forward plus a backward of twice its FLOPs (once when frozen: no weight gradient).
+  if (with_head) seconds += base_gemm_passes() * head_forward_seconds(tokens, scheme.tp);
   return seconds;
 }
 
@@ -142,9 +169,9 @@ double CostModel::forward_seconds(std::span<const SequenceShare> work, const Par
   const double tokens = local_tokens(work);
   if (tokens <= 0) return 0;
   const auto& c = profile_.compute;
-  const auto [gemm, attention] = layer_parts(work, scheme.tp);
-  const double forward = gemm + attention;
-  const double work_seconds = 3 * gemm + (1 + c.attention_backward_ratio) * attention;
+  const auto [gemm, attention, adapters] = layer_parts(work, scheme.tp);
+  const double forward = gemm + adapters + attention;
+  const double work_seconds = base_gemm_passes() * gemm + 3 * adapters + (1 + c.attention_backward_ratio) * attention;
   const double overhead = work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0;
   double seconds = layers * (forward + overhead);
   if (with_head) seconds += head_forward_seconds(tokens, scheme.tp);
@@ -289,10 +316,18 @@ double CostModel::parameters_per_gpu(const ParallelScheme& scheme) const {
   return layers + vocab_matrices * vocab_matrix;
 }
 
+double CostModel::trained_parameters_per_gpu(const ParallelScheme& scheme) const {
+  if (!options_.finetuning.lora()) return parameters_per_gpu(scheme);
+  check_degree(scheme.tp, "tp");
+  check_degree(scheme.pp, "pp");
+  // The adapters of the stage's layers; embeddings and the LM head stay frozen.
+  return model_.layers * lora_parameters_per_layer(model_, options_.finetuning) / (scheme.pp * scheme.tp);
+}
+
 std::vector<CollectiveCall> CostModel::gradient_sync_calls(const ParallelScheme& scheme, int shard_degree) const {
   check_degree(shard_degree, "shard degree");
   if (shard_degree == 1) return {};
-  const double bytes = parameters_per_gpu(scheme) * kBf16Bytes;
+  const double bytes = trained_parameters_per_gpu(scheme) * kBf16Bytes;
   if (options_.zero_stage == 0) return {{CollectiveOp::AllReduce, shard_degree, bytes, 1.0}};
   // ZeRO 1-3: gradients reduce-scattered onto their optimizer shard, updated bf16 parameters all-gathered back.
   return {{CollectiveOp::ReduceScatter, shard_degree, bytes, 1.0}, {CollectiveOp::AllGather, shard_degree, bytes, 1.0}};
@@ -304,7 +339,7 @@ double CostModel::gradient_sync_seconds(const ParallelScheme& scheme, int shard_
 
 double CostModel::optimizer_seconds(const ParallelScheme& scheme, int shard_degree) const {
   check_degree(shard_degree, "shard degree");
-  const double updated = parameters_per_gpu(scheme) / (options_.zero_stage >= 1 ? shard_degree : 1);
+  const double updated = trained_parameters_per_gpu(scheme) / (options_.zero_stage >= 1 ? shard_degree : 1);
   return profile_.compute.optimizer_us_per_mparam * (updated / 1e6) * 1e-6;
 }
 
@@ -316,8 +351,12 @@ double CostModel::static_bytes(const ParallelScheme& scheme, int shard_degree) c
   check_degree(shard_degree, "shard degree");
   const auto stage = static_cast<std::size_t>(options_.zero_stage);
   const auto& m = profile_.memory;
-  return parameters_per_gpu(scheme) *
-         (m.replicated_bytes_per_param[stage] + m.sharded_bytes_per_param[stage] / shard_degree);
+  const double trained = trained_parameters_per_gpu(scheme) *
+                         (m.replicated_bytes_per_param[stage] + m.sharded_bytes_per_param[stage] / shard_degree);
+  if (!options_.finetuning.lora()) return trained;
+  // Frozen base weights: bf16, no gradient or optimizer state; ZeRO-3 shards them too.
+  const double frozen = parameters_per_gpu(scheme) * kBf16Bytes / (options_.zero_stage == 3 ? shard_degree : 1);
+  return frozen + trained;
 }
 
 double CostModel::activation_bytes_per_token_layer(const ActivationCoefficients& c) const {
@@ -331,8 +370,13 @@ double CostModel::activation_bytes_per_token(const ParallelScheme& scheme, int l
   const int checkpointed = checkpointed_layers(scheme, layers);
   // A layer that is not checkpointed keeps what its recomputation setting keeps; a Full-recompute layer being
   // recomputed holds everything again for its backward.
-  const double kept = activation_bytes_per_token_layer(
-      scheme.recompute == Recompute::Selective ? m.activations_selective : m.activations_none);
+  // LoRA keeps each adapter's x A (r values per token) for B's weight gradient, on top of what full fine-tuning
+  // keeps (x itself is kept either way: A's weight gradient needs it).
+  const double adapters = kBf16Bytes * options_.finetuning.lora_rank *
+                          static_cast<double>(options_.finetuning.lora() ? options_.finetuning.lora_targets.size() : 0);
+  const double kept =
+      adapters + activation_bytes_per_token_layer(scheme.recompute == Recompute::Selective ? m.activations_selective
+                                                                                           : m.activations_none);
   const double full = activation_bytes_per_token_layer(m.activations_full);
   const double stored = checkpointed * full + (layers - checkpointed) * kept;
   // On top of what is stored, the peak holds either the logits (end of forward) or, while a checkpointed layer is

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "policies/core/cluster.hpp"
+#include "policies/core/finetuning.hpp"
 #include "policies/core/model.hpp"
 #include "policies/core/profile.hpp"
 #include "policies/core/workload.hpp"
@@ -70,6 +71,7 @@ struct CpExchange {
 struct CostModelOptions {
   int zero_stage = 2;  ///< 0..3
   CpAttention cp_attention = CpAttention::Ulysses;
+  Finetuning finetuning{};  ///< what the run trains: every weight, or LoRA adapters beside frozen base weights
 };
 
 class CostModel {
@@ -137,6 +139,12 @@ class CostModel {
                          bool with_head) const;
   /// Parameters held by one GPU of a replica with this scheme (before ZeRO sharding).
   double parameters_per_gpu(const ParallelScheme& scheme) const;
+  /// Of those, the ones the run trains (gradients, optimizer states, gradient sync): all of them, or with LoRA
+  /// the adapters of the GPU's layers.
+  double trained_parameters_per_gpu(const ParallelScheme& scheme) const;
+  /// Forward seconds of one layer's LoRA adapters over `tokens` tokens on one GPU: per target the larger of its
+  /// FLOPs at the GEMM efficiency and its HBM traffic at the GPU's bandwidth (rank-r GEMMs are memory-bound).
+  double lora_forward_seconds(double tokens, int tp) const;
 
   // ---- Memory on one GPU, bytes ----
   /// Parameters, gradients and optimizer states under the ZeRO stage, sharded across `shard_degree` GPUs.
@@ -153,11 +161,14 @@ class CostModel {
   struct LayerParts {
     double gemm = 0;
     double attention = 0;
+    double adapters = 0;  ///< LoRA adapters' forward (lora_forward_seconds)
   };
   LayerParts layer_parts(std::span<const SequenceShare> work, int tp) const;
   std::vector<CpExchange> ring_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
                                          const ParallelScheme& scheme, int layers, int checkpointed) const;
   double head_forward_seconds(double tokens, int tp) const;
+  /// GEMM passes of a weight: forward, activation gradient, and weight gradient unless frozen (LoRA).
+  double base_gemm_passes() const;
   CollectiveTime on_cluster_links(CollectiveTime time, const CollectiveCall& call, LinkClass link) const;
 
   ModelConfig model_;

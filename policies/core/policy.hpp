@@ -29,6 +29,7 @@ struct TrainingConfig {
   Recompute recompute = Recompute::Selective;
   Tokens context_length = 0;                 ///< longest sequence the training run admits (packing length of baselines)
   std::optional<Tokens> bucket_size_tokens;  ///< Skrull BucketSize C when the scenario fixes it
+  Finetuning finetuning{};                   ///< what is trained; the cost model prices it, policies need not look
 };
 
 /// The scenario's homogeneous layout (the baselines' static strategy): dp x pp x cp x tp GPUs.

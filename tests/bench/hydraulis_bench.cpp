@@ -37,9 +37,10 @@ Setting make_setting(int gpus) {
   cluster.ib_GBps = 25;
   cluster.nvlink_latency_us = 2;
   cluster.ib_latency_us = 5;
-  s.cost = std::make_unique<CostModel>(
-      named_model("LLaMA-32B"), cluster,
-      load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/a800-default.json"), CostModelOptions{2});
+  s.cost =
+      std::make_unique<CostModel>(named_model("LLaMA-32B"), cluster,
+                                  load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/a800-default.json"),
+                                  CostModelOptions{.zero_stage = 2});
   TrainingConfig training;
   training.tokens_per_iteration = gpus == 64 ? 200000 : 3200000;
   training.context_length = 32 * kKiloTokens;
