@@ -117,17 +117,9 @@ TEST(Finetuning, AdaptersKeepTheirRankWideIntermediates) {
 // states of full fine-tuning next to a 32K-token sequence, LoRA can; and Skrull's BucketSize grows with LoRA.
 TEST(Finetuning, LoraMovesTheOomEdgeOut) {
   const ModelConfig& model = named_model("Qwen2.5-14B");
-  ClusterSpec cluster;
-  cluster.gpu = named_gpu("H100-SXM");
-  cluster.nodes = 1;
-  cluster.gpus_per_node = 8;
-  cluster.nvlink_GBps = 450;
-  cluster.ib_GBps = 50;
-  const CostModel full(model, cluster, plausible_profile());
-  const CostModel with_lora(
-      model, cluster, plausible_profile(),
-      CostModelOptions{
-          .zero_stage = 2, .cp_attention = CpAttention::Ulysses, .finetuning = lora(16, all_lora_targets())});
+  const CostModel full = testing::plausible_cost(model, 1);
+  const CostModel with_lora = testing::plausible_cost(
+      model, 1, 8, CostModelOptions{.zero_stage = 2, .finetuning = lora(16, all_lora_targets())});
   const ParallelScheme s = scheme(1, 1, 8);
   IterationPlan plan;
   plan.replicas = {testing::replica(s, {0, 1, 2, 3, 4, 5, 6, 7}, {testing::micro_batch({testing::sharded(1, 32768)})})};

@@ -116,14 +116,15 @@ inline Profile plausible_profile() {
   return p;
 }
 
-inline CostModel plausible_cost(const ModelConfig& model, int nodes, int gpus_per_node = 8) {
+inline CostModel plausible_cost(const ModelConfig& model, int nodes, int gpus_per_node = 8,
+                                CostModelOptions options = {}) {
   ClusterSpec c;
   c.gpu = named_gpu("H100-SXM");
   c.nodes = nodes;
   c.gpus_per_node = gpus_per_node;
   c.nvlink_GBps = 450;
   c.ib_GBps = 50;
-  return CostModel(model, c, plausible_profile());
+  return CostModel(model, c, plausible_profile(), std::move(options));
 }
 
 inline Placement on_rank(std::int64_t id, Tokens tokens, int cp_rank) {

@@ -5,28 +5,16 @@
 #include <queue>
 #include <utility>
 
-#include "policies/core/errors.hpp"
+#include "policies/baselines/deepspeed.hpp"
 
 namespace example {
-namespace {
 
 using lcsim::Sequence;
 
-/// The scenario's static layout as one replica's scheme.
-lcsim::ParallelScheme layout_scheme(const lcsim::PlanningContext& context) {
-  lcsim::ParallelScheme scheme;
-  scheme.tp = context.layout.tp;
-  scheme.pp = context.layout.pp;
-  scheme.cp = context.layout.cp;
-  scheme.recompute = context.training.recompute;
-  return scheme;
-}
-
-}  // namespace
-
 std::vector<lcsim::IterationPlan> LongestFirstPolicy::plan(const lcsim::PlanningContext& context,
                                                            std::span<const lcsim::GlobalBatch> batches) {
-  const lcsim::ParallelScheme scheme = layout_scheme(context);
+  // The scenario's static layout, as the baselines read it (tp, pp, cp and the recomputation setting).
+  const lcsim::ParallelScheme scheme = lcsim::baselines::layout_scheme(context);
   const int dp = context.layout.dp;
   const lcsim::CostModel& cost = *context.cost;
   const auto work_of = [&](const Sequence& s) {
