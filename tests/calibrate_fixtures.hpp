@@ -18,6 +18,7 @@ struct Truth {
   double gemm_backward_ratio = 2.1;
   double attention_backward_ratio = 2.3;
   double layer_overhead_us = 55;
+  double layer_work_overhead = 0.15;
   ActivationCoefficients none{14, 4, 6}, selective{10, 4, 4}, full{2, 0, 0};
   double memory_intercept_bytes = 12345;  // transient of the last layer, the same at every depth
   double collective_latency_us = 20;
@@ -47,6 +48,7 @@ inline Profile truth_profile(const Truth& t) {
   }
   p.compute.attention_backward_ratio = t.attention_backward_ratio;
   p.compute.layer_overhead_us = t.layer_overhead_us;
+  p.compute.layer_work_overhead = t.layer_work_overhead;
   return p;
 }
 

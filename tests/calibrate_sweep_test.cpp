@@ -33,9 +33,13 @@ TEST(CalibrateSweep, FullPlanOnOneGpuCoversTheDocumentedRanges) {
   EXPECT_EQ(plan.attention.front().sequences, 256);  // packed to 32768 tokens
   EXPECT_EQ(plan.attention.back().seq_len, 32768);
   EXPECT_EQ(plan.attention.back().sequences, 1);
-  ASSERT_EQ(plan.layer_batches.size(), 8u);  // 4 compositions of 4096 and 4 of 16384 tokens
-  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(sum(plan.layer_batches[i]), 4096);
-  for (std::size_t i = 4; i < 8; ++i) EXPECT_EQ(sum(plan.layer_batches[i]), 16384);
+  // Lone sequences of 16, 128 and 1024 tokens (the launch-bound end), then 4 compositions of 4096 and 4 of 16384.
+  ASSERT_EQ(plan.layer_batches.size(), 11u);
+  EXPECT_EQ(plan.layer_batches[0], std::vector<int>{16});
+  EXPECT_EQ(plan.layer_batches[1], std::vector<int>{128});
+  EXPECT_EQ(plan.layer_batches[2], std::vector<int>{1024});
+  for (std::size_t i = 3; i < 7; ++i) EXPECT_EQ(sum(plan.layer_batches[i]), 4096);
+  for (std::size_t i = 7; i < 11; ++i) EXPECT_EQ(sum(plan.layer_batches[i]), 16384);
   EXPECT_EQ(plan.layer_recompute, (std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full}));
   ASSERT_EQ(plan.memory.size(), 3 * named_models().size());
   EXPECT_EQ(plan.memory.front().layers, (std::vector<int>{1, 2, 3}));
@@ -119,7 +123,7 @@ TEST(CalibrateSweep, QuickPlanIsASmallerSubset) {
   const auto quick = plan_sweeps(named_model("Qwen2.5-0.5B"), {80 * kGiB, 8, true, 1});
   EXPECT_EQ(quick.gemm_tokens, (std::vector<Tokens>{128, 512, 2048, 8192, 32768}));
   EXPECT_EQ(quick.repetitions, 5);
-  EXPECT_EQ(quick.layer_batches.size(), 4u);
+  EXPECT_EQ(quick.layer_batches.size(), 5u);  // the 16-token sequence and the compositions of 4096 tokens
   EXPECT_EQ(quick.memory.front().layers, (std::vector<int>{1, 2}));
   EXPECT_EQ(quick.collectives.front().bytes.size(), 11u);
   EXPECT_LT(quick.attention.size(), full.attention.size());

@@ -58,6 +58,21 @@ TEST(CostModelTime, LayerSecondsByHand) {
   EXPECT_EQ(cost.layer_seconds({}, 1, Recompute::None, false), 0.0);
 }
 
+TEST(CostModelTime, WorkOverheadScalesTheWorkNotTheFixedCost) {
+  Profile p = flat_profile();
+  p.compute.layer_work_overhead = 0.25;
+  const CostModel cost(tiny_model(), tiny_cluster(), p);
+  const std::vector<SequenceShare> one{{100, 1}};
+  const double work = 3 * 7.3728 + 3.5 * 2.56;
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false), 1.25 * work + 10e-6, 1e-9);
+  // Recomputed forward work is work too.
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Full, false), 1.25 * (work + 7.3728 + 2.56) + 10e-6, 1e-9);
+  // The forward pass carries its share of both: (1 + k) forward + fixed * forward / work.
+  ParallelScheme scheme;
+  const double forward = 7.3728 + 2.56;
+  EXPECT_NEAR(cost.forward_seconds(one, scheme, 1, false), 1.25 * forward + 10e-6 * forward / work, 1e-9);
+}
+
 TEST(CostModelTime, ShardedSharesAndTensorParallelism) {
   const CostModel cost = tiny_cost();
   // A 100-token sequence sharded over 2 CP ranks (50 local tokens, attention over all 100 for half the heads)

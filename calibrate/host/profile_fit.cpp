@@ -152,47 +152,48 @@ struct Fitter {
 
   void layer_overhead() {
     if (m.layers.empty()) {
-      kept.push_back("layer_overhead_us (no layer measurements)");
+      kept.push_back("layer_overhead_us and layer_work_overhead (no layer measurements)");
       report.push_back({"layer overhead", 0, 0, std::nullopt, "not measured: prior kept"});
       return;
     }
     p.compute.layer_overhead_us = 0;
+    p.compute.layer_work_overhead = 0;
     const CostModel cm = cost_model();
     std::vector<double> measured_s, base;
     for (const auto& l : m.layers) {
-      const auto work = shares_of(l.seqlens);
       measured_s.push_back(l.seconds);
-      base.push_back(cm.layer_seconds(work, 1, l.recompute, l.recompute == Recompute::Full));
+      base.push_back(cm.layer_seconds(shares_of(l.seqlens), 1, l.recompute, l.recompute == Recompute::Full));
     }
-    // overhead c minimising sum(((base + c - y) / y)^2) over the points not held out (ordered by time).
+    // y = (1 + k) base + c: c the fixed cost a lone short sequence pays, k what grows with the work. Both by
+    // relative least squares on the points not held out (ordered by time).
     const auto order = order_of(measured_s);
     const auto mask = held_out_mask(order.size(), kMeasuredHoldOutEvery);
-    double num = 0, den = 0;
+    std::vector<double> fit_base, fit_y;
     for (std::size_t i = 0; i < order.size(); ++i) {
       if (mask[i]) continue;
-      const double y = measured_s[order[i]];
-      num += (y - base[order[i]]) / (y * y);
-      den += 1 / (y * y);
+      fit_base.push_back(base[order[i]]);
+      fit_y.push_back(measured_s[order[i]]);
     }
-    const double overhead = num / den;
+    const LayerOverheadFit fit = fit_layer_overhead(fit_base, fit_y);
     std::vector<double> predicted, actual;
     for (std::size_t i = 0; i < order.size(); ++i) {
       if (!mask[i]) continue;
-      predicted.push_back(base[order[i]] + std::max(overhead, 0.0));
+      predicted.push_back((1 + fit.work_share) * base[order[i]] + fit.fixed_seconds);
       actual.push_back(measured_s[order[i]]);
     }
-    p.compute.layer_overhead_us = std::max(overhead, 0.0) * 1e6;
+    p.compute.layer_overhead_us = fit.fixed_seconds * 1e6;
+    p.compute.layer_work_overhead = fit.work_share;
     p.compute.layer_overhead_fit_mape =
         actual.empty() ? std::nullopt : std::optional<double>(mean_absolute_percentage_error(predicted, actual));
-    std::string result = fixed(overhead * 1e6, 1) + " us";
-    if (overhead < 0) {
-      result += " < 0: stored 0 (the GEMM and attention terms alone over-predict the layer)";
-      kept.push_back("layer_overhead_us fitted negative (" + fixed(overhead * 1e6, 1) + " us), stored as 0");
+    std::string result = fixed(fit.fixed_seconds * 1e6, 1) + " us + " + fixed(fit.work_share, 3) + " x work";
+    for (const auto& clamp : fit.clamped) {
+      result += "; " + clamp + " fitted negative, stored as 0";
+      kept.push_back(clamp + " fitted negative, stored as 0");
     }
-    report.push_back({"layer time = cost model + overhead", static_cast<int>(order.size()),
+    report.push_back({"layer time = (1 + k) work + fixed", static_cast<int>(order.size()),
                       count_held(order.size(), kMeasuredHoldOutEvery), p.compute.layer_overhead_fit_mape, result});
-    measured.push_back("layer_overhead_us (layer proxy forward+backward, CUDA events, " +
-                       std::to_string(m.layers.size()) + " micro-batches x recomputation modes)");
+    measured.push_back("layer_overhead_us and layer_work_overhead (layer proxy forward+backward, CUDA events, " +
+                       std::to_string(m.layers.size()) + " timings: micro-batches x recomputation modes)");
   }
 
   void memory() {
@@ -426,6 +427,39 @@ ActivationFit fit_activation_coefficients(std::vector<ActivationSample> samples,
       actual.push_back(s.bytes_per_token_per_layer);
     }
     fit.held_out_mape = mean_absolute_percentage_error(predicted, actual);
+  }
+  return fit;
+}
+
+LayerOverheadFit fit_layer_overhead(const std::vector<double>& base, const std::vector<double>& measured) {
+  if (base.empty() || base.size() != measured.size()) {
+    throw std::invalid_argument("fit_layer_overhead: needs as many base times as measurements, at least one");
+  }
+  // Weighted least squares of r = y - b on [1, b], weights 1 / y^2 (relative error).
+  double s1 = 0, sb = 0, sbb = 0, sr = 0, sbr = 0;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    const double y = measured[i];
+    if (!(y > 0)) throw std::invalid_argument("fit_layer_overhead: a measurement is not positive");
+    const double w = 1 / (y * y), b = base[i], r = y - b;
+    s1 += w, sb += w * b, sbb += w * b * b, sr += w * r, sbr += w * b * r;
+  }
+  LayerOverheadFit fit;
+  const double det = s1 * sbb - sb * sb;
+  if (det > 1e-12 * s1 * sbb) {
+    fit.fixed_seconds = (sbb * sr - sb * sbr) / det;
+    fit.work_share = (s1 * sbr - sb * sr) / det;
+  } else {  // every point has the same base: only the fixed cost can be told
+    fit.fixed_seconds = sr / s1;
+  }
+  if (fit.work_share < 0) {
+    fit.clamped.push_back("layer_work_overhead (" + fixed(fit.work_share, 3) + ")");
+    fit.work_share = 0;
+    fit.fixed_seconds = sr / s1;
+  }
+  if (fit.fixed_seconds < 0) {
+    fit.clamped.push_back("layer_overhead_us (" + fixed(fit.fixed_seconds * 1e6, 1) + " us)");
+    fit.fixed_seconds = 0;
+    fit.work_share = sbb > 0 ? std::max(sbr / sbb, 0.0) : 0.0;
   }
   return fit;
 }

@@ -19,6 +19,8 @@ constexpr int kAttentionFirst = 128;
 constexpr int kAttentionLast = 32768;
 constexpr int kAttentionPackTokens = 32768;  // short sequences are packed up to this many tokens
 constexpr int kLayerBudgets[] = {4096, 16384};
+// Lone short sequences: the launch-bound end, where the layer's fixed cost shows (quick runs take the first).
+constexpr int kLayerShortSequences[] = {16, 128, 1024};
 constexpr int kMemoryTokens = 2048;
 constexpr int kMemoryDepths[] = {1, 2, 3};
 constexpr int kUlyssesSequenceTokens[] = {4096, 16384, 65536};
@@ -143,6 +145,10 @@ SweepPlan plan_sweeps(const ModelConfig& model, const SweepOptions& options) {
              "attention at sequence length " + std::to_string(s))) {
       plan.attention.push_back(point);
     }
+  }
+  for (int s : kLayerShortSequences) {
+    if (quick && s != kLayerShortSequences[0]) continue;
+    plan.layer_batches.push_back({s});
   }
   for (int b : kLayerBudgets) {
     if (quick && b != kLayerBudgets[0]) continue;

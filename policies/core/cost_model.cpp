@@ -5,8 +5,10 @@
 //   GEMM forward       G = T * gemm_flops_per_token / t / (P * e_g(T))
 //   attention forward  A = sum over shares of attention_flops(s) / (cp * t) / (P * e_a(s))   (Ulysses: all s tokens,
 //                          1/cp of the heads; ring attention: e_a(s / cp), its kernels see blocks of s/cp tokens)
-//   layer = 3 G + (1 + attention_backward_ratio) A + layer_overhead   (backward GEMMs cost twice the forward)
+//   work  = 3 G + (1 + attention_backward_ratio) A   (backward GEMMs cost twice the forward)
 //         + (G + A) when the layer is checkpointed (or recompute is Full): its forward runs again in backward.
+//   layer = (1 + layer_work_overhead) work + layer_overhead: the element-wise kernels and in-situ slowdowns that
+//           grow with the work, and a fixed cost per layer (launches, tiny kernels) that a small micro-batch pays.
 // LoRA (docs/model.md): the frozen base GEMMs run forward and for the activation gradient only, 2 G instead of
 // 3 G; the adapters add L forward and 2 L backward (lora_forward_seconds); the frozen LM head skips its weight
 // gradient too. Selective recomputation adds no time here: with FlashAttention the attention core already recomputes
@@ -115,10 +117,9 @@ double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Rec
   if (local_tokens(work) <= 0) return 0;
   const auto& c = profile_.compute;
   const auto [gemm, attention, adapters] = layer_parts(work, tp);
-  double seconds = base_gemm_passes() * gemm + 3 * adapters + (1 + c.attention_backward_ratio) * attention +
-                   c.layer_overhead_us * 1e-6;
+  double seconds = base_gemm_passes() * gemm + 3 * adapters + (1 + c.attention_backward_ratio) * attention;
   if (checkpointed || recompute == Recompute::Full) seconds += gemm + adapters + attention;
-  return seconds;
+  return (1 + c.layer_work_overhead) * seconds + c.layer_overhead_us * 1e-6;
 }
 
 double CostModel::base_gemm_passes() const {
@@ -172,7 +173,8 @@ double CostModel::forward_seconds(std::span<const SequenceShare> work, const Par
   const auto [gemm, attention, adapters] = layer_parts(work, scheme.tp);
   const double forward = gemm + adapters + attention;
   const double work_seconds = base_gemm_passes() * gemm + 3 * adapters + (1 + c.attention_backward_ratio) * attention;
-  const double overhead = work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0;
+  const double overhead =
+      c.layer_work_overhead * forward + (work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0);
   double seconds = layers * (forward + overhead);
   if (with_head) seconds += head_forward_seconds(tokens, scheme.tp);
   return seconds;

@@ -61,6 +61,7 @@ struct ComputeProfile {
   Curve attention_efficiency;             ///< achieved/peak vs sequence length, causal varlen attention forward
   double attention_backward_ratio = 2.5;  ///< backward FLOPs / forward FLOPs (FlashAttention convention)
   double layer_overhead_us = 0;           ///< fixed cost per layer per micro-batch, forward + backward
+  double layer_work_overhead = 0;         ///< a layer's time beyond its GEMM and attention terms, as a share of them
   std::optional<double> layer_overhead_fit_mape;
   double optimizer_us_per_mparam = 0;   ///< optimizer step per million parameters held by the GPU
   double hot_switch_us_per_mparam = 0;  ///< re-sharding cost of a parallel-strategy switch (HotSPa)

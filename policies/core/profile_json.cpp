@@ -170,6 +170,7 @@ ComputeProfile read_compute(JsonObjectReader r) {
   c.attention_efficiency = read_curve(r.object("attention_efficiency"), "seq_tokens", "efficiency");
   c.attention_backward_ratio = r.positive("attention_backward_ratio");
   c.layer_overhead_us = non_negative(r, "layer_overhead_us");
+  c.layer_work_overhead = non_negative(r, "layer_work_overhead");
   c.layer_overhead_fit_mape = read_mape(r, "layer_overhead_fit_mape");
   c.optimizer_us_per_mparam = non_negative(r, "optimizer_us_per_mparam");
   c.hot_switch_us_per_mparam = non_negative(r, "hot_switch_us_per_mparam");
@@ -252,6 +253,7 @@ Json to_json(const Profile& profile) {
   compute["attention_efficiency"] = curve_json<Json>(c.attention_efficiency, "seq_tokens");
   compute["attention_backward_ratio"] = c.attention_backward_ratio;
   compute["layer_overhead_us"] = c.layer_overhead_us;
+  compute["layer_work_overhead"] = c.layer_work_overhead;
   compute["layer_overhead_fit_mape"] = mape_json<Json>(c.layer_overhead_fit_mape);
   compute["optimizer_us_per_mparam"] = c.optimizer_us_per_mparam;
   compute["hot_switch_us_per_mparam"] = c.hot_switch_us_per_mparam;

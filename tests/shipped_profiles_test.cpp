@@ -1,0 +1,44 @@
+// The measured profiles in calibrate/profiles/ are what `lcsim-gpu fit` makes of the measurements beside them: a
+// change to a fit or to the cost model that the fits use shows up here, and the profile must be refitted.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "calibrate/host/default_profile.hpp"
+#include "calibrate/host/measurements.hpp"
+#include "calibrate/host/profile_fit.hpp"
+#include "policies/core/model.hpp"
+#include "policies/core/profile.hpp"
+
+namespace lcsim {
+namespace {
+
+class ShippedMeasuredProfile : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ShippedMeasuredProfile, IsTheFitOfItsMeasurements) {
+  const std::string base = std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/" + GetParam();
+  const Measurements m = load_measurements(base + ".measurements.json");
+  ASSERT_FALSE(m.device.gpu_kind.empty());
+  const FittedProfile fitted =
+      fit_profile(m, named_model(m.model), derive_default_profile(named_gpu(m.device.gpu_kind)));
+  const Profile shipped = load_profile(base + ".json");
+  EXPECT_EQ(profile_to_json(fitted.profile), profile_to_json(shipped))
+      << "refit with: lcsim-gpu fit --measurements " << base << ".measurements.json --out " << base << ".json";
+  EXPECT_TRUE(shipped.provenance.calibrated);
+  // The short-sequence layer timings are in the measurements, so both overhead terms were measured.
+  EXPECT_GT(shipped.compute.layer_overhead_us, 0);
+  EXPECT_GT(shipped.compute.layer_work_overhead, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, ShippedMeasuredProfile,
+                         ::testing::Values("h200-qwen2.5-0.5b", "h200-qwen2.5-7b", "h200-llama3.1-8b"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string name = param.param;
+                           for (char& c : name) {
+                             if (c == '-' || c == '.') c = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace lcsim
