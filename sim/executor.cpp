@@ -383,6 +383,22 @@ class Simulation {
 
 }  // namespace
 
+// Measured: every shipped scenario, traces included, runs with 8 KiB stacks and crashes with 4 KiB; 64 KiB leaves
+// 8x. At 512 KiB, zeroing 1024 stacks took 65 ms and 90 MB more memory than the whole 1024-GPU simulation. Under
+// AddressSanitizer every frame carries redzones (and a Debug build inlines nothing), and SimGrid's stacks have no
+// guard page here, so an overflow would corrupt memory silently: sanitizer builds get 8x more.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kActorStackKiB = 512;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int kActorStackKiB = 512;
+#else
+constexpr int kActorStackKiB = 64;
+#endif
+#else
+constexpr int kActorStackKiB = 64;
+#endif
+
 void simulate(std::span<const IterationPlan* const> plans, const CostModel& cost, const SimulationOptions& options,
               const IterationCallback& on_iteration) {
   static bool engine_used = false;
@@ -395,9 +411,7 @@ void simulate(std::span<const IterationPlan* const> plans, const CostModel& cost
   char* argv[] = {program_name.data(), nullptr};
   sg4::Engine engine(&argc, argv);
   set_network_model();
-  // Measured: every shipped scenario, traces included, runs with 8 KiB stacks and crashes with 4 KiB; 64 KiB leaves
-  // 8x. At 512 KiB, zeroing 1024 stacks took 65 ms and 90 MB more memory than the whole 1024-GPU simulation.
-  set_actor_stacks(64);
+  set_actor_stacks(kActorStackKiB);
 
   // Every flow the run may start, for the platform to build its links and find the groups that have theirs alone.
   // Each group once: the same groups recur in every iteration's plan.

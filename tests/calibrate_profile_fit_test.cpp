@@ -111,7 +111,8 @@ TEST(CalibrateProfileFit, MeasuredCollectivesReplaceThePriorOnTheirGroupSizesOnl
     EXPECT_LT(*e.fit_mape, 1e-9);
   }
   // Group size 8 was not measurable on 4 GPUs: the prior stays, marked not measured.
-  const auto& prior8 = entry(h100_prior(), CollectiveOp::AllReduce, LinkClass::NvLink, 8);
+  const Profile prior = h100_prior();  // entry() returns a reference into the profile: keep it alive
+  const auto& prior8 = entry(prior, CollectiveOp::AllReduce, LinkClass::NvLink, 8);
   const auto& kept8 = entry(p, CollectiveOp::AllReduce, LinkClass::NvLink, 8);
   EXPECT_FALSE(kept8.measured);
   EXPECT_EQ(kept8.segments[0].bus_GBps, prior8.segments[0].bus_GBps);

@@ -72,7 +72,7 @@ TEST(LiveReport, ResultsFileHoldsMeasuredAndPredictedFigures) {
   const auto& skrull = j["policies"][1];
   EXPECT_TRUE(skrull["iterations"][1]["seconds"].is_null());
   EXPECT_TRUE(skrull["iterations"][1]["oom"].get<bool>());
-  EXPECT_EQ(skrull["iterations"][1]["oom_gpus"], nlohmann::json::array({3}));
+  EXPECT_EQ(skrull["iterations"][1]["oom_gpus"], nlohmann::ordered_json::array({3}));
   EXPECT_EQ(skrull["iterations"][1]["oom_error"], "GPU 3: cudaMalloc failed");
   EXPECT_TRUE(skrull["iterations"][1]["error"].is_null());
   EXPECT_TRUE(skrull["mean_iteration_s"].is_null());

@@ -87,7 +87,7 @@ TEST(ResultsIoJson, SchemaKeysInFixedOrder) {
   EXPECT_EQ(keys_of(j), (std::vector<std::string>{"schema", "mode", "scenario", "scenario_file", "seed", "profile",
                                                   "dataset", "baseline", "paper_figures", "policies"}));
   EXPECT_EQ(j["schema"], "lcsim-results/1");
-  EXPECT_EQ(j["paper_figures"], nlohmann::json::array());
+  EXPECT_EQ(j["paper_figures"], nlohmann::ordered_json::array());
   EXPECT_EQ(j["seed"], 42);
   EXPECT_EQ(keys_of(j["profile"]), (std::vector<std::string>{"label", "calibrated"}));
   EXPECT_EQ(j["profile"]["calibrated"], false);
@@ -105,7 +105,7 @@ TEST(ResultsIoJson, SchemaKeysInFixedOrder) {
   EXPECT_EQ(it["oom"], true);
   EXPECT_EQ(it["peak_GiB"], 3.0);
   EXPECT_EQ(p["iterations"][1]["peak_GiB"], 1.5);
-  EXPECT_EQ(it["busy_s"], nlohmann::json::parse("[0.25, 0.125]"));
+  EXPECT_EQ(it["busy_s"], nlohmann::ordered_json::parse("[0.25, 0.125]"));
   EXPECT_EQ(p["name"], "base");
   EXPECT_EQ(j["policies"][1]["kind"], "sorted");
 }

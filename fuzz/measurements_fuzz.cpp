@@ -1,0 +1,14 @@
+// Fuzz target: the measurements file of `lcsim-gpu fit` (calibrate/host/measurements.hpp), loaded and fitted into
+// a profile as `fit` does. Seeds: the shipped calibrate/profiles/*.measurements.json.
+#include "calibrate/host/default_profile.hpp"
+#include "calibrate/host/measurements.hpp"
+#include "calibrate/host/profile_fit.hpp"
+#include "fuzz/fuzz_input.hpp"
+#include "policies/core/model.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  return lcsim::fuzz::run_on_file(data, size, ".json", [](const std::string& file) {
+    const lcsim::Measurements m = lcsim::load_measurements(file);
+    lcsim::fit_profile(m, lcsim::named_model(m.model), lcsim::derive_default_profile(lcsim::named_gpu("H100-SXM")));
+  });
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target of the sanitizer build for SECONDS each (default 60) and prints executions and
+# findings per target. Needs the `asan` preset built (clang, ASan + UBSan, LCSIM_FUZZ):
+#   cmake --preset asan && cmake --build --preset asan -j"$(nproc)" && tools/fuzz.sh 600
+# Corpora grow in build-asan/fuzz-corpus/TARGET (seeded from the shipped files); a crash, leak, sanitizer report,
+# uncaught exception other than InputError, or a 10 s input is saved as build-asan/fuzz-findings/TARGET-*, and
+# the script exits 1. Reproduce one with: build-asan/fuzz/TARGET_fuzz FILE
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+seconds=${1:-60}
+build=build-asan
+targets=(scenario profile length_trace sweep measurements)
+declare -A seeds=(
+  [scenario]="scenarios"
+  [profile]="calibrate/profiles"
+  [length_trace]="fuzz/seeds/length_trace"
+  [sweep]="scenarios/sweeps"
+  [measurements]="calibrate/profiles"
+)
+mkdir -p "$build/fuzz-findings"
+status=0
+printf '%-14s %8s %12s %9s\n' target seconds executions findings
+for t in "${targets[@]}"; do
+  binary="$build/fuzz/${t}_fuzz"
+  [[ -x $binary ]] || { echo "fuzz.sh: $binary is not built (see the header of this script)" >&2; exit 2; }
+  corpus="$build/fuzz-corpus/$t"
+  mkdir -p "$corpus"
+  case $t in
+    profile) find "${seeds[$t]}" -name '*.json' ! -name '*.measurements.json' -exec cp -t "$corpus" {} + ;;
+    measurements) find "${seeds[$t]}" -name '*.measurements.json' -exec cp -t "$corpus" {} + ;;
+    *) find "${seeds[$t]}" -type f \( -name '*.json' -o -name '*.txt' \) -exec cp --backup=numbered -t "$corpus" {} + ;;
+  esac
+  log="$build/fuzz-$t.log"
+  set +e
+  "$binary" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+    -artifact_prefix="$build/fuzz-findings/$t-" > "$log" 2>&1
+  rc=$?
+  set -e
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  found=$(find "$build/fuzz-findings" -name "$t-*" | wc -l)
+  printf '%-14s %8s %12s %9s\n' "$t" "$seconds" "$runs" "$found"
+  if [[ $rc -ne 0 || $found -ne 0 ]]; then
+    status=1
+    echo "  $t: exit $rc; log $log" >&2
+    grep -m3 -E 'ERROR|SUMMARY|terminate|what\(\)' "$log" >&2 || true
+  fi
+done
+exit $status
