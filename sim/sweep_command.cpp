@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -11,11 +10,11 @@
 
 #include <boost/program_options.hpp>
 
+#include "policies/core/files.hpp"
 #include "policies/core/json_reader.hpp"
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
 #include "sim/process_pool.hpp"
-#include "traces/output_file.hpp"
 #include "traces/sweep_results.hpp"
 
 namespace lcsim {
@@ -135,11 +134,8 @@ void run_sweep_command(const std::vector<std::string>& args, std::ostream& out) 
 
   std::vector<SweepPointResult> results;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const fs::path file = name_of(i, ".results.json");
-    std::ifstream in(file);
-    std::ostringstream text;
-    text << in.rdbuf();
-    results.push_back({&points[i], name_of(i, ".json").string(), nlohmann::ordered_json::parse(text.str())});
+    const std::string text = read_input_file(name_of(i, ".results.json").string(), kMaxResultsFileBytes);
+    results.push_back({&points[i], name_of(i, ".json").string(), nlohmann::ordered_json::parse(text)});
   }
   const fs::path csv = vm.count("csv") ? fs::path(vm["csv"].as<std::string>()) : dir / "sweep.csv";
   const fs::path json = vm.count("json") ? fs::path(vm["json"].as<std::string>()) : dir / "sweep.json";

@@ -13,11 +13,11 @@
 
 #include <boost/program_options.hpp>
 
+#include "policies/core/files.hpp"
 #include "policies/core/json_reader.hpp"
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
 #include "sim/process_pool.hpp"
-#include "traces/output_file.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
 #include "traces/validation.hpp"
@@ -308,7 +308,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
                        last_line_of(name_of(i, ".log"));
       continue;
     }
-    results[i] = parse_json_file(name_of(i, ".results.json").string());
+    results[i] = parse_json_file(name_of(i, ".results.json").string(), kMaxResultsFileBytes);
     profile_labels.insert(results[i].at("profile").value("label", ""));
   }
 

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "policies/core/errors.hpp"
+#include "policies/core/files.hpp"
 #include "policies/core/json_reader.hpp"
 #include "policies/core/profile.hpp"
 
@@ -302,6 +303,7 @@ Json to_json(const Profile& profile) {
 Profile profile_from_json(const nlohmann::json& document, const std::string& file) {
   JsonObjectReader r(document, file);
   Profile profile;
+  profile.file = file;
   profile.format_version = r.required<int>("format_version");
   if (profile.format_version != kFormatVersion) {
     r.fail("format_version", "unsupported version " + std::to_string(profile.format_version) + " (this lcsim reads " +
