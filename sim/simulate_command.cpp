@@ -10,6 +10,7 @@
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
 #include "sim/simulate_scenario.hpp"
+#include "traces/evaluation.hpp"
 #include "traces/model_scaling.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
@@ -27,8 +28,9 @@ po::options_description simulate_options() {
       ("help,h", "print this help")  //
       ("policy,p", po::value<std::vector<std::string>>()->composing()->value_name("LABEL"),
        "simulate only the policy with this label (repeatable); the baseline is always simulated so that "
-       "speedups exist")                                                                                             //
-      ("iterations,n", po::value<int>()->value_name("N"), "global batches to plan, overriding training.iterations")  //
+       "speedups exist")  //
+      ("iterations,n", po::value<int>()->value_name("N"),
+       "global batches to plan (at most 10000), overriding training.iterations")  //
       ("layers", po::value<int>()->value_name("N"),
        "scale the model down to N layers (the prediction for `lcsim-gpu live --layers N`)")  //
       ("json", po::value<std::string>()->value_name("FILE"),
@@ -94,6 +96,8 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   if (isatty(STDERR_FILENO)) settings.progress = draw_progress;
 
   const sim::SimulationReport report = sim::simulate_scenario(loaded, settings);
+  const std::string warning = out_of_memory_warning(report.results, loaded);
+  if (!warning.empty()) std::cerr << "lcsim: warning: " << warning << '\n';
   if (vm.count("json")) sim::write_simulation_json(report, vm["json"].as<std::string>());
   if (vm.count("csv")) write_results_csv(report.results, vm["csv"].as<std::string>());
   if (!vm.count("quiet")) sim::print_simulation_table(report, out);

@@ -93,6 +93,34 @@ TEST_F(RobustnessCli, NonRegularInputsExitTwoNamingTheFile) {
   EXPECT_TRUE(contains(run.output, "lcsim: error: " + dir_.string() + ": is a directory"));
 }
 
+TEST_F(RobustnessCli, RunsBeyondTheLimitsExitTwoNamingTheOptionOrKey) {
+  CommandRun run = run_lcsim("plan '" + kSourceDir + "/scenarios/default.json' --iterations 1000000");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "lcsim: error: --iterations: must be in [1, 10000], got 1000000"));
+  const std::string s = scenario("s.json", [](Json& doc) { doc["training"]["global_batch_sequences"] = 10000000; });
+  run = run_lcsim("plan '" + s + "'");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "lcsim: error: " + s + ": training.global_batch_sequences: 10000000 sequences"));
+}
+
+TEST_F(RobustnessCli, LayoutErrorsExitTwoNamingTheKey) {
+  // Qwen2.5-0.5B: 14 heads, 24 layers; nodes of 8 GPUs.
+  const std::string tp = scenario("tp.json", [](Json& doc) {
+    doc["cluster"]["nodes"] = 3;
+    doc["parallel"] = {{"dp", 1}, {"cp", 8}, {"tp", 3}, {"pp", 1}};
+  });
+  CommandRun run = run_lcsim("plan '" + tp + "'");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "lcsim: error: " + tp + ": parallel.tp: "));
+  const std::string pp = scenario("pp.json", [](Json& doc) {
+    doc["cluster"]["nodes"] = 5;
+    doc["parallel"] = {{"dp", 1}, {"cp", 8}, {"tp", 1}, {"pp", 5}};
+  });
+  run = run_lcsim("plan '" + pp + "'");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "lcsim: error: " + pp + ": parallel.pp: "));
+}
+
 TEST_F(RobustnessCli, NumbersBeyondADoubleExitTwoNamingTheKey) {
   std::string text = read_file(scenario("s.json"));
   const std::string ib = "\"ib_GBps\": 50";
@@ -111,6 +139,17 @@ TEST_F(RobustnessCli, AProfileWithoutTheNeededCollectivesNamesItsFileAndKey) {
   const CommandRun run = run_lcsim("plan '" + s + "'");
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_TRUE(contains(run.output, "lcsim: error: " + p + ": collectives: no "));
+}
+
+TEST_F(RobustnessCli, ARunWhereNothingFitsInMemoryWarns) {
+  const std::string p = profile("p.json", [](Json& doc) { doc["memory"]["reserve_GiB"] = 1e6; });
+  const std::string s = scenario("s.json", [&](Json& doc) { doc["profile"] = p; });
+  CommandRun run = run_lcsim("plan '" + s + "' --quiet");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "lcsim: warning: no iteration of any policy fits in GPU memory"));
+  run = run_lcsim("plan '" + scenario("fits.json") + "' --quiet");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "");
 }
 
 }  // namespace
