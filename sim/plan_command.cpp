@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "policies/core/files.hpp"
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
 #include "sim/process_pool.hpp"
@@ -59,14 +60,17 @@ void run_plan_command(const std::vector<std::string>& args, std::ostream& out) {
   const auto labels = vm.count("policy") ? vm["policy"].as<std::vector<std::string>>() : std::vector<std::string>{};
 
   const LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
+  const std::vector<OutputOption> outputs = output_options(vm, {"json", "csv"});
+  check_output_files(outputs, scenario_inputs(loaded));
   const RunResults results =
       evaluate_plans(loaded, labels, [](std::size_t done, std::size_t total, const std::string& label) {
         print_progress(done, total, label.empty() ? "policies planned" : "policies planned (now " + label + ")");
       });
   const std::string warning = out_of_memory_warning(results, loaded);
   if (!warning.empty()) std::cerr << "lcsim: warning: " << warning << '\n';
-  if (vm.count("json")) write_results_json(results, vm["json"].as<std::string>());
-  if (vm.count("csv")) write_results_csv(results, vm["csv"].as<std::string>());
+  std::vector<std::string> written;
+  if (vm.count("json")) write_output(vm["json"].as<std::string>(), results_to_json(results).dump(2) + "\n", written);
+  if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), results_to_csv(results), written);
   if (!vm.count("quiet")) print_results_table(results, out);
 }
 

@@ -87,6 +87,7 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   if (vm.count("iterations")) iterations = vm["iterations"].as<int>();
   LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
   if (vm.count("layers")) scale_model_layers(loaded, vm["layers"].as<int>());
+  check_output_files(output_options(vm, {"trace", "json", "csv"}), scenario_inputs(loaded));
 
   sim::SimulateSettings settings;
   if (vm.count("policy")) settings.policies = vm["policy"].as<std::vector<std::string>>();
@@ -98,8 +99,11 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   const sim::SimulationReport report = sim::simulate_scenario(loaded, settings);
   const std::string warning = out_of_memory_warning(report.results, loaded);
   if (!warning.empty()) std::cerr << "lcsim: warning: " << warning << '\n';
-  if (vm.count("json")) sim::write_simulation_json(report, vm["json"].as<std::string>());
-  if (vm.count("csv")) write_results_csv(report.results, vm["csv"].as<std::string>());
+  std::vector<std::string> written;
+  if (!settings.trace_file.empty()) written.push_back(settings.trace_file);  // simulate_scenario wrote it
+  if (vm.count("json"))
+    write_output(vm["json"].as<std::string>(), sim::simulation_to_json(report).dump(2) + "\n", written);
+  if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), results_to_csv(report.results), written);
   if (!vm.count("quiet")) sim::print_simulation_table(report, out);
 }
 

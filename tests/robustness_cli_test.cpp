@@ -152,4 +152,38 @@ TEST_F(RobustnessCli, ARunWhereNothingFitsInMemoryWarns) {
   EXPECT_EQ(run.output, "");
 }
 
+TEST_F(RobustnessCli, AnOutputThatIsAnInputOrAnotherOutputExitsTwo) {
+  const std::string s = scenario("s.json");
+  const std::string before = read_file(s);
+  CommandRun run = run_lcsim("plan '" + s + "' --quiet --json '" + s + "'");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "lcsim: error: --json " + s + ": is the input " + s));
+  EXPECT_EQ(read_file(s), before);
+  // The same file spelled another way, as an output of simulate.
+  run = run_lcsim("simulate '" + s + "' --quiet --trace '" + dir_.string() + "/./s.json'");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, ": is the input "));
+  EXPECT_EQ(read_file(s), before);
+  run = run_lcsim("plan '" + s + "' --quiet --json '" + path("out") + "' --csv '" + path("out") + "'");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "is also the file of --json"));
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(RobustnessCli, AFailedOutputSaysWhichFilesWereWritten) {
+  const CommandRun run =
+      run_lcsim("plan '" + scenario("s.json") + "' --quiet --json '" + path("r.json") + "' --csv /dev/full");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "lcsim: error: /dev/full: write failed (already written: " + path("r.json") + ")"));
+}
+
+TEST_F(RobustnessCli, SweepOutputsOnAFullDiskExitTwo) {
+  std::ofstream(path("sweep.json")) << R"({"name": "t", "base": ")" << scenario("s.json")
+                                    << R"(", "mode": "plan", "axes": [{"name": "gpus", "values": [8]}]})";
+  const CommandRun run =
+      run_lcsim("sweep '" + path("sweep.json") + "' --quiet --out '" + path("out") + "' --csv /dev/full");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "lcsim: error: /dev/full: write failed"));
+}
+
 }  // namespace

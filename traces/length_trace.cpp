@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -137,13 +136,11 @@ Dataset load_length_trace(const std::string& file) {
 }
 
 void save_length_trace(const Dataset& dataset, const std::string& file) {
-  std::ofstream out(file);
-  if (!out) throw InputError(file + ": cannot open for writing");
-  out << "# lcsim length trace '" << dataset.name() << "': " << dataset.size() << " sequences, "
-      << dataset.total_tokens() << " tokens; one token count per line, in epoch order\n";
-  for (const auto& sequence : dataset.sequences()) out << sequence.tokens << '\n';
-  out.flush();
-  if (!out) throw InputError(file + ": write error");
+  AtomicOutputFile out(file);
+  out.stream() << "# lcsim length trace '" << dataset.name() << "': " << dataset.size() << " sequences, "
+               << dataset.total_tokens() << " tokens; one token count per line, in epoch order\n";
+  for (const auto& sequence : dataset.sequences()) out.stream() << sequence.tokens << '\n';
+  out.commit();
 }
 
 }  // namespace lcsim

@@ -1,7 +1,6 @@
 // Profile JSON (format_version 1), documented field by field in calibrate/PROFILE.md. Reading is strict: every
 // field is required, unknown keys are errors, and every error names the file and the JSON path.
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <tuple>
 
@@ -346,10 +345,7 @@ Profile load_profile(const std::string& file) {
 void save_profile(const Profile& profile, const std::string& file) {
   // Written in the documented key order (ordered_json) so the file reads like PROFILE.md.
   const std::string text = to_json<nlohmann::ordered_json>(profile).dump(2) + "\n";
-  std::ofstream out(file);
-  if (!out) throw InputError(file + ": cannot open for writing");
-  out << text;
-  if (!out.flush()) throw InputError(file + ": write failed");
+  write_file_atomically(file, text);
 }
 
 }  // namespace lcsim
