@@ -173,11 +173,12 @@ int fit(int argc, char** argv) {
   const Args a = parse(argc, argv, 2, {"--measurements", "--out", "--prior", "--peak-tflops"}, {});
   if (!a.get("--measurements") || !a.get("--out"))
     throw lcsim::InputError("fit: --measurements and --out are required");
-  const lcsim::Measurements m = lcsim::load_measurements(*a.get("--measurements"));
+  const std::string file = *a.get("--measurements");
+  const lcsim::Measurements m = lcsim::load_measurements(file);
   const double peak = a.get("--peak-tflops") ? parse_double(*a.get("--peak-tflops"), "--peak-tflops") : 0;
   const lcsim::Profile prior =
       lcsim::gpu::choose_prior(a.get("--prior") ? *a.get("--prior") : "", m.device.gpu_kind, m.device.name, peak);
-  const lcsim::FittedProfile fitted = lcsim::fit_profile(m, lcsim::named_model(m.model), prior);
+  const lcsim::FittedProfile fitted = lcsim::fit_profile(m, lcsim::measured_model(m, file), prior, file);
   lcsim::gpu::print_report(fitted.report, std::cout);
   lcsim::save_profile(fitted.profile, *a.get("--out"));
   std::cout << "wrote " << *a.get("--out") << ": " << fitted.profile.gpu << ", " << fitted.profile.label() << "\n";

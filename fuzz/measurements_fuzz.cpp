@@ -9,6 +9,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return lcsim::fuzz::run_on_file(data, size, ".json", [](const std::string& file) {
     const lcsim::Measurements m = lcsim::load_measurements(file);
-    lcsim::fit_profile(m, lcsim::named_model(m.model), lcsim::derive_default_profile(lcsim::named_gpu("H100-SXM")));
+    const lcsim::Profile prior = lcsim::derive_default_profile(lcsim::named_gpu("H100-SXM"));
+    lcsim::fit_profile(m, lcsim::measured_model(m, file), prior, file);
   });
 }

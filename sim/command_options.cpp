@@ -6,6 +6,19 @@ namespace lcsim {
 
 namespace po = boost::program_options;
 
+std::vector<OutputOption> output_options(const po::variables_map& vm, const std::vector<std::string>& names) {
+  std::vector<OutputOption> outputs;
+  for (const auto& name : names)
+    if (vm.count(name)) outputs.push_back({"--" + name, vm[name].as<std::string>()});
+  return outputs;
+}
+
+std::vector<std::string> scenario_inputs(const LoadedScenario& loaded) {
+  std::vector<std::string> inputs{loaded.scenario.file, loaded.scenario.profile_path};
+  if (!loaded.scenario.dataset.trace_path.empty()) inputs.push_back(loaded.scenario.dataset.trace_path);
+  return inputs;
+}
+
 std::optional<FileCommand> parse_file_command(const std::string& command, const std::string& what,
                                               const std::vector<std::string>& args,
                                               const po::options_description& options, const std::string& help,

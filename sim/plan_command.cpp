@@ -1,10 +1,13 @@
 // `lcsim plan`: a scenario's policies compared without contention (the iteration programs replayed).
+#include <iostream>
 #include <sstream>
 
 #include <boost/program_options.hpp>
 
+#include "policies/core/files.hpp"
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
+#include "sim/process_pool.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
@@ -22,8 +25,9 @@ po::options_description plan_options() {
       ("help,h", "print this help")  //
       ("policy,p", po::value<std::vector<std::string>>()->composing()->value_name("LABEL"),
        "evaluate only the policy with this label (repeatable); the baseline is always evaluated so that "
-       "speedups exist")                                                                                             //
-      ("iterations,n", po::value<int>()->value_name("N"), "global batches to plan, overriding training.iterations")  //
+       "speedups exist")  //
+      ("iterations,n", po::value<int>()->value_name("N"),
+       "global batches to plan (at most 10000), overriding training.iterations")                                     //
       ("json", po::value<std::string>()->value_name("FILE"), "write results JSON (schema lcsim-results/1) to FILE")  //
       ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per policy and iteration to FILE")    //
       ("quiet,q", "do not print the comparison table");
@@ -38,7 +42,8 @@ std::string plan_help() {
           "is reported as an OOM iteration), then timed by replaying its iteration program -- the steps the simulator\n"
           "runs -- without contention between flows. Prints one row per policy: iteration time (mean, p50, p99), "
           "tokens/s, speedup\n"
-          "over the baseline, HBP balance metrics (DBR, PR, ABR, CR), OOM iterations and planning wall time.\n\n"
+          "over the baseline, HBP balance metrics (DBR, PR, ABR, CR), OOM iterations and planning wall time. A\n"
+          "progress bar (policies planned) goes to stderr when it is a terminal. Limits: docs/robustness.md.\n\n"
        << plan_options();
   return text.str();
 }
@@ -55,9 +60,17 @@ void run_plan_command(const std::vector<std::string>& args, std::ostream& out) {
   const auto labels = vm.count("policy") ? vm["policy"].as<std::vector<std::string>>() : std::vector<std::string>{};
 
   const LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
-  const RunResults results = evaluate_plans(loaded, labels);
-  if (vm.count("json")) write_results_json(results, vm["json"].as<std::string>());
-  if (vm.count("csv")) write_results_csv(results, vm["csv"].as<std::string>());
+  const std::vector<OutputOption> outputs = output_options(vm, {"json", "csv"});
+  check_output_files(outputs, scenario_inputs(loaded));
+  const RunResults results =
+      evaluate_plans(loaded, labels, [](std::size_t done, std::size_t total, const std::string& label) {
+        print_progress(done, total, label.empty() ? "policies planned" : "policies planned (now " + label + ")");
+      });
+  const std::string warning = out_of_memory_warning(results, loaded);
+  if (!warning.empty()) std::cerr << "lcsim: warning: " << warning << '\n';
+  std::vector<std::string> written;
+  if (vm.count("json")) write_output(vm["json"].as<std::string>(), results_to_json(results).dump(2) + "\n", written);
+  if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), results_to_csv(results), written);
   if (!vm.count("quiet")) print_results_table(results, out);
 }
 

@@ -10,6 +10,7 @@
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
 #include "sim/simulate_scenario.hpp"
+#include "traces/evaluation.hpp"
 #include "traces/model_scaling.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
@@ -27,8 +28,9 @@ po::options_description simulate_options() {
       ("help,h", "print this help")  //
       ("policy,p", po::value<std::vector<std::string>>()->composing()->value_name("LABEL"),
        "simulate only the policy with this label (repeatable); the baseline is always simulated so that "
-       "speedups exist")                                                                                             //
-      ("iterations,n", po::value<int>()->value_name("N"), "global batches to plan, overriding training.iterations")  //
+       "speedups exist")  //
+      ("iterations,n", po::value<int>()->value_name("N"),
+       "global batches to plan (at most 10000), overriding training.iterations")  //
       ("layers", po::value<int>()->value_name("N"),
        "scale the model down to N layers (the prediction for `lcsim-gpu live --layers N`)")  //
       ("json", po::value<std::string>()->value_name("FILE"),
@@ -85,6 +87,7 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   if (vm.count("iterations")) iterations = vm["iterations"].as<int>();
   LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
   if (vm.count("layers")) scale_model_layers(loaded, vm["layers"].as<int>());
+  check_output_files(output_options(vm, {"trace", "json", "csv"}), scenario_inputs(loaded));
 
   sim::SimulateSettings settings;
   if (vm.count("policy")) settings.policies = vm["policy"].as<std::vector<std::string>>();
@@ -94,8 +97,13 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   if (isatty(STDERR_FILENO)) settings.progress = draw_progress;
 
   const sim::SimulationReport report = sim::simulate_scenario(loaded, settings);
-  if (vm.count("json")) sim::write_simulation_json(report, vm["json"].as<std::string>());
-  if (vm.count("csv")) write_results_csv(report.results, vm["csv"].as<std::string>());
+  const std::string warning = out_of_memory_warning(report.results, loaded);
+  if (!warning.empty()) std::cerr << "lcsim: warning: " << warning << '\n';
+  std::vector<std::string> written;
+  if (!settings.trace_file.empty()) written.push_back(settings.trace_file);  // simulate_scenario wrote it
+  if (vm.count("json"))
+    write_output(vm["json"].as<std::string>(), sim::simulation_to_json(report).dump(2) + "\n", written);
+  if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), results_to_csv(report.results), written);
   if (!vm.count("quiet")) sim::print_simulation_table(report, out);
 }
 

@@ -7,10 +7,10 @@
 
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
+#include "policies/core/files.hpp"
 #include "policies/core/metrics.hpp"
 #include "program/estimate.hpp"
 #include "traces/evaluation.hpp"
-#include "traces/output_file.hpp"
 #include "traces/results_io.hpp"
 #include "traces/timeline.hpp"
 

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -11,11 +10,11 @@
 
 #include <boost/program_options.hpp>
 
+#include "policies/core/files.hpp"
 #include "policies/core/json_reader.hpp"
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
 #include "sim/process_pool.hpp"
-#include "traces/output_file.hpp"
 #include "traces/sweep_results.hpp"
 
 namespace lcsim {
@@ -23,6 +22,7 @@ namespace {
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
+using Json = nlohmann::json;
 
 constexpr const char* kSweepUsage = "Usage: lcsim sweep SWEEP.json [options]\n";
 
@@ -102,6 +102,16 @@ void run_sweep_command(const std::vector<std::string>& args, std::ostream& out) 
   std::error_code made;
   fs::create_directories(dir, made);
   if (made) throw InputError(dir.string() + ": cannot create the output folder: " + made.message());
+  const fs::path csv = vm.count("csv") ? fs::path(vm["csv"].as<std::string>()) : dir / "sweep.csv";
+  const fs::path json = vm.count("json") ? fs::path(vm["json"].as<std::string>()) : dir / "sweep.json";
+  std::vector<std::string> inputs{sweep.file, sweep.base_file};
+  for (const auto& point : points) {
+    const Json& doc = point.scenario;
+    if (doc.contains("profile") && doc["profile"].is_string()) inputs.push_back(doc["profile"].get<std::string>());
+    if (doc.contains("dataset") && doc["dataset"].contains("trace") && doc["dataset"]["trace"].is_string())
+      inputs.push_back(doc["dataset"]["trace"].get<std::string>());
+  }
+  check_output_files({{"--csv", csv.string()}, {"--json", json.string()}}, inputs);
   const std::string exe = self_executable();
 
   const auto name_of = [&](std::size_t i, const char* suffix) {
@@ -135,16 +145,12 @@ void run_sweep_command(const std::vector<std::string>& args, std::ostream& out) 
 
   std::vector<SweepPointResult> results;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const fs::path file = name_of(i, ".results.json");
-    std::ifstream in(file);
-    std::ostringstream text;
-    text << in.rdbuf();
-    results.push_back({&points[i], name_of(i, ".json").string(), nlohmann::ordered_json::parse(text.str())});
+    const std::string text = read_input_file(name_of(i, ".results.json").string(), kMaxResultsFileBytes);
+    results.push_back({&points[i], name_of(i, ".json").string(), nlohmann::ordered_json::parse(text)});
   }
-  const fs::path csv = vm.count("csv") ? fs::path(vm["csv"].as<std::string>()) : dir / "sweep.csv";
-  const fs::path json = vm.count("json") ? fs::path(vm["json"].as<std::string>()) : dir / "sweep.json";
-  write_text(csv, sweep_results_to_csv(sweep, results));
-  write_text(json, sweep_results_to_json(sweep, results).dump(2) + "\n");
+  std::vector<std::string> written;
+  write_output(csv.string(), sweep_results_to_csv(sweep, results), written);
+  write_output(json.string(), sweep_results_to_json(sweep, results).dump(2) + "\n", written);
   if (!vm.count("quiet")) {
     print_summary(sweep, results, out);
     out << "wrote " << csv.string() << " and " << json.string() << "\n";

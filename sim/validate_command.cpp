@@ -13,11 +13,11 @@
 
 #include <boost/program_options.hpp>
 
+#include "policies/core/files.hpp"
 #include "policies/core/json_reader.hpp"
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
 #include "sim/process_pool.hpp"
-#include "traces/output_file.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
 #include "traces/validation.hpp"
@@ -233,6 +233,11 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
       throw InputError("--only: " + catalogue_file + " has no entry '" + id + "'");
   for (const auto& e : catalogue.entries)
     if (only.empty() || std::find(only.begin(), only.end(), e.id) != only.end()) entries.push_back(&e);
+  std::vector<std::string> inputs{catalogue_file};
+  for (const auto& [gpu, file] : profiles) inputs.push_back(file);
+  for (const auto& e : catalogue.entries)
+    for (const auto& point : e.points) inputs.push_back(point.scenario);
+  check_output_files(output_options(vm, {"json", "csv"}), inputs);
 
   // Every point's run, deduplicated: entries reading the same scenario in the same mode share one process.
   std::vector<Run> runs;
@@ -308,7 +313,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
                        last_line_of(name_of(i, ".log"));
       continue;
     }
-    results[i] = parse_json_file(name_of(i, ".results.json").string());
+    results[i] = parse_json_file(name_of(i, ".results.json").string(), kMaxResultsFileBytes);
     profile_labels.insert(results[i].at("profile").value("label", ""));
   }
 
@@ -333,10 +338,11 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
   }
   const ValidationSummary summary = summarize_validation(outcomes);
 
+  std::vector<std::string> written;
   if (vm.count("json"))
-    write_file_atomically(vm["json"].as<std::string>(),
-                          validation_to_json(catalogue, outcomes, summary).dump(2) + "\n");
-  if (vm.count("csv")) write_file_atomically(vm["csv"].as<std::string>(), validation_to_csv(outcomes));
+    write_output(vm["json"].as<std::string>(), validation_to_json(catalogue, outcomes, summary).dump(2) + "\n",
+                 written);
+  if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), validation_to_csv(outcomes), written);
   std::string profile_note;
   for (const auto& p : profile_labels) profile_note += (profile_note.empty() ? "" : "; ") + p;
   if (!vm.count("quiet")) print_table(catalogue, outcomes, summary, profile_note, out);

@@ -236,6 +236,50 @@ TEST(CalibrateProfileFit, InconsistentMeasurementsAreInputErrors) {
   EXPECT_THROW(fit_profile(duplicate, model, h100_prior()), InputError);
 }
 
+/// The InputError message fit_profile throws for measurements read from "m.json", or "" when it fits.
+std::string fit_error(const Measurements& m, const ModelConfig& model) {
+  try {
+    fit_profile(m, model, h100_prior(), "m.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+::testing::AssertionResult starts_with(const std::string& text, const std::string& prefix) {
+  if (text.rfind(prefix, 0) == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << text << "\" does not start with \"" << prefix << "\"";
+}
+
+TEST(CalibrateProfileFit, InconsistenciesNameTheMeasurementsFileAndKey) {
+  const auto& model = named_model("Qwen2.5-7B");
+  const auto good = synthetic_measurements(model, 1);
+  auto duplicate = good;
+  duplicate.gemm[1].tokens = duplicate.gemm[0].tokens;
+  EXPECT_TRUE(starts_with(fit_error(duplicate, model), "m.json: gemm: GEMM curve: two measurements at "));
+  auto one_depth = good;
+  one_depth.memory[0].layers = {2, 2, 2};
+  EXPECT_TRUE(starts_with(fit_error(one_depth, model), "m.json: memory[0].layers: memory probe of "));
+  auto too_fast = good;
+  too_fast.gemm.back().forward.kernel_seconds /= 10;
+  EXPECT_TRUE(
+      starts_with(fit_error(too_fast, model), "m.json: gemm[" + std::to_string(good.gemm.size() - 1) + "]: GEMMs at "));
+  auto flat_optimizer = good;
+  for (auto& o : flat_optimizer.optimizer) o.seconds = 1e-3;
+  EXPECT_EQ(fit_error(flat_optimizer, model), "m.json: optimizer: optimizer time does not grow with parameters");
+  EXPECT_TRUE(starts_with(fit_error(good, named_model("Qwen2.5-0.5B")), "m.json: model: measurements were taken"));
+  auto unknown = good;
+  unknown.model = "Qwen9-1T";
+  try {
+    measured_model(unknown, "m.json");
+    ADD_FAILURE() << "no InputError for an unknown model";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(starts_with(e.what(), "m.json: model: "));
+    EXPECT_NE(std::string(e.what()).find("Qwen9-1T"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(measured_model(good, "m.json").name, "Qwen2.5-7B");
+}
+
 TEST(CalibrateProfileFit, UnmeasuredPartsKeepThePriorAndSaySo) {
   const auto& model = named_model("Qwen2.5-7B");
   auto m = synthetic_measurements(model, 1);

@@ -143,7 +143,7 @@ TEST_F(CliTest, UsageErrorsExitTwoWithUsage) {
   EXPECT_TRUE(contains(no_scenario.output, "missing SCENARIO"));
   const CliRun zero = run_lcsim("plan '" + kDefaultScenario + "' --iterations 0");
   EXPECT_EQ(zero.exit_code, 2);
-  EXPECT_TRUE(contains(zero.output, "--iterations: must be at least 1"));
+  EXPECT_TRUE(contains(zero.output, "--iterations: must be in [1, 10000], got 0"));
 }
 
 TEST_F(CliTest, HelpAndVersion) {

@@ -184,6 +184,30 @@ TEST_F(EvaluationTest, EvaluatePlansReportsSpeedupAgainstBaseline) {
     EXPECT_EQ(p.tokens, base.tokens) << p.label;  // the same data window
     EXPECT_NEAR(p.speedup_vs_baseline, p.tokens_per_s / base.tokens_per_s, 1e-12) << p.label;
   }
+  EXPECT_EQ(out_of_memory_warning(results, *loaded_), "");
+}
+
+TEST_F(EvaluationTest, ProgressIsReportedBeforeEachPolicyAndAtTheEnd) {
+  std::vector<std::string> calls;
+  evaluate_plans(*loaded_, {"sorted"}, [&](std::size_t done, std::size_t total, const std::string& label) {
+    calls.push_back(std::to_string(done) + "/" + std::to_string(total) + " " + label);
+  });
+  EXPECT_EQ(calls, (std::vector<std::string>{"0/2 deepspeed", "1/2 sorted", "2/2 "}));
+}
+
+TEST_F(EvaluationTest, ARunWhereNothingFitsInMemorySaysSo) {
+  RunResults results = evaluate_plans(*loaded_, {"sorted"});
+  std::size_t iterations = 0;
+  for (auto& policy : results.policies) {
+    for (auto& it : policy.iterations) it.oom = true;
+    iterations += policy.iterations.size();
+  }
+  const std::string warning = out_of_memory_warning(results, *loaded_);
+  EXPECT_TRUE(contains(warning, "no iteration of any policy fits in GPU memory: all " + std::to_string(iterations) +
+                                    " planned iterations are OOM"));
+  EXPECT_TRUE(contains(warning, "memory.reserve_GiB"));
+  results.policies[1].iterations[0].oom = false;
+  EXPECT_EQ(out_of_memory_warning(results, *loaded_), "");
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // Reading and writing dataset length traces (plain text and CSV).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "policies/core/errors.hpp"
+#include "policies/core/files.hpp"
 #include "traces/length_trace.hpp"
 
 namespace lcsim {
@@ -23,10 +26,10 @@ std::vector<Tokens> lengths(const Dataset& dataset) {
   return out;
 }
 
-/// The InputError message load_length_trace throws for `text`, or "" when it loads.
-std::string load_error(const std::string& name, const std::string& text) {
+/// The InputError message load_length_trace throws for `text` (nullopt: the file as it is), or "" when it loads.
+std::string load_error(const std::string& name, const std::optional<std::string>& text) {
   try {
-    load_length_trace(write_file(name, text));
+    load_length_trace(text ? write_file(name, *text) : testing::TempDir() + name);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -94,8 +97,32 @@ TEST(LengthTraceTest, EmptyAndMissingFilesAreErrors) {
     load_length_trace(missing);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), missing + ": cannot open length trace");
+    EXPECT_EQ(std::string(e.what()), missing + ": cannot open file (No such file or directory)");
   }
+}
+
+TEST(LengthTraceTest, AByteOrderMarkIsNotPartOfTheFirstCount) {
+  EXPECT_EQ(lengths(load_length_trace(write_file("bom.txt", std::string("\xEF\xBB\xBF") + "7897\n100\n"))),
+            (std::vector<Tokens>{7897, 100}));
+}
+
+TEST(LengthTraceTest, MessagesQuoteAShortPrintableExcerpt) {
+  const std::string dir = testing::TempDir();
+  // One 1 MB line: the message quotes 80 characters and says how long the line was.
+  EXPECT_EQ(load_error("long.txt", "12\n" + std::string(1000001, 'a') + "\n"),
+            dir + "long.txt:2: expected a positive integer token count, got '" + std::string(80, 'a') +
+                "... (1000001 bytes)'");
+  // Binary bytes are escaped, never echoed raw.
+  EXPECT_EQ(load_error("binary.txt", std::string("5\n\x7F") + "ELF\x02\x01"),
+            dir + "binary.txt:2: expected a positive integer token count, got '\\x7FELF\\x02\\x01'");
+}
+
+TEST(LengthTraceTest, ATraceOverTheLimitIsRefusedBeforeReading) {
+  const std::string path = write_file("huge.txt", "");
+  std::filesystem::resize_file(path, kMaxTraceFileBytes + 1);  // sparse: no disk space is used
+  EXPECT_EQ(load_error("huge.txt", std::nullopt),
+            path + ": is 268435457 bytes, more than the 256 MiB lcsim reads here (docs/robustness.md)");
+  std::filesystem::remove(path);
 }
 
 TEST(LengthTraceTest, SaveThenLoadKeepsLengthsAndRenumbers) {

@@ -242,6 +242,42 @@ TEST(ScenarioParse, LayoutMustCoverTheCluster) {
   EXPECT_TRUE(contains(error_of(doc), "parallel.dp: missing, and cp x tp x pp = 3 does not divide"));
 }
 
+TEST(ScenarioParse, LayoutsNoPlanCanUseNameTheirKey) {
+  // Qwen2.5-0.5B has 24 layers; the cluster 8 GPUs per node.
+  Json doc = minimal();
+  doc["cluster"]["nodes"] = 5;
+  doc["parallel"] = Json{{"dp", 1}, {"cp", 8}, {"pp", 5}};
+  EXPECT_EQ(error_of(doc), kFile +
+                               ": parallel.pp: every pipeline stage holds the same number of layers, but 5 does "
+                               "not divide the 24 layers of Qwen2.5-0.5B");
+  doc = minimal();
+  doc["cluster"]["nodes"] = 3;
+  doc["parallel"] = Json{{"dp", 1}, {"cp", 8}, {"tp", 3}};
+  EXPECT_EQ(error_of(doc), kFile +
+                               ": parallel.tp: a TP group must lie within one node, but 3 does not divide "
+                               "cluster.gpus_per_node (8)");
+  doc = minimal();
+  doc["parallel"] = Json{{"cp", 1}, {"tp", 16}};
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": parallel.tp: a TP group must lie within one node"));
+  // TP 3 on nodes of 6 GPUs is a layout every plan can use (heads are split fractionally).
+  doc = minimal();
+  doc["cluster"] = Json{{"gpu", "H100-SXM"}, {"nodes", 1}, {"gpus_per_node", 6}};
+  doc["parallel"] = Json{{"tp", 3}, {"pp", 2}};
+  EXPECT_EQ(scenario_from_json(doc, kFile).layout.tp, 3);
+}
+
+TEST(ScenarioParse, RunsBeyondTheSizeLimitsAreRefusedNamingTheKey) {
+  Json doc = minimal();
+  doc["training"]["iterations"] = kMaxIterations + 1;
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": training.iterations: must be in [1, 10000], got 10001"));
+  doc = minimal();
+  doc["training"]["global_batch_sequences"] = 10000000;
+  EXPECT_EQ(error_of(doc), kFile +
+                               ": training.global_batch_sequences: 10000000 sequences x 10 iterations "
+                               "(training.iterations) = 100000000 sequences, more than the 2000000 lcsim plans in "
+                               "one run (docs/robustness.md)");
+}
+
 TEST(ScenarioParse, PolicyLabelsAreUniqueAndBaselineIsOneOfThem) {
   Json doc = minimal();
   doc["policies"][1] = Json{{"kind", "deepspeed"}};
@@ -493,6 +529,39 @@ TEST(ScenarioLoader, PolicyOptionsAreCheckedAtLoad) {
 
 TEST(ScenarioLoader, IterationsOverrideMustBePositive) {
   EXPECT_THROW(load_and_prepare(kSourceDir + "/scenarios/default.json", 0), InputError);
+}
+
+TEST(ScenarioLoader, IterationsOverrideIsBoundedBeforeAnythingIsSampled) {
+  const std::string file = kSourceDir + "/scenarios/default.json";
+  try {
+    load_and_prepare(file, 1000000);
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "--iterations: must be in [1, 10000], got 1000000 (docs/robustness.md)");
+  }
+  try {
+    load_and_prepare(file, 10000);  // 10000 x 256 sequences
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), file + ": training.global_batch_sequences: 256 sequences x 10000 iterations "
+                                          "(--iterations) = 2560000 sequences, more than the 2000000"));
+  }
+}
+
+TEST(ScenarioLoader, ATokenBudgetBeyondTheWindowLimitIsRefused) {
+  const ScratchDir scratch;
+  Json doc = minimal();
+  doc["training"].erase("global_batch_sequences");
+  doc["training"]["tokens_per_iteration"] = std::int64_t{1} << 40;
+  doc["training"]["iterations"] = 2;
+  try {
+    load_and_prepare(write_scenario(scratch.path, doc));
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(),
+                         ": training.tokens_per_iteration: 2 iterations of 1099511627776 tokens take more "
+                         "than 2000000 sequences"));
+  }
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -47,6 +49,23 @@ TEST(SimTimeline, ChromeTraceWriterEscapesAndCloses) {
   EXPECT_DOUBLE_EQ(events[2]["ts"].get<double>(), 500000.0);  // microseconds
   EXPECT_DOUBLE_EQ(events[2]["dur"].get<double>(), 250000.0);
   EXPECT_EQ(events[2]["args"]["micro_batch"], 4);
+  std::filesystem::remove(file);
+}
+
+TEST(SimTimeline, AnUnclosedTraceLeavesThePreviousFile) {
+  const auto file = temp_file("previous");
+  std::ofstream(file) << "previous run";
+  {
+    ChromeTraceWriter writer(file.string());
+    writer.add(TraceSpan{1, 0, 0, 1, "compute", "compute", {}});
+    // The run fails here: close() is never called.
+  }
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "previous run");
+  // No temporary file is left beside it.
+  for (const auto& entry : std::filesystem::directory_iterator(file.parent_path()))
+    EXPECT_EQ(entry.path().filename().string().find("." + file.filename().string() + ".tmp"), std::string::npos);
   std::filesystem::remove(file);
 }
 

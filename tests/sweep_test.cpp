@@ -2,7 +2,11 @@
 // and impossible points rejected before anything runs.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "policies/core/errors.hpp"
 #include "traces/scenario.hpp"
@@ -86,6 +90,21 @@ TEST(Sweep, IterationsOverrideEveryPoint) {
   Json doc = sweep_doc(Json::parse(R"([{"name": "gpus", "values": [8]}])"));
   doc["iterations"] = 3;
   EXPECT_EQ(expand_sweep(sweep_from_json(doc, "s.json"))[0].scenario["training"]["iterations"], 3);
+}
+
+TEST(Sweep, IterationsAreBoundedAndDuplicateKeysRefused) {
+  Json doc = sweep_doc(Json::parse(R"([{"name": "gpus", "values": [8]}])"));
+  doc["iterations"] = 1000000;
+  EXPECT_NE(error_of(doc).find("s.json: iterations: must be in [1, 10000], got 1000000"), std::string::npos);
+  const auto file = std::filesystem::temp_directory_path() / ("lcsim-sweep-" + std::to_string(::getpid()));
+  std::ofstream(file) << R"({"name": "t", "name": "u"})";
+  try {
+    load_sweep(file.string());
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), file.string() + ": name: duplicate key");
+  }
+  std::filesystem::remove(file);
 }
 
 TEST(Sweep, StrictFileAndImpossiblePoints) {

@@ -98,6 +98,18 @@ TEST(ValidationCatalogue, StrictReading) {
   EXPECT_TRUE(listed.entries.front().points.empty());
 }
 
+TEST(ValidationCatalogue, DuplicateKeysInTheCatalogueFileAreErrors) {
+  const auto file = std::filesystem::temp_directory_path() / ("lcsim-catalogue-" + std::to_string(::getpid()));
+  std::ofstream(file) << R"({"schema": "lcsim-validation-catalogue/1", "entries": [{"id": "a", "id": "b"}]})";
+  try {
+    load_catalogue(file.string());
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), file.string() + ": entries[0].id: duplicate key");
+  }
+  std::filesystem::remove(file);
+}
+
 TEST(ValidationCatalogue, SetChangesTheScenarioAtDottedPathsAndRefusesMissingParents) {
   const auto catalogue = catalogue_of({entry_json({{"set", {{"training.bucket_size_tokens", 8192}}}})});
   const Json doc = point_scenario(catalogue.entries.front().points.front(), "e");

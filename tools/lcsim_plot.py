@@ -15,6 +15,7 @@ numbers says so. Uses Debian's python3-matplotlib with the headless Agg backend.
 """
 import argparse
 import json
+import os
 import sys
 
 import matplotlib
@@ -27,6 +28,24 @@ COLOURS = {"compute": "#4C72B0", "comm": "#DD8452", "idle": "#D9D9D9", "other": 
 
 class PlotError(Exception):
     """Bad input file: the message names the file and what is wrong."""
+
+
+def save_figure(fig, out):
+    """Writes the figure to a temporary file beside `out`, then renames it over `out`, as lcsim writes its outputs:
+    a plot that fails half-way leaves the previous file as it was. A special file (/dev/stdout) is written in place."""
+    if os.path.exists(out) and not os.path.isfile(out):
+        fig.savefig(out, dpi=110)
+        return
+    folder, name = os.path.split(out)
+    temporary = os.path.join(folder, f".{name}.tmp.{os.getpid()}")
+    fmt = os.path.splitext(name)[1][1:].lower() or None  # savefig cannot see the extension of the temporary name
+    try:
+        fig.savefig(temporary, dpi=110, format=fmt)
+        os.replace(temporary, out)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
 
 
 def load_json(path):
@@ -117,7 +136,7 @@ def plot_timeline(trace_path, out, policy=None, iteration=0):
     caption = " | ".join(str(meta[k]) for k in ("scenario", "profile", "dataset") if k in meta)
     ax.set_title(f"{title}" + (f" | {caption}" if caption else ""), fontsize=8)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out)
     return fig, ax
 
 
@@ -152,7 +171,7 @@ def plot_speedup(results_path, out):
     ax.set_title(caption_of(results), fontsize=7)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out)
     return fig, ax
 
 
@@ -186,7 +205,7 @@ def plot_scaling(sweep_path, out, x="gpus", y="tokens_per_s"):
                  f"{profile.get('label', '') if isinstance(profile, dict) else profile}", fontsize=7)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out)
     return fig, ax
 
 

@@ -101,6 +101,23 @@ class PlotTest(unittest.TestCase):
         self.assertIn(bad + ": policies", run.stderr)
         self.assertFalse(os.path.exists(self.path("x.png")))
 
+    def test_a_failed_plot_leaves_the_previous_file(self):
+        out = self.path("speedup.png")
+        with open(out, "wb") as f:
+            f.write(b"previous plot")
+
+        class FailingFigure:
+            def savefig(self, path, **kwargs):
+                with open(path, "wb") as f:
+                    f.write(b"half a PNG")
+                raise OSError("disk full")
+
+        with self.assertRaises(OSError):
+            lcsim_plot.save_figure(FailingFigure(), out)
+        with open(out, "rb") as f:
+            self.assertEqual(f.read(), b"previous plot")
+        self.assertEqual(os.listdir(self.dir.name), ["speedup.png"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -20,15 +20,8 @@ std::string quoted(const std::string& text) {
 
 }  // namespace
 
-ChromeTraceWriter::ChromeTraceWriter(const std::string& file)
-    : file_(file), out_(file, std::ios::binary | std::ios::trunc) {
-  if (!out_) throw InputError(file + ": cannot open the trace file for writing");
+ChromeTraceWriter::ChromeTraceWriter(const std::string& file) : file_(file), out_(file_.stream()) {
   out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
-}
-
-ChromeTraceWriter::~ChromeTraceWriter() {
-  if (closed_) return;
-  out_ << "\n]}\n";  // best effort: a destructor must not throw
 }
 
 void ChromeTraceWriter::begin_event() {
@@ -70,8 +63,7 @@ void ChromeTraceWriter::close() {
   if (closed_) return;
   closed_ = true;
   out_ << "\n]}\n";
-  out_.flush();
-  if (!out_) throw InputError(file_ + ": writing the trace failed");
+  file_.commit();
 }
 
 }  // namespace lcsim

@@ -7,12 +7,14 @@
 //     ...]}
 // Times are microseconds ("ts", "dur"), printed with nanosecond resolution. Spans of one (pid, tid) track must
 // not partially overlap (viewers nest spans by time), so callers put concurrent activities on separate tids.
-#include <fstream>
+// The file appears only when close() succeeds (policies/core/files.hpp): a failed run keeps the previous one.
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "policies/core/files.hpp"
 
 namespace lcsim {
 
@@ -29,25 +31,22 @@ struct TraceSpan {
 
 class ChromeTraceWriter {
  public:
-  /// Opens `file` for writing; InputError when it cannot.
+  /// Opens a temporary file beside `file`; InputError when it cannot. Destroyed without close(), it leaves
+  /// `file` as it was.
   explicit ChromeTraceWriter(const std::string& file);
-  ChromeTraceWriter(const ChromeTraceWriter&) = delete;
-  ChromeTraceWriter& operator=(const ChromeTraceWriter&) = delete;
-  /// Completes the JSON if close() was not called (a partial timeline still opens).
-  ~ChromeTraceWriter();
 
   /// Names a process track group; viewers order groups by `sort_index`.
   void name_process(int pid, const std::string& name, int sort_index);
   void name_thread(int pid, int tid, const std::string& name, int sort_index);
   void add(const TraceSpan& span);
-  /// Writes the closing brackets and flushes; InputError naming the file when writing failed.
+  /// Writes the closing brackets and puts the file in place; InputError naming the file when writing failed.
   void close();
 
  private:
   void begin_event();
 
-  std::string file_;
-  std::ofstream out_;
+  AtomicOutputFile file_;
+  std::ostream& out_;
   bool first_ = true;
   bool closed_ = false;
 };

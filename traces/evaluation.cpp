@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
@@ -148,12 +149,36 @@ PolicyResult estimate_plans(const LoadedScenario& loaded, const PolicyPlans& pla
   return result;
 }
 
-RunResults evaluate_plans(const LoadedScenario& loaded, const std::vector<std::string>& only_labels) {
+RunResults evaluate_plans(const LoadedScenario& loaded, const std::vector<std::string>& only_labels,
+                          const PolicyProgress& progress) {
   RunResults results = results_header(loaded, "plan");
-  for (const PolicySpec* spec : select_policies(loaded.scenario, only_labels))
-    results.policies.push_back(estimate_plans(loaded, plan_policy(loaded, *spec)));
+  const std::vector<const PolicySpec*> selected = select_policies(loaded.scenario, only_labels);
+  for (std::size_t i = 0; i < selected.size(); ++i) {
+    if (progress) progress(i, selected.size(), selected[i]->label);
+    results.policies.push_back(estimate_plans(loaded, plan_policy(loaded, *selected[i])));
+  }
+  if (progress) progress(selected.size(), selected.size(), "");
   apply_baseline(results);
   return results;
+}
+
+std::string out_of_memory_warning(const RunResults& results, const LoadedScenario& loaded) {
+  std::size_t iterations = 0;
+  for (const auto& policy : results.policies) {
+    for (const auto& it : policy.iterations)
+      if (!it.oom) return "";
+    iterations += policy.iterations.size();
+  }
+  if (iterations == 0) return "";
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  char usable[160];
+  std::snprintf(usable, sizeof usable, "%.1f GiB per GPU (%s's %.1f GiB less the profile's memory.reserve_GiB %.1f)",
+                loaded.cost->capacity_bytes() / kGiB, loaded.scenario.cluster.gpu.name.c_str(),
+                loaded.scenario.cluster.gpu.memory_bytes / kGiB, loaded.profile.memory.reserve_bytes / kGiB);
+  return "no iteration of any policy fits in GPU memory: all " + std::to_string(iterations) +
+         " planned iterations are OOM with " + usable +
+         "; the times describe plans that could not run (check the profile " + loaded.scenario.profile_path +
+         ", the model and the layout of " + loaded.scenario.file + ")";
 }
 
 }  // namespace lcsim

@@ -1,6 +1,7 @@
 #pragma once
 // `lcsim plan`: every policy of a scenario plans the same data window; each plan is validated, then timed by its
 // iteration program replayed without contention, and the per-iteration results are summarized against the baseline.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,16 @@ PolicyResult estimate_plans(const LoadedScenario& loaded, const PolicyPlans& pla
 /// figures in the same shape).
 IterationResult iteration_result(const IterationPlan& plan, int index, const IterationEstimate& timing, int world);
 
+/// Called before each policy is planned (done policies, total, the label) and once at the end (total, total, "").
+using PolicyProgress = std::function<void(std::size_t, std::size_t, const std::string&)>;
+
 /// The no-contention evaluation of all selected policies ("plan" mode).
-RunResults evaluate_plans(const LoadedScenario& loaded, const std::vector<std::string>& only_labels);
+RunResults evaluate_plans(const LoadedScenario& loaded, const std::vector<std::string>& only_labels,
+                          const PolicyProgress& progress = {});
+
+/// A warning when every iteration of every policy exceeds GPU memory, "" otherwise. Such a run still has times,
+/// but none of its plans could run: usually a profile reserve or a model too large for the cluster.
+std::string out_of_memory_warning(const RunResults& results, const LoadedScenario& loaded);
 
 /// The RunResults header fields (mode, scenario, seed, profile, dataset, baseline) of a loaded scenario.
 RunResults results_header(const LoadedScenario& loaded, std::string mode);

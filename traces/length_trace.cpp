@@ -2,12 +2,12 @@
 
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string_view>
 #include <vector>
 
 #include "policies/core/errors.hpp"
+#include "policies/core/files.hpp"
 
 namespace lcsim {
 
@@ -42,10 +42,10 @@ ParsedCount parse_count(std::string_view text) {
   if (text.empty()) return {0, "empty token count"};
   Tokens value = 0;
   const auto [end, code] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (code == std::errc::result_out_of_range) return {0, "token count '" + std::string(text) + "' is out of range"};
+  if (code == std::errc::result_out_of_range) return {0, "token count '" + excerpt(text) + "' is out of range"};
   if (code != std::errc() || end != text.data() + text.size())
-    return {0, "expected a positive integer token count, got '" + std::string(text) + "'"};
-  if (value <= 0) return {0, "token count must be positive, got " + std::string(text)};
+    return {0, "expected a positive integer token count, got '" + excerpt(text) + "'"};
+  if (value <= 0) return {0, "token count must be positive, got " + excerpt(text)};
   return {value, ""};
 }
 
@@ -54,10 +54,12 @@ class TraceReader {
   explicit TraceReader(std::string file) : file_(std::move(file)) {}
 
   Dataset read() {
-    std::ifstream in(file_);
-    if (!in) throw InputError(file_ + ": cannot open length trace");
-    std::string raw;
-    while (std::getline(in, raw)) {
+    const std::string text = read_input_file(file_, kMaxTraceFileBytes);
+    std::string_view rest = text;
+    while (!rest.empty()) {
+      const auto newline = rest.find('\n');
+      const std::string_view raw = rest.substr(0, newline);
+      rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
       ++line_;
       const std::string_view line = trim(raw);
       if (line.empty() || line.front() == '#') continue;
@@ -67,7 +69,6 @@ class TraceReader {
       }
       add(csv_ ? csv_count(line) : text_count(line));
     }
-    if (in.bad()) throw InputError(file_ + ": read error");
     if (sequences_.empty()) throw InputError(file_ + ": length trace has no sequences");
     return Dataset(std::filesystem::path(file_).stem().string(), std::move(sequences_));
   }
@@ -93,7 +94,7 @@ class TraceReader {
       column = i;
     }
     if (!column)
-      fail("expected a positive integer token count or a CSV header with a 'tokens' column, got '" + std::string(line) +
+      fail("expected a positive integer token count or a CSV header with a 'tokens' column, got '" + excerpt(line) +
            "'");
     csv_ = true;
     columns_ = header.size();
@@ -135,13 +136,11 @@ Dataset load_length_trace(const std::string& file) {
 }
 
 void save_length_trace(const Dataset& dataset, const std::string& file) {
-  std::ofstream out(file);
-  if (!out) throw InputError(file + ": cannot open for writing");
-  out << "# lcsim length trace '" << dataset.name() << "': " << dataset.size() << " sequences, "
-      << dataset.total_tokens() << " tokens; one token count per line, in epoch order\n";
-  for (const auto& sequence : dataset.sequences()) out << sequence.tokens << '\n';
-  out.flush();
-  if (!out) throw InputError(file + ": write error");
+  AtomicOutputFile out(file);
+  out.stream() << "# lcsim length trace '" << dataset.name() << "': " << dataset.size() << " sequences, "
+               << dataset.total_tokens() << " tokens; one token count per line, in epoch order\n";
+  for (const auto& sequence : dataset.sequences()) out.stream() << sequence.tokens << '\n';
+  out.commit();
 }
 
 }  // namespace lcsim

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "policies/core/errors.hpp"
-#include "traces/output_file.hpp"
+#include "policies/core/files.hpp"
 
 namespace lcsim {
 namespace {

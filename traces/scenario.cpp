@@ -182,7 +182,7 @@ TrainingConfig parse_training(JsonObjectReader r) {
     r.fail_here("needs exactly one of \"global_batch_sequences\" or \"tokens_per_iteration\"");
   if (r.has("global_batch_sequences")) t.global_batch_sequences = int_in(r, "global_batch_sequences", 1, kMaxInt);
   if (r.has("tokens_per_iteration")) t.tokens_per_iteration = r.integer_in("tokens_per_iteration", 1, kMaxTokens);
-  t.iterations = r.has("iterations") ? int_in(r, "iterations", 1, 1000000) : 10;
+  t.iterations = r.has("iterations") ? int_in(r, "iterations", 1, kMaxIterations) : 10;
   t.zero_stage = r.has("zero_stage") ? int_in(r, "zero_stage", 0, 3) : 2;
   t.recompute = parse_recompute(r);
   t.context_length = r.integer_in("context_length_tokens", 1, kMaxTokens);
@@ -199,12 +199,22 @@ CpAttention parse_cp_attention(JsonObjectReader& r) {
   r.fail("cp_attention", "expected \"ulysses\" or \"ring\", got \"" + value + "\"");
 }
 
-ParallelLayout parse_layout(JsonObjectReader r, const ClusterSpec& cluster, CpAttention& cp_attention) {
+ParallelLayout parse_layout(JsonObjectReader r, const ModelConfig& model, const ClusterSpec& cluster,
+                            CpAttention& cp_attention) {
   ParallelLayout p;
   cp_attention = parse_cp_attention(r);
   p.cp = r.has("cp") ? int_in(r, "cp", 1, kMaxInt) : 1;
   p.tp = r.has("tp") ? int_in(r, "tp", 1, kMaxInt) : 1;
   p.pp = r.has("pp") ? int_in(r, "pp", 1, kMaxInt) : 1;
+  // What every homogeneous plan needs, checked here so that the message names the key rather than surfacing as a
+  // policy's invalid plan. Heads are not checked: the cost model splits them fractionally, and the shipped
+  // Hydraulis scenarios run the 52-head LLaMA-32B at TP 8 as the paper does.
+  if (cluster.gpus_per_node % p.tp != 0)
+    r.fail("tp", "a TP group must lie within one node, but " + std::to_string(p.tp) +
+                     " does not divide cluster.gpus_per_node (" + std::to_string(cluster.gpus_per_node) + ")");
+  if (model.layers % p.pp != 0)
+    r.fail("pp", "every pipeline stage holds the same number of layers, but " + std::to_string(p.pp) +
+                     " does not divide the " + std::to_string(model.layers) + " layers of " + model.name);
   const int world = cluster.world_size();
   const int per_replica = p.cp * p.tp * p.pp;
   if (r.has("dp")) {
@@ -315,8 +325,8 @@ Scenario scenario_from_json(const nlohmann::json& document, const std::string& f
   s.profile_path = resolve_scenario_path(file, root.required<std::string>("profile"));
   s.dataset = parse_dataset(root.object("dataset"), file);
   s.training = parse_training(root.object("training"));
-  s.layout = root.has("parallel") ? parse_layout(root.object("parallel"), s.cluster, s.cp_attention)
-                                  : parse_layout(JsonObjectReader(nlohmann::json::object(), file, "parallel"),
+  s.layout = root.has("parallel") ? parse_layout(root.object("parallel"), s.model, s.cluster, s.cp_attention)
+                                  : parse_layout(JsonObjectReader(nlohmann::json::object(), file, "parallel"), s.model,
                                                  s.cluster, s.cp_attention);
   s.policies = parse_policies(root, file);
   s.baseline = root.optional<std::string>("baseline", s.policies.front().label);
@@ -325,7 +335,19 @@ Scenario scenario_from_json(const nlohmann::json& document, const std::string& f
   s.paper_figures = parse_paper_figures(root, s.policies);
   root.finish();
   check_context(s, root);
+  check_run_size(s, "training.iterations");
   return s;
+}
+
+void check_run_size(const Scenario& s, const std::string& iterations_source) {
+  const TrainingConfig& t = s.training;
+  if (t.global_batch_sequences <= 0) return;  // a token budget: checked while the batches are cut
+  const std::int64_t window = std::int64_t{t.iterations} * t.global_batch_sequences;
+  if (window > kMaxWindowSequences)
+    throw InputError(s.file + ": training.global_batch_sequences: " + std::to_string(t.global_batch_sequences) +
+                     " sequences x " + std::to_string(t.iterations) + " iterations (" + iterations_source +
+                     ") = " + std::to_string(window) + " sequences, more than the " +
+                     std::to_string(kMaxWindowSequences) + " lcsim plans in one run (docs/robustness.md)");
 }
 
 Scenario load_scenario(const std::string& file) {

@@ -49,6 +49,16 @@ struct Scenario {
   std::vector<PaperFigure> paper_figures;
 };
 
+/// Limits on the size of one run (docs/robustness.md). Every policy's plans for the whole data window are held
+/// in memory (about 300 bytes per sequence over six policies), so a larger run is refused up front, naming the key
+/// or option, rather than running for hours and dying of bad_alloc.
+inline constexpr int kMaxIterations = 10000;
+inline constexpr std::int64_t kMaxWindowSequences = 2000000;
+
+/// InputError naming the file and training.global_batch_sequences when iterations x global_batch_sequences
+/// exceeds kMaxWindowSequences; `iterations_source` says where the iteration count came from.
+void check_run_size(const Scenario& s, const std::string& iterations_source);
+
 Scenario load_scenario(const std::string& file);
 /// Paths in a scenario are relative to the scenario's folder, so a scenario can be run from anywhere.
 std::string resolve_scenario_path(const std::string& scenario_file, const std::string& relative);

@@ -41,6 +41,23 @@ std::string batch_shape(const TrainingConfig& t) {
                                       : std::to_string(t.tokens_per_iteration) + " tokens";
 }
 
+/// Token budgets: a window of more than kMaxWindowSequences sequences is refused, naming the budget.
+/// `sequences` is the window's size, or 0 when the draw stopped as soon as it passed the limit.
+[[noreturn]] void window_too_large(const Scenario& s, std::size_t sequences) {
+  const std::string limit = std::to_string(kMaxWindowSequences);
+  throw InputError(s.file + ": training.tokens_per_iteration: " + std::to_string(s.training.iterations) +
+                   " iterations of " + std::to_string(s.training.tokens_per_iteration) + " tokens take " +
+                   (sequences == 0 ? "more than " + limit + " sequences, the most"
+                                   : std::to_string(sequences) + " sequences, more than the " + limit) +
+                   " lcsim plans in one run (docs/robustness.md)");
+}
+
+std::size_t window_sequences(const std::vector<GlobalBatch>& batches) {
+  std::size_t n = 0;
+  for (const auto& batch : batches) n += batch.size();
+  return n;
+}
+
 std::vector<GlobalBatch> sample_batches(const Scenario& s) {
   std::vector<MixComponent> mix;
   for (const auto& c : s.dataset.components) mix.push_back({&named_distribution(c.distribution), c.weight});
@@ -59,16 +76,30 @@ std::vector<GlobalBatch> sample_batches(const Scenario& s) {
   }
 
   // Token budget: draw chunks until the cut holds one batch more than needed, so that every batch kept is closed
-  // by the sequence that did not fit. Chunk k has its own seed, so more iterations extend the same data.
+  // by the sequence that did not fit. Chunk k has its own seed, so more iterations extend the same data. The
+  // batches are counted as the chunks arrive (cut_global_batches' rule), so the draw stays linear in the data.
   std::vector<Sequence> sequences;
-  std::vector<GlobalBatch> batches;
-  for (std::uint64_t chunk = 0; batches.size() <= iterations; ++chunk) {
+  std::size_t closed = 0;  // batches closed by a sequence that did not fit
+  Tokens held = 0;         // tokens of the open batch
+  const auto batches_so_far = [&] { return closed + (held >= t.tokens_per_iteration ? 1 : 0); };
+  for (std::uint64_t chunk = 0; batches_so_far() <= iterations; ++chunk) {
+    // Every sequence drawn so far lies in the first `iterations` batches while fewer are closed.
+    if (closed < iterations && sequences.size() > static_cast<std::size_t>(kMaxWindowSequences)) window_too_large(s, 0);
     const std::uint64_t seed = chunk == 0 ? s.seed : Rng(s.seed).split(chunk).next();
     const Dataset part = sample_dataset(name, mix, kChunkSequences, seed, static_cast<std::int64_t>(sequences.size()));
-    sequences.insert(sequences.end(), part.sequences().begin(), part.sequences().end());
-    batches = cut_global_batches(sequences, t, false);
+    for (const auto& seq : part.sequences()) {
+      if (!sequences.empty() && held + seq.tokens > t.tokens_per_iteration) {
+        ++closed;
+        held = 0;
+      }
+      held += seq.tokens;
+      sequences.push_back(seq);
+    }
   }
+  std::vector<GlobalBatch> batches = cut_global_batches(sequences, t, false);
   batches.resize(iterations);
+  if (window_sequences(batches) > static_cast<std::size_t>(kMaxWindowSequences))
+    window_too_large(s, window_sequences(batches));
   return batches;
 }
 
@@ -87,6 +118,8 @@ std::vector<GlobalBatch> trace_batches(const Scenario& s) {
                      " full global batches of " + batch_shape(s.training) + ", but " + s.file + " asks for " +
                      std::to_string(iterations) + " iterations (training.iterations, or --iterations)");
   batches.resize(iterations);
+  if (s.training.tokens_per_iteration > 0 && window_sequences(batches) > static_cast<std::size_t>(kMaxWindowSequences))
+    window_too_large(s, window_sequences(batches));
   return batches;
 }
 
@@ -160,9 +193,11 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
   loaded.scenario = scenario_from_json(document, file);
   Scenario& s = loaded.scenario;
   if (iterations_override) {
-    if (*iterations_override < 1)
-      throw InputError("--iterations: must be at least 1, got " + std::to_string(*iterations_override));
+    if (*iterations_override < 1 || *iterations_override > kMaxIterations)
+      throw InputError("--iterations: must be in [1, " + std::to_string(kMaxIterations) + "], got " +
+                       std::to_string(*iterations_override) + " (docs/robustness.md)");
     s.training.iterations = *iterations_override;
+    check_run_size(s, "--iterations");
   }
   // Build every policy once, so that bad options are reported now, even for policies --policy leaves out.
   for (const auto& spec : s.policies) make_policy(spec);

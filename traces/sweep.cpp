@@ -113,7 +113,7 @@ Sweep sweep_from_json(const Json& document, const std::string& file) {
   sweep.base_file = resolve_scenario_path(file, root.required<std::string>("base"));
   sweep.mode = root.optional<std::string>("mode", "simulate");
   if (sweep.mode != "simulate" && sweep.mode != "plan") root.fail("mode", "expected \"simulate\" or \"plan\"");
-  if (root.has("iterations")) sweep.iterations = static_cast<int>(root.integer_in("iterations", 1, 1000000));
+  if (root.has("iterations")) sweep.iterations = static_cast<int>(root.integer_in("iterations", 1, kMaxIterations));
   const Json& axes = root.value("axes");
   if (!axes.is_array() || axes.empty()) root.fail("axes", "expected a non-empty array of {name, values}");
   for (std::size_t i = 0; i < axes.size(); ++i) {

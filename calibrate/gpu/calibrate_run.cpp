@@ -149,7 +149,7 @@ void run_calibrate(const CalibrateOptions& options, std::ostream& out) {
   out << "wrote " << options.measurements << "\n";
   for (const auto& w : timer.warnings()) out << "warning: " << w << "\n";
 
-  const FittedProfile fitted = fit_profile(m, model, prior);
+  const FittedProfile fitted = fit_profile(m, model, prior, options.measurements);
   print_report(fitted.report, out);
   save_profile(fitted.profile, options.out);
   out << "wrote " << options.out << ": " << fitted.profile.gpu << ", " << fitted.profile.label() << "\n";

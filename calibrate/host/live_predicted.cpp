@@ -61,7 +61,7 @@ Prediction predict_by_replay(const LivePlans& live) {
 }
 
 Prediction predict_from_results(const LivePlans& live, const std::string& file) {
-  return predict_from_results(live, parse_json_file(file), file);
+  return predict_from_results(live, parse_json_file(file, kMaxResultsFileBytes), file);
 }
 
 Prediction predict_from_results(const LivePlans& live, const nlohmann::json& results, const std::string& file) {

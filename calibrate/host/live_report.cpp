@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
+#include "policies/core/files.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/results_io.hpp"
 #include "traces/timeline.hpp"
@@ -140,11 +140,7 @@ Json live_results_json(const LivePlans& live, const Prediction& prediction, cons
 
 void write_live_results_json(const LivePlans& live, const Prediction& prediction, const LiveExecution& execution,
                              const std::string& file) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError(file + ": cannot open for writing");
-  out << live_results_json(live, prediction, execution).dump(2) << '\n';
-  out.flush();
-  if (!out) throw InputError(file + ": write failed");
+  write_file_atomically(file, live_results_json(live, prediction, execution).dump(2) + "\n");
 }
 
 void print_live_report(const LivePlans& live, const Prediction& prediction, const LiveExecution& execution,

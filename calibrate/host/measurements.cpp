@@ -1,9 +1,9 @@
 #include "calibrate/host/measurements.hpp"
 
 #include <cmath>
-#include <fstream>
 
 #include "policies/core/errors.hpp"
+#include "policies/core/files.hpp"
 #include "policies/core/json_reader.hpp"
 
 namespace lcsim {
@@ -261,10 +261,7 @@ Measurements load_measurements(const std::string& file) {
 }
 
 void save_measurements(const Measurements& m, const std::string& file) {
-  std::ofstream out(file);
-  if (!out) throw InputError(file + ": cannot open for writing");
-  out << measurements_to_json(m).dump(1) << "\n";
-  if (!out) throw InputError(file + ": write failed");
+  write_file_atomically(file, measurements_to_json(m).dump(1) + "\n");
 }
 
 }  // namespace lcsim

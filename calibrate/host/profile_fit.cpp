@@ -84,6 +84,7 @@ std::vector<SequenceShare> shares_of(const std::vector<int>& seqlens) {
 struct Fitter {
   const Measurements& m;
   const ModelConfig& model;
+  const std::string& file;  ///< the measurements file: every error names it
   Profile p;
   std::vector<FitReportLine> report;
   std::vector<std::string> measured, kept;
@@ -91,28 +92,29 @@ struct Fitter {
   CostModel cost_model() const { return CostModel(model, one_gpu_cluster(p, m.device.memory_bytes), p); }
   double peak() const { return p.compute.peak_tflops * 1e12; }
 
-  void check_efficiency(double e, const std::string& where) const {
-    if (!(e > 0) || !std::isfinite(e)) throw InputError("measurements: " + where + ": non-positive time");
+  void check_efficiency(double e, const std::string& path, const std::string& what) const {
+    if (!(e > 0) || !std::isfinite(e)) throw InputError(file + ": " + path + ": " + what + ": non-positive time");
     if (e > 1) {
-      throw InputError("measurements: " + where + " ran at " + fixed(e * 100, 1) + " % of peak_tflops " +
+      throw InputError(file + ": " + path + ": " + what + " ran at " + fixed(e * 100, 1) + " % of peak_tflops " +
                        fixed(p.compute.peak_tflops, 0) + ": the peak is wrong for this GPU (pass --peak-tflops)");
     }
   }
 
   void gemm() {
-    if (m.gemm.empty()) throw InputError("measurements: no GEMM sweep");
+    if (m.gemm.empty()) throw InputError(file + ": gemm: no GEMM sweep (an empty array)");
     const CostModel cm = cost_model();
     std::vector<double> x, e, fwd, bwd;
-    for (const auto& g : m.gemm) {
+    for (std::size_t i = 0; i < m.gemm.size(); ++i) {
+      const auto& g = m.gemm[i];
       const double flops = static_cast<double>(g.tokens) * cm.gemm_flops_per_token();
       const double eff = flops / (g.forward.kernel_seconds * peak());
-      check_efficiency(eff, "GEMMs at " + std::to_string(g.tokens) + " tokens");
+      check_efficiency(eff, "gemm[" + std::to_string(i) + "]", "GEMMs at " + std::to_string(g.tokens) + " tokens");
       x.push_back(static_cast<double>(g.tokens));
       e.push_back(eff);
       fwd.push_back(g.forward.kernel_seconds);
       bwd.push_back(g.backward.kernel_seconds);
     }
-    p.compute.gemm_efficiency = efficiency_curve(x, e, kMeasuredHoldOutEvery, "GEMM");
+    p.compute.gemm_efficiency = efficiency_curve(x, e, kMeasuredHoldOutEvery, file + ": gemm: GEMM");
     const auto& c = p.compute.gemm_efficiency;
     report.push_back({"GEMM efficiency vs tokens", static_cast<int>(x.size()),
                       count_held(x.size(), kMeasuredHoldOutEvery), c.fit_mape,
@@ -125,19 +127,21 @@ struct Fitter {
   }
 
   void attention() {
-    if (m.attention.empty()) throw InputError("measurements: no attention sweep");
+    if (m.attention.empty()) throw InputError(file + ": attention: no attention sweep (an empty array)");
     const CostModel cm = cost_model();
     std::vector<double> x, e, fwd, bwd;
-    for (const auto& a : m.attention) {
+    for (std::size_t i = 0; i < m.attention.size(); ++i) {
+      const auto& a = m.attention[i];
       const double flops = a.sequences * cm.attention_flops(a.seq_len);
       const double eff = flops / (a.forward.kernel_seconds * peak());
-      check_efficiency(eff, "attention at sequence length " + std::to_string(a.seq_len));
+      check_efficiency(eff, "attention[" + std::to_string(i) + "]",
+                       "attention at sequence length " + std::to_string(a.seq_len));
       x.push_back(a.seq_len);
       e.push_back(eff);
       fwd.push_back(a.forward.kernel_seconds);
       bwd.push_back(a.backward.kernel_seconds);
     }
-    p.compute.attention_efficiency = efficiency_curve(x, e, kMeasuredHoldOutEvery, "attention");
+    p.compute.attention_efficiency = efficiency_curve(x, e, kMeasuredHoldOutEvery, file + ": attention: attention");
     const auto& c = p.compute.attention_efficiency;
     report.push_back({"attention efficiency vs length", static_cast<int>(x.size()),
                       count_held(x.size(), kMeasuredHoldOutEvery), c.fit_mape,
@@ -203,10 +207,12 @@ struct Fitter {
       return;
     }
     std::map<Recompute, std::vector<ActivationSample>> by_mode;
-    for (const auto& probe : m.memory) {
+    for (std::size_t i = 0; i < m.memory.size(); ++i) {
+      const auto& probe = m.memory[i];
       std::vector<double> depth(probe.layers.begin(), probe.layers.end());
       if (std::set<double>(depth.begin(), depth.end()).size() < 2) {
-        throw InputError("measurements: memory probe of " + probe.model + " needs two or more stack depths");
+        throw InputError(file + ": memory[" + std::to_string(i) + "].layers: memory probe of " + probe.model +
+                         " needs two or more stack depths");
       }
       // Slope of the high-water mark over stacked layers: what one more layer keeps.
       const LinearFit fit = fit_linear(depth, probe.peak_bytes);
@@ -222,7 +228,12 @@ struct Fitter {
         report.push_back({name, 0, 0, std::nullopt, "not measured: prior kept"});
         continue;
       }
-      const ActivationFit fit = fit_activation_coefficients(it->second, kMeasuredHoldOutEvery);
+      ActivationFit fit;
+      try {
+        fit = fit_activation_coefficients(it->second, kMeasuredHoldOutEvery);
+      } catch (const InputError& e) {
+        throw InputError(file + ": memory: " + e.what());
+      }
       auto& target = mode == Recompute::None        ? p.memory.activations_none
                      : mode == Recompute::Selective ? p.memory.activations_selective
                                                     : p.memory.activations_full;
@@ -308,7 +319,7 @@ struct Fitter {
       y.push_back(m.optimizer[i].seconds);
     }
     const auto fit = fit_linear_held_out(x, y, kMeasuredHoldOutEvery);
-    if (!(fit.fit.slope > 0)) throw InputError("measurements: optimizer time does not grow with parameters");
+    if (!(fit.fit.slope > 0)) throw InputError(file + ": optimizer: optimizer time does not grow with parameters");
     p.compute.optimizer_us_per_mparam = fit.fit.slope * 1e12;
     report.push_back(
         {"optimizer step (AdamW)", static_cast<int>(x.size()), count_held(x.size(), kMeasuredHoldOutEvery),
@@ -464,11 +475,21 @@ LayerOverheadFit fit_layer_overhead(const std::vector<double>& base, const std::
   return fit;
 }
 
-FittedProfile fit_profile(const Measurements& measurements, const ModelConfig& model, const Profile& prior) {
-  if (measurements.model != model.name) {
-    throw InputError("measurements were taken with model " + measurements.model + ", not " + model.name);
+ModelConfig measured_model(const Measurements& measurements, const std::string& file) {
+  try {
+    return named_model(measurements.model);
+  } catch (const InputError& e) {
+    throw InputError(file + ": model: " + e.what());
   }
-  Fitter f{measurements, model, prior, {}, {}, {}};
+}
+
+FittedProfile fit_profile(const Measurements& measurements, const ModelConfig& model, const Profile& prior,
+                          const std::string& file) {
+  if (measurements.model != model.name) {
+    throw InputError(file + ": model: measurements were taken with model " + measurements.model + ", not " +
+                     model.name);
+  }
+  Fitter f{measurements, model, file, prior, {}, {}, {}};
   f.gemm();
   f.attention();
   f.layer_overhead();

@@ -31,8 +31,13 @@ struct FittedProfile {
 
 /// `prior` supplies what one node cannot measure (peak, static and logits bytes, reserve, InfiniBand, and the
 /// collectives when fewer than two GPUs were visible). Throws InputError when the measurements lack the GEMM or
-/// attention sweeps, contain an efficiency above 1 (the prior's peak is wrong for this GPU), or are inconsistent.
-FittedProfile fit_profile(const Measurements& measurements, const ModelConfig& model, const Profile& prior);
+/// attention sweeps, contain an efficiency above 1 (the prior's peak is wrong for this GPU), or are inconsistent;
+/// its message starts with `file` (the measurements file) and the JSON path of the offending measurements.
+FittedProfile fit_profile(const Measurements& measurements, const ModelConfig& model, const Profile& prior,
+                          const std::string& file = "measurements");
+
+/// The named model the measurements were taken with; InputError naming `file` and "model" when it is unknown.
+ModelConfig measured_model(const Measurements& measurements, const std::string& file);
 
 /// Curve points with their interpolation error: the curve keeps every point; fit_mape is the mean of
 /// |t_predicted / t_measured - 1| over held-out points, t_predicted from the curve built without them

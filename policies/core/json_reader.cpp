@@ -1,9 +1,9 @@
 #include "policies/core/json_reader.hpp"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <vector>
+
+#include "policies/core/files.hpp"
 
 namespace lcsim {
 
@@ -125,48 +125,95 @@ std::string json_type_name(const nlohmann::json& value) {
   }
 }
 
+namespace {
+
+/// Where the parser is, as a JSON path ("cluster.ib_GBps", "policies[1].kind"), kept up to date by the parse
+/// callback: a number too large for a double fails inside the parser, and the path names its key.
+class JsonPathTracker {
+ public:
+  using Event = nlohmann::json::parse_event_t;
+
+  void on(Event event, const nlohmann::json& parsed) {
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        frames_.push_back({event == Event::array_start, "", 0, {}});
+        break;
+      case Event::object_end:
+      case Event::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        element_done();
+        break;
+      case Event::key:
+        if (!frames_.empty()) {
+          Frame& frame = frames_.back();
+          frame.key = parsed.get<std::string>();
+          if (!frame.keys.insert(frame.key).second && duplicate_.empty()) duplicate_ = path();
+        }
+        break;
+      case Event::value:
+        element_done();
+        break;
+    }
+  }
+
+  /// The path of the value being parsed: the latest key of every open object, the index in every open array.
+  std::string path() const {
+    std::string out;
+    for (const Frame& frame : frames_) {
+      if (frame.array)
+        out += "[" + std::to_string(frame.index) + "]";
+      else if (!frame.key.empty())
+        out += (out.empty() ? "" : ".") + frame.key;
+    }
+    return out;
+  }
+  /// The path of the first duplicate key, "" when there is none.
+  const std::string& duplicate() const { return duplicate_; }
+
+ private:
+  struct Frame {
+    bool array = false;
+    std::string key;        ///< objects: the latest key
+    std::size_t index = 0;  ///< arrays: the element being parsed
+    std::set<std::string> keys;
+  };
+
+  void element_done() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+  }
+
+  std::vector<Frame> frames_;
+  std::string duplicate_;
+};
+
+}  // namespace
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
   // nlohmann::json keeps the last of duplicate keys without a word: a file that says "seed" twice is ambiguous,
-  // so the parser callback records the first duplicate (with the keys of the objects around it).
-  std::vector<std::set<std::string>> keys;  // per open object
-  std::vector<std::string> key_of;          // per open object: its latest key
-  std::string duplicate;
+  // so the tracker records the first duplicate.
+  JsonPathTracker tracker;
   const auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    if (event == Event::object_start) {
-      keys.emplace_back();
-      key_of.emplace_back();
-    } else if (event == Event::object_end && !keys.empty()) {
-      keys.pop_back();
-      key_of.pop_back();
-    } else if (event == Event::key && !keys.empty()) {
-      const auto key = parsed.get<std::string>();
-      key_of.back() = key;
-      if (!keys.back().insert(key).second && duplicate.empty()) {
-        for (std::size_t i = 0; i + 1 < key_of.size(); ++i) duplicate += key_of[i] + ".";
-        duplicate += key;
-      }
-    }
+    tracker.on(event, parsed);
     return true;
   };
   nlohmann::json document;
   try {
     document = nlohmann::json::parse(text, callback);
   } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file + ": not valid JSON: " + e.what());
-  } catch (const nlohmann::json::out_of_range& e) {
-    throw InputError(file + ": a number out of range: " + e.what());
+    // The parser quotes what it last read, which may be long or binary: shown as an excerpt.
+    throw InputError(file + ": not valid JSON: " + excerpt(e.what(), 300));
+  } catch (const nlohmann::json::out_of_range&) {
+    const std::string where = tracker.path();
+    throw InputError(file + ": " + (where.empty() ? std::string("(top level)") : where) +
+                     ": number out of range (beyond a double's +-1.8e308)");
   }
-  if (!duplicate.empty()) throw InputError(file + ": " + duplicate + ": duplicate key");
+  if (!tracker.duplicate().empty()) throw InputError(file + ": " + tracker.duplicate() + ": duplicate key");
   return document;
 }
 
-nlohmann::json parse_json_file(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file + ": cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_json_text(text.str(), file);
+nlohmann::json parse_json_file(const std::string& file, std::uintmax_t max_bytes) {
+  return parse_json_text(read_input_file(file, max_bytes), file);
 }
 
 }  // namespace lcsim

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policies/core/errors.hpp"
+#include "policies/core/files.hpp"
 
 namespace lcsim {
 
@@ -74,8 +75,9 @@ std::int64_t JsonObjectReader::required<std::int64_t>(std::string_view key);
 template <>
 int JsonObjectReader::required<int>(std::string_view key);
 
-/// Parses a JSON document, turning syntax errors into InputError naming the file.
-nlohmann::json parse_json_file(const std::string& file);
+/// Parses a JSON file read by read_input_file (policies/core/files.hpp: a regular file of at most `max_bytes`),
+/// turning syntax errors, numbers out of range and duplicate keys into InputError naming the file and JSON path.
+nlohmann::json parse_json_file(const std::string& file, std::uintmax_t max_bytes = kMaxJsonFileBytes);
 nlohmann::json parse_json_text(const std::string& text, const std::string& file);
 
 /// Human name of a JSON value's type ("number", "string", ...), for messages.

@@ -83,8 +83,10 @@ CollectiveTime Profile::collective_time(CollectiveOp op, LinkClass link, int gro
     }
   }
   if (best == nullptr) {
-    throw InputError("profile for " + gpu + ": no " + std::string(to_string(op)) + " entry on " +
-                     std::string(to_string(link)));
+    // The cluster and layout need a collective the profile lacks: name the file and key to add it to.
+    throw InputError((file.empty() ? "profile for " + gpu : file + ": collectives") + ": no " +
+                     std::string(to_string(op)) + " entry on " + std::string(to_string(link)) +
+                     ", which this cluster and layout need");
   }
   // Bus bandwidth is group-size normalised; the size term uses the bus factor of the group actually asked for.
   CollectiveFit fit = *best;

@@ -120,6 +120,7 @@ struct Profile {
   ComputeProfile compute;
   MemoryProfile memory;
   std::vector<CollectiveFit> collectives;
+  std::string file;  ///< the file it was read from, for messages; "" for profiles built in code
 
   /// Seconds for one collective of `bytes` (nccl-tests size) over `group_size` GPUs on `link`. Uses the entry
   /// of that op and link with the nearest group size (log scale), since busbw already normalises group size.

@@ -1,11 +1,11 @@
 // Profile JSON (format_version 1), documented field by field in calibrate/PROFILE.md. Reading is strict: every
 // field is required, unknown keys are errors, and every error names the file and the JSON path.
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <tuple>
 
 #include "policies/core/errors.hpp"
+#include "policies/core/files.hpp"
 #include "policies/core/json_reader.hpp"
 #include "policies/core/profile.hpp"
 
@@ -304,6 +304,7 @@ Json to_json(const Profile& profile) {
 Profile profile_from_json(const nlohmann::json& document, const std::string& file) {
   JsonObjectReader r(document, file);
   Profile profile;
+  profile.file = file;
   profile.format_version = r.required<int>("format_version");
   if (profile.format_version != kFormatVersion) {
     r.fail("format_version", "unsupported version " + std::to_string(profile.format_version) + " (this lcsim reads " +
@@ -346,10 +347,7 @@ Profile load_profile(const std::string& file) {
 void save_profile(const Profile& profile, const std::string& file) {
   // Written in the documented key order (ordered_json) so the file reads like PROFILE.md.
   const std::string text = to_json<nlohmann::ordered_json>(profile).dump(2) + "\n";
-  std::ofstream out(file);
-  if (!out) throw InputError(file + ": cannot open for writing");
-  out << text;
-  if (!out.flush()) throw InputError(file + ": write failed");
+  write_file_atomically(file, text);
 }
 
 }  // namespace lcsim

@@ -1,0 +1,73 @@
+#pragma once
+// Every file lcsim reads or writes goes through here (limits and guarantees: docs/robustness.md).
+//   Inputs are regular files read whole under a size limit: a directory, a device or a pipe is refused before
+//   anything is read, so `lcsim plan /dev/zero` cannot exhaust memory.
+//   Outputs are written to a temporary file beside the target, then renamed over it: a results file is either
+//   the previous one or the complete new one, never a truncated mix.
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lcsim {
+
+/// Largest JSON input (scenario, profile, sweep, catalogue, measurements, results read back).
+inline constexpr std::uintmax_t kMaxJsonFileBytes = std::uintmax_t{64} << 20;
+/// Largest length trace.
+inline constexpr std::uintmax_t kMaxTraceFileBytes = std::uintmax_t{256} << 20;
+/// Largest results file read back (`lcsim sweep` and `validate` read their runs', `lcsim-gpu live --predicted`):
+/// written by lcsim, with per-GPU figures of every iteration, so larger than any file a person writes.
+inline constexpr std::uintmax_t kMaxResultsFileBytes = std::uintmax_t{1} << 30;
+
+/// The whole text of `file` without a leading UTF-8 byte-order mark (editors add one; it is never data).
+/// InputError naming `file` when it is missing, not a regular file, larger than `max_bytes` or unreadable.
+std::string read_input_file(const std::string& file, std::uintmax_t max_bytes);
+
+/// `text` as a message may quote it: at most `max_chars` characters, cut with a note of the full length, and
+/// bytes that would not print (control characters, anything outside ASCII) written as \xNN.
+std::string excerpt(std::string_view text, std::size_t max_chars = 80);
+
+/// An output written as a stream (the simulation timeline, which may be large). The text goes to a temporary
+/// file beside `file`; commit() flushes it and renames it over `file`. Destroyed without commit() (the run
+/// failed), the temporary file is removed and any previous `file` stays as it was. A special file (/dev/null,
+/// /dev/stdout, a pipe) cannot be replaced by a rename and is written in place.
+class AtomicOutputFile {
+ public:
+  /// InputError naming `file` when the temporary file cannot be created.
+  explicit AtomicOutputFile(std::string file);
+  AtomicOutputFile(const AtomicOutputFile&) = delete;
+  AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
+  ~AtomicOutputFile();
+
+  std::ostream& stream() { return out_; }
+  /// InputError naming the file when a write failed (full disk, /dev/full) or the rename did.
+  void commit();
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  std::string temporary_;  ///< "" when writing in place
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+/// Writes `text` to `file` through an AtomicOutputFile.
+void write_file_atomically(const std::string& file, const std::string& text);
+
+/// Writes one of a command's outputs and adds it to `written`. When it fails, the InputError also names the
+/// outputs already written, so that the user knows which files of the run are new.
+void write_output(const std::string& file, const std::string& text, std::vector<std::string>& written);
+
+/// An output named on the command line: the option ("--json") and the file.
+struct OutputOption {
+  std::string option;
+  std::string file;
+};
+
+/// InputError when an output would overwrite one of `inputs` or another output (`lcsim plan s.json --json
+/// s.json`). Paths are compared resolved (std::filesystem::weakly_canonical: relative paths, "..", symbolic
+/// links); special files such as /dev/null may be named more than once.
+void check_output_files(const std::vector<OutputOption>& outputs, const std::vector<std::string>& inputs);
+
+}  // namespace lcsim
