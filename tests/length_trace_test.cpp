@@ -85,6 +85,9 @@ TEST(LengthTraceTest, MalformedLinesNameFileAndLine) {
             dir + "bad11.csv:1: CSV header names the 'tokens' column twice");
   EXPECT_EQ(load_error("bad12.csv", "id,tokens\n1,x7\n"),
             dir + "bad12.csv:2: column 'tokens': expected a positive integer token count, got 'x7'");
+  // Found by the length_trace fuzz target: two counts whose sum overflows 64 bits (undefined behaviour).
+  EXPECT_EQ(load_error("bad13.txt", "006632172227690066747\n006632172227690066746\n"),
+            dir + "bad13.txt:1: token count 006632172227690066747 is over the limit of 1073741824");
 }
 
 TEST(LengthTraceTest, EmptyAndMissingFilesAreErrors) {

@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "policies/core/errors.hpp"
 #include "policies/core/metrics.hpp"
@@ -22,14 +25,28 @@ struct Shape {
 };
 
 constexpr Tokens kContextLength = 128 * kKiloTokens;
-constexpr int kTotalBatches = 10000;
+constexpr int kDefaultBatches = 10000;  // CI's size; LCSIM_PROPERTY_BATCHES=1000000 for the long run
+
+/// The number of batches to plan: LCSIM_PROPERTY_BATCHES when set (a positive integer), else CI's size.
+int total_batches() {
+  const char* text = std::getenv("LCSIM_PROPERTY_BATCHES");
+  if (text == nullptr) return kDefaultBatches;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 1 || value > 100000000) {
+    throw std::invalid_argument(std::string("LCSIM_PROPERTY_BATCHES must be an integer in 1..1e8, got '") + text +
+                                "'");
+  }
+  return static_cast<int>(value);
+}
 
 TEST(PolicyProperty, EveryPolicyPlansStructurallyValidIterations) {
   const Shape shapes[] = {{1, 8}, {4, 8}, {2, 16}, {8, 4}};
   const auto& distributions = named_distributions();
   const auto kinds = policy_kinds();
   const int combos = static_cast<int>(std::size(shapes) * distributions.size());
-  const int batches_per_combo = kTotalBatches / combos + 1;
+  const int total = total_batches();
+  const int batches_per_combo = total / combos + 1;
   const ModelConfig& model = named_model("Qwen2.5-0.5B");
   const auto start = std::chrono::steady_clock::now();
 
@@ -107,7 +124,7 @@ TEST(PolicyProperty, EveryPolicyPlansStructurallyValidIterations) {
       }
     }
   }
-  EXPECT_GE(batches_done, kTotalBatches);
+  EXPECT_GE(batches_done, total);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   RecordProperty("seconds", std::to_string(seconds));
 }

@@ -201,3 +201,17 @@ TEST(WorkloadDatasetTest, DatasetTotalsAndRejectsNonPositiveLengths) {
 
 }  // namespace
 }  // namespace lcsim
+
+namespace lcsim {
+namespace {
+
+TEST(WorkloadDatasetTest, RefusesSequencesOverTheLimit) {
+  EXPECT_THROW(Dataset("d", {{0, 0}}), InputError);
+  EXPECT_THROW(Dataset("d", {{0, kMaxSequenceTokens + 1}}), InputError);
+  // At the limit the sums still fit: the most sequences a run takes, each as long as allowed.
+  const Dataset longest("d", {{0, kMaxSequenceTokens}, {1, kMaxSequenceTokens}});
+  EXPECT_EQ(longest.total_tokens(), 2 * kMaxSequenceTokens);
+}
+
+}  // namespace
+}  // namespace lcsim

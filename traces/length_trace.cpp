@@ -46,6 +46,9 @@ ParsedCount parse_count(std::string_view text) {
   if (code != std::errc() || end != text.data() + text.size())
     return {0, "expected a positive integer token count, got '" + excerpt(text) + "'"};
   if (value <= 0) return {0, "token count must be positive, got " + excerpt(text)};
+  if (value > kMaxSequenceTokens) {
+    return {0, "token count " + excerpt(text) + " is over the limit of " + std::to_string(kMaxSequenceTokens)};
+  }
   return {value, ""};
 }
 

@@ -12,9 +12,10 @@ namespace lcsim {
 Dataset::Dataset(std::string name, std::vector<Sequence> sequences)
     : name_(std::move(name)), sequences_(std::move(sequences)) {
   for (const auto& sequence : sequences_) {
-    if (sequence.tokens <= 0)
+    if (sequence.tokens <= 0 || sequence.tokens > kMaxSequenceTokens)
       throw InputError("dataset '" + name_ + "': sequence " + std::to_string(sequence.id) + " has " +
-                       std::to_string(sequence.tokens) + " tokens (must be positive)");
+                       std::to_string(sequence.tokens) + " tokens (must be in 1.." +
+                       std::to_string(kMaxSequenceTokens) + ")");
     total_tokens_ += sequence.tokens;
     longest_ = std::max(longest_, sequence.tokens);
   }
