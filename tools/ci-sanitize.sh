@@ -6,6 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if ! command -v clang++ > /dev/null; then
   as_root=()
   if [[ "$(id -u)" -ne 0 ]]; then as_root=(sudo); fi
+  "${as_root[@]}" apt-get update
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends clang
 fi
 cmake --preset asan
