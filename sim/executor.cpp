@@ -384,19 +384,24 @@ class Simulation {
 }  // namespace
 
 // Measured: every shipped scenario, traces included, runs with 8 KiB stacks and crashes with 4 KiB; 64 KiB leaves
-// 8x. At 512 KiB, zeroing 1024 stacks took 65 ms and 90 MB more memory than the whole 1024-GPU simulation. Under
-// AddressSanitizer every frame carries redzones (and a Debug build inlines nothing), and SimGrid's stacks have no
-// guard page here, so an overflow would corrupt memory silently: sanitizer builds get 8x more.
+// 8x. At 512 KiB, zeroing 1024 stacks took 65 ms and 90 MB more memory than the whole 1024-GPU simulation.
+// Under AddressSanitizer, actors are threads: ASan does not know SimGrid's swapped stacks (Debian's SimGrid has no
+// fiber annotations), and a `throw` inside an actor then makes GCC's ASan runtime report a stack-buffer-overflow
+// in __asan_handle_no_return at any stack size (docs/robustness.md). Threads have stacks it knows; their frames
+// carry redzones, hence 8x more stack.
 #if defined(__SANITIZE_ADDRESS__)
-constexpr int kActorStackKiB = 512;
+#define LCSIM_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-constexpr int kActorStackKiB = 512;
-#else
-constexpr int kActorStackKiB = 64;
+#define LCSIM_ASAN 1
 #endif
+#endif
+#ifdef LCSIM_ASAN
+constexpr int kActorStackKiB = 512;
+constexpr bool kThreadActors = true;
 #else
 constexpr int kActorStackKiB = 64;
+constexpr bool kThreadActors = false;
 #endif
 
 void simulate(std::span<const IterationPlan* const> plans, const CostModel& cost, const SimulationOptions& options,
@@ -407,8 +412,9 @@ void simulate(std::span<const IterationPlan* const> plans, const CostModel& cost
 
   quiet_simgrid_logs();
   std::string program_name = "lcsim";
-  int argc = 1;
-  char* argv[] = {program_name.data(), nullptr};
+  std::string thread_actors = "--cfg=contexts/factory:thread";  // read when the engine starts, so passed here
+  int argc = kThreadActors ? 2 : 1;
+  char* argv[] = {program_name.data(), kThreadActors ? thread_actors.data() : nullptr, nullptr};
   sg4::Engine engine(&argc, argv);
   set_network_model();
   set_actor_stacks(kActorStackKiB);
