@@ -17,20 +17,10 @@
 namespace {
 
 using CliRun = lcsim::testing::CommandRun;
+using lcsim::testing::contains;
+using lcsim::testing::read_file;
 using lcsim::testing::run_lcsim;
 const std::string kDefaultScenario = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
-
-std::string read_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-::testing::AssertionResult contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << part << "\" not found in:\n" << text;
-}
 
 class CliTest : public ::testing::Test {
  protected:

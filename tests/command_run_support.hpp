@@ -2,11 +2,29 @@
 // Running the built binaries from tests: `lcsim` (sim/) and `lcsim-gpu` (calibrate/, built only with CUDA).
 #include <sys/wait.h>
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace lcsim::testing {
+
+/// The whole text of `file` ("" when it cannot be read): what a command wrote.
+inline std::string read_file(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Success when `text` contains `part`; the failure message shows the whole text.
+inline ::testing::AssertionResult contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << part << "\" not found in:\n" << text;
+}
 
 struct CommandRun {
   int exit_code = -1;  ///< -1 when the command could not run or did not exit normally

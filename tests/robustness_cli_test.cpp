@@ -16,22 +16,12 @@
 namespace {
 
 using lcsim::testing::CommandRun;
+using lcsim::testing::contains;
+using lcsim::testing::read_file;
 using lcsim::testing::run_lcsim;
 using Json = nlohmann::json;
 const std::string kSourceDir = LCSIM_SOURCE_DIR;
 const std::string kProfile = kSourceDir + "/calibrate/profiles/h100-sxm-default.json";
-
-std::string read_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-::testing::AssertionResult contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << part << "\" not found in:\n" << text;
-}
 
 class RobustnessCli : public ::testing::Test {
  protected:

@@ -15,6 +15,7 @@
 
 #include "policies/core/errors.hpp"
 #include "traces/scenario.hpp"
+#include "tests/command_run_support.hpp"
 
 namespace lcsim::testing {
 
@@ -59,12 +60,6 @@ inline std::string scenario_error(const nlohmann::json& doc) {
   }
   ADD_FAILURE() << "no InputError for " << doc.dump();
   return "";
-}
-
-/// Reports the whole text when `part` is missing from it.
-inline ::testing::AssertionResult contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << part << "\" not found in: " << text;
 }
 
 /// A scratch folder unique to this process and test, removed afterwards.
