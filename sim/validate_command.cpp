@@ -52,7 +52,8 @@ po::options_description validate_options() {
        "runs in parallel (processes); results do not depend on it")  //
       ("profile", po::value<std::vector<std::string>>()->composing()->value_name("FILE"),
        "run every scenario whose cluster has this profile's GPU kind with FILE instead of its own profile "
-       "(repeatable, one per GPU kind); `fitted` marks still describe the shipped default profiles")  //
+       "(repeatable, one per GPU kind); an entry is fitted when the profile it runs with lists it in "
+       "provenance.fitted_on")  //
       ("only", po::value<std::vector<std::string>>()->composing()->value_name("ID"),
        "validate only the entry with this id (repeatable)")  //
       ("work", po::value<std::string>()->value_name("DIR"),
@@ -68,10 +69,11 @@ std::string validate_help() {
        << "\nChecks lcsim's predictions against the figures the Skrull, Hydraulis and HBP papers publish. Each entry\n"
           "of the catalogue names its source, the scenarios (and changes to them) it needs, the quantity (a\n"
           "speedup, a balance metric, OOM or not, a collective's time), and the published figure. Every distinct\n"
-          "run is one `lcsim plan` or `lcsim simulate` process. Prints, per entry: status (held out, fitted -- a\n"
-          "free parameter was set from it -- or not expressible, with the reason), published and predicted\n"
-          "figures, signed error, whether the ordering holds (the same policy wins, the trend runs the same way)\n"
-          "and whether it is within tolerance; then the held-out MAPE. Exit 0 when every run ran, however large\n"
+          "run is one `lcsim plan` or `lcsim simulate` process. Prints, per entry: status (held out, fitted -- the\n"
+          "profile it runs with set a parameter from it -- or not expressible, with the reason), published and\n"
+          "predicted figures, signed error, whether the ordering holds (the same policy wins, the trend runs the\n"
+          "same way) and whether it is within tolerance; then the held-out MAPE. Exit 0 when every run ran, however "
+          "large\n"
           "the errors: accuracy is a reported number. Catalogue format: docs/validation.md.\n\n"
        << validate_options();
   return text.str();
@@ -121,6 +123,24 @@ double collective_seconds(const ValidationPoint& point, const std::string& where
       q.group_size <= loaded.scenario.cluster.gpus_per_node ? LinkClass::NvLink : LinkClass::InfiniBand;
   const CollectiveCall call{q.op, q.group_size, q.bytes, 1.0};
   return loaded.cost->collective_time(std::span<const CollectiveCall>(&call, 1), link).seconds();
+}
+
+/// What the profiles `entry`'s points are predicted with fitted on it (fitted_parameters), "; "-joined.
+std::string fitted_by_profiles(const ValidationEntry& entry, const std::string& catalogue_file,
+                               const std::map<std::string, std::string>& profiles,
+                               std::map<std::string, Profile>& loaded) {
+  std::set<std::string> parameters;
+  for (const auto& point : entry.points) {
+    const Json scenario = scenario_for(point, catalogue_file + ": entry " + entry.id, profiles);
+    const std::string file = scenario.at("profile").get<std::string>();
+    auto it = loaded.find(file);
+    if (it == loaded.end()) it = loaded.emplace(file, load_profile(file)).first;
+    const std::string fitted = fitted_parameters(it->second, entry.id);
+    if (!fitted.empty()) parameters.insert(fitted);
+  }
+  std::string out;
+  for (const auto& p : parameters) out += (out.empty() ? "" : "; ") + p;
+  return out;
 }
 
 std::string last_line_of(const fs::path& log) {
@@ -318,6 +338,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
   }
 
   std::vector<EntryOutcome> outcomes;
+  std::map<std::string, Profile> loaded;
   for (const ValidationEntry* e : entries) {
     std::vector<PointPrediction> predictions;
     if (e->not_expressible.empty())
@@ -335,6 +356,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
         predictions.push_back(std::move(p));
       }
     outcomes.push_back(evaluate_entry(*e, std::move(predictions)));
+    if (e->not_expressible.empty()) outcomes.back().fitted = fitted_by_profiles(*e, catalogue_file, profiles, loaded);
   }
   const ValidationSummary summary = summarize_validation(outcomes);
 

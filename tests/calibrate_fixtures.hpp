@@ -79,14 +79,14 @@ inline Measurements synthetic_measurements(const ModelConfig& model, int gpus, c
   for (double x : doubling(128, 32768)) {
     const double fwd = x * cm.gemm_flops_per_token() / (truth.compute.gemm_efficiency.at(x) * peak);
     const double bwd = t.gemm_backward_ratio * fwd;
-    m.gemm.push_back({static_cast<Tokens>(x), {fwd, fwd * 1.1, 4}, {bwd, bwd * 1.1, 8}});
+    m.gemm.push_back({static_cast<Tokens>(x), {fwd, fwd * 1.1, 4}, KernelTiming{bwd, bwd * 1.1, 8}});
   }
   for (double s : doubling(128, 32768)) {
     const int seqs = std::max(1, static_cast<int>(32768 / s));
     const double fwd =
         seqs * cm.attention_flops(static_cast<Tokens>(s)) / (truth.compute.attention_efficiency.at(s) * peak);
     const double bwd = t.attention_backward_ratio * fwd;
-    m.attention.push_back({static_cast<int>(s), seqs, {fwd, fwd * 1.05, 1}, {bwd, bwd * 1.05, 3}});
+    m.attention.push_back({static_cast<int>(s), seqs, {fwd, fwd * 1.05, 1}, KernelTiming{bwd, bwd * 1.05, 3}});
   }
   for (int budget : {4096, 16384}) {
     for (const auto& batch : layer_compositions(budget, 7)) {

@@ -79,7 +79,7 @@ TEST_F(CalibrateGpuCli, FitRefitsAProfileFromMeasurementsWithoutAGpu) {
   const GpuRun r = run("fit --measurements '" + measurements + "' --out '" + profile + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("held-out MAPE"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("all_reduce n=2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("all_reduce nvlink n=2"), std::string::npos) << r.output;
   const Profile p = load_profile(profile);
   EXPECT_TRUE(p.provenance.calibrated);
   EXPECT_EQ(p.gpu, "H100-SXM");

@@ -27,6 +27,36 @@ std::string read_error(const nlohmann::json& document) {
   return "";
 }
 
+TEST(CalibrateMeasurementsJson, RoundTripsPublishedShapesLinksAndMissingBackward) {
+  Measurements m = testing::synthetic_measurements(named_model("Qwen2.5-7B"), 2);
+  m.published = "docs/published-measurements/SOURCES.md";
+  m.gemm.push_back({2048, {1e-3, 1e-3, 0}, std::nullopt, 8192, 8192});
+  m.attention.push_back({4096, 4, {2e-3, 2e-3, 0}, std::nullopt, 2048});
+  m.collectives.push_back({CollectiveOp::AllToAll, 80, {{1 << 25, 1e-3}, {1 << 26, 2e-3}}, LinkClass::InfiniBand});
+  const nlohmann::json j = as_json(m);
+  EXPECT_FALSE(j["gemm"].back().contains("backward"));
+  EXPECT_FALSE(j["gemm"].front().contains("n"));  // a layer sweep point has no shape of its own
+  EXPECT_FALSE(j["collectives"].front().contains("link"));
+  const Measurements back = measurements_from_json(j, "m.json");
+  EXPECT_EQ(back.published, m.published);
+  EXPECT_EQ(back.gemm.back().n, 8192);
+  EXPECT_EQ(back.gemm.back().k, 8192);
+  EXPECT_FALSE(back.gemm.back().backward);
+  EXPECT_TRUE(back.gemm.front().backward);
+  EXPECT_EQ(back.attention.back().q_hidden, 2048);
+  EXPECT_FALSE(back.attention.back().backward);
+  EXPECT_EQ(back.collectives.back().link, LinkClass::InfiniBand);
+  EXPECT_EQ(back.collectives.front().link, LinkClass::NvLink);
+  // A shape needs both of its sides, and a link must be one lcsim knows.
+  nlohmann::json half = j;
+  half["gemm"].back().erase("k");
+  EXPECT_NE(read_error(half).find("gemm[" + std::to_string(m.gemm.size() - 1) + "].k"), std::string::npos)
+      << read_error(half);
+  nlohmann::json ethernet = j;
+  ethernet["collectives"].back()["link"] = "ethernet";
+  EXPECT_NE(read_error(ethernet).find("unknown link 'ethernet'"), std::string::npos) << read_error(ethernet);
+}
+
 TEST(CalibrateMeasurementsJson, RoundTripsEveryField) {
   const Measurements m = testing::synthetic_measurements(named_model("Qwen2.5-7B"), 2);
   const Measurements back = measurements_from_json(as_json(m), "m.json");
@@ -39,7 +69,8 @@ TEST(CalibrateMeasurementsJson, RoundTripsEveryField) {
   EXPECT_EQ(back.repetitions, 20);
   ASSERT_EQ(back.gemm.size(), m.gemm.size());
   EXPECT_EQ(back.gemm[3].tokens, m.gemm[3].tokens);
-  EXPECT_DOUBLE_EQ(back.gemm[3].backward.kernel_seconds, m.gemm[3].backward.kernel_seconds);
+  ASSERT_TRUE(back.gemm[3].backward);
+  EXPECT_DOUBLE_EQ(back.gemm[3].backward->kernel_seconds, m.gemm[3].backward->kernel_seconds);
   EXPECT_EQ(back.gemm[3].forward.kernels, 4);
   ASSERT_EQ(back.attention.size(), m.attention.size());
   EXPECT_EQ(back.attention[0].sequences, 256);

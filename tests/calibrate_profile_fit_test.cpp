@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "calibrate/host/profile_fit.hpp"
 #include "policies/core/errors.hpp"
@@ -96,7 +97,7 @@ TEST(CalibrateProfileFit, CurveErrorIsMeasuredInTimeOnHeldOutPoints) {
   EXPECT_NEAR(fitted2.profile.compute.gemm_efficiency.y[2], (0.20 + 0.12) / 1.1, 1e-12);
 }
 
-TEST(CalibrateProfileFit, MeasuredCollectivesReplaceThePriorOnTheirGroupSizesOnly) {
+TEST(CalibrateProfileFit, MeasuredCollectivesReplaceThePriorOfTheirOpAndLink) {
   const Truth truth;
   const auto& model = named_model("Qwen2.5-7B");
   const auto fitted = fit_profile(synthetic_measurements(model, 4, truth), model, h100_prior());
@@ -110,19 +111,114 @@ TEST(CalibrateProfileFit, MeasuredCollectivesReplaceThePriorOnTheirGroupSizesOnl
     ASSERT_TRUE(e.fit_mape.has_value());
     EXPECT_LT(*e.fit_mape, 1e-9);
   }
-  // Group size 8 was not measurable on 4 GPUs: the prior stays, marked not measured.
-  const Profile prior = h100_prior();  // entry() returns a reference into the profile: keep it alive
-  const auto& prior8 = entry(prior, CollectiveOp::AllReduce, LinkClass::NvLink, 8);
-  const auto& kept8 = entry(p, CollectiveOp::AllReduce, LinkClass::NvLink, 8);
-  EXPECT_FALSE(kept8.measured);
-  EXPECT_EQ(kept8.segments[0].bus_GBps, prior8.segments[0].bus_GBps);
+  // Group size 8 was not measurable on 4 GPUs: the derived prior's entry goes, so 8 GPUs use the nearest measured
+  // group (4) with the bus factor of 8: 20 us + 64 MiB x 2 (7/8) / 300 GB/s.
+  const auto same = [](CollectiveOp op, LinkClass link, int n) {
+    return [=](const CollectiveFit& e) { return e.op == op && e.link == link && e.group_size == n; };
+  };
+  EXPECT_EQ(
+      std::count_if(p.collectives.begin(), p.collectives.end(), same(CollectiveOp::AllReduce, LinkClass::NvLink, 8)),
+      0);
+  const double bytes = 64.0 * (1 << 20);
+  EXPECT_NEAR(p.collective_seconds(CollectiveOp::AllReduce, LinkClass::NvLink, 8, bytes),
+              20e-6 + bytes * 2 * 7 / 8 / 300e9, 1e-12);
+  // InfiniBand was not measured: the prior stays, marked not measured.
   EXPECT_FALSE(entry(p, CollectiveOp::AllGather, LinkClass::InfiniBand, 16).measured);
   EXPECT_TRUE(entry(p, CollectiveOp::SendRecv, LinkClass::NvLink, 2).measured);
   // The strategy switch moves 4 bytes per parameter at the send_recv rate: 4e6 B / 350 GB/s = 11.43 us.
   EXPECT_NEAR(p.compute.hot_switch_us_per_mparam, 4e6 / 350e9 * 1e6, 1e-6);
   // The Ulysses exchange is predicted by the fitted all_to_all exactly (the synthetic data follows it).
   EXPECT_LT(*line(fitted, "Ulysses").held_out_mape, 1e-9);
-  EXPECT_EQ(p.collectives.size(), h100_prior().collectives.size());  // replaced in place, nothing duplicated
+  // Entries keep the default profiles' order: link, then op, then group size.
+  for (std::size_t i = 1; i < p.collectives.size(); ++i) {
+    const auto& a = p.collectives[i - 1];
+    const auto& b = p.collectives[i];
+    EXPECT_LT(std::tie(a.link, a.op, a.group_size), std::tie(b.link, b.op, b.group_size));
+  }
+}
+
+/// Published figures in the measurements format: GEMMs of their own shapes, attention of another head layout,
+/// no backward for GEMMs, InfiniBand sweeps (tools/published_measurements.py writes such a file).
+Measurements published_measurements(const Profile& prior) {
+  Measurements m = synthetic_measurements(named_model("Qwen2.5-7B"), 8);
+  m.published = "SOURCES.md";
+  m.layers.clear();
+  m.memory.clear();
+  m.ulysses.clear();
+  m.optimizer.clear();
+  const double peak = prior.compute.peak_tflops * 1e12;
+  m.gemm.clear();
+  // Two shapes at 2048 tokens (efficiencies 0.70 and 0.80: median 0.75) and one each at 256 and 8192.
+  const auto gemm = [&](Tokens tokens, double n, double k, double efficiency) {
+    GemmMeasurement g{tokens, {}, std::nullopt, n, k};
+    const double seconds = 2.0 * static_cast<double>(tokens) * n * k / (efficiency * peak);
+    g.forward = {seconds, seconds, 0};
+    m.gemm.push_back(g);
+  };
+  gemm(2048, 8192, 8192, 0.70);
+  gemm(2048, 4096, 4096, 0.80);
+  gemm(256, 43008, 5376, 0.60);
+  gemm(8192, 8192, 8192, 0.81);
+  // Attention over q_hidden 2048, 16K tokens per call, efficiency 0.2 .. 0.34, no backward.
+  m.attention.clear();
+  const std::vector<std::pair<int, double>> attention = {{512, 0.20}, {2048, 0.30}, {16384, 0.34}};
+  for (const auto& [s, efficiency] : attention) {
+    const int sequences = 16384 / s;
+    const double seconds = sequences * 2.0 * s * s * 2048 / (efficiency * peak);
+    m.attention.push_back({s, sequences, {seconds, seconds, 0}, std::nullopt, 2048});
+  }
+  // One InfiniBand sweep beside the NVLink ones: 80 ranks, 100 us + 320 GB/s bus bandwidth.
+  CollectiveMeasurement ib{CollectiveOp::AllGather, 80, {}, LinkClass::InfiniBand};
+  for (double bytes = 32.0 * (1 << 20); bytes <= 16.0 * (1 << 30); bytes *= 2)
+    ib.samples.push_back({bytes, 100e-6 + bytes * 79.0 / 80.0 / 320e9});
+  m.collectives.push_back(ib);
+  return m;
+}
+
+TEST(CalibrateProfileFit, PublishedFiguresTakeTheSameRoadAndSaySo) {
+  const Profile prior = h100_prior();
+  const auto& model = named_model("Qwen2.5-7B");
+  const auto fitted = fit_profile(published_measurements(prior), model, prior);
+  const Profile& p = fitted.profile;
+  // GEMMs: 2 m n k FLOPs of each point's own shape; two shapes at one token count combine by their median.
+  ASSERT_EQ(p.compute.gemm_efficiency.x, (std::vector<double>{256, 2048, 8192}));
+  EXPECT_NEAR(p.compute.gemm_efficiency.y[0], 0.60, 1e-12);
+  EXPECT_NEAR(p.compute.gemm_efficiency.y[1], 0.75, 1e-12);
+  EXPECT_NEAR(p.compute.gemm_efficiency.y[2], 0.81, 1e-12);
+  // Attention FLOPs of the published head layout (q_hidden 2048), not the model's (3584).
+  EXPECT_NEAR(p.compute.attention_efficiency.at(2048), 0.30, 1e-12);
+  // No backward was published: the prior's ratio stays, and the report says so.
+  EXPECT_EQ(p.compute.attention_backward_ratio, prior.compute.attention_backward_ratio);
+  EXPECT_EQ(line(fitted, "attention backward").result, "not measured: prior kept");
+  EXPECT_THROW(line(fitted, "GEMM backward"), std::runtime_error);
+  // The InfiniBand sweep goes under infiniband, and replaces the prior's all_gather entries of that link only.
+  const auto& ag = entry(p, CollectiveOp::AllGather, LinkClass::InfiniBand, 80);
+  EXPECT_TRUE(ag.measured);
+  EXPECT_NEAR(ag.segments.back().bus_GBps, 320, 1e-6);
+  EXPECT_THROW(entry(p, CollectiveOp::AllGather, LinkClass::InfiniBand, 16), std::runtime_error);
+  EXPECT_FALSE(entry(p, CollectiveOp::AllReduce, LinkClass::InfiniBand, 16).measured);
+  // Not lcsim's measurement: uncalibrated, with a source that says where the figures are.
+  EXPECT_FALSE(p.provenance.calibrated);
+  EXPECT_EQ(p.provenance.source, "published measurements");
+  EXPECT_NE(p.provenance.notes.find("SOURCES.md"), std::string::npos);
+  EXPECT_EQ(p.label(), "uncalibrated (published measurements)");
+}
+
+TEST(CalibrateProfileFit, MeasuredCollectivesNoLongerRestOnTheFiguresThePriorWasFittedOn) {
+  const Profile prior = h100_prior();
+  ASSERT_EQ(prior.provenance.fitted_on.size(), 4u);  // Skrull Table 5's four NVLink ops
+  const auto& model = named_model("Qwen2.5-7B");
+  // One GPU: nothing measured between GPUs, the prior's collectives and what they were fitted on stay.
+  EXPECT_EQ(fit_profile(synthetic_measurements(model, 1), model, prior).profile.provenance.fitted_on,
+            prior.provenance.fitted_on);
+  // Eight GPUs measure every NVLink op: nothing rests on Table 5 any more.
+  EXPECT_TRUE(fit_profile(synthetic_measurements(model, 8), model, prior).profile.provenance.fitted_on.empty());
+  // Only all_gather measured: the other three ops keep their Table 5 rows.
+  Measurements m = synthetic_measurements(model, 8);
+  std::erase_if(m.collectives, [](const auto& c) { return c.op != CollectiveOp::AllGather; });
+  const auto kept = fit_profile(m, model, prior).profile.provenance.fitted_on;
+  ASSERT_EQ(kept.size(), 3u);
+  for (const auto& f : kept) EXPECT_NE(f.parameter, "collectives.nvlink.all_gather");
 }
 
 TEST(CalibrateProfileFit, OneGpuKeepsEveryPriorCollectiveMarkedNotMeasured) {

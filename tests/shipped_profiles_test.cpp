@@ -40,5 +40,23 @@ INSTANTIATE_TEST_SUITE_P(H200, ShippedMeasuredProfile,
                            return name;
                          });
 
+// The profile built from published H100 figures (docs/published-measurements) takes the same road: it is what
+// `lcsim-gpu fit` makes of the measurements file tools/published_measurements.py writes from points.json.
+TEST(PublishedMeasurementsProfile, IsTheFitOfThePublishedFigures) {
+  const std::string root = LCSIM_SOURCE_DIR;
+  const std::string measurements = root + "/docs/published-measurements/h100-sxm.measurements.json";
+  const std::string out = root + "/calibrate/profiles/h100-sxm-published.json";
+  const Measurements m = load_measurements(measurements);
+  EXPECT_FALSE(m.published.empty());
+  const FittedProfile fitted = fit_profile(m, named_model(m.model), derive_default_profile(named_gpu("H100-SXM")));
+  const Profile shipped = load_profile(out);
+  EXPECT_EQ(profile_to_json(fitted.profile), profile_to_json(shipped))
+      << "refit with: lcsim-gpu fit --measurements " << measurements << " --prior calibrate/profiles/"
+      << "h100-sxm-default.json --out " << out;
+  EXPECT_FALSE(shipped.provenance.calibrated);
+  // Every NVLink collective the catalogue's Table 5 rows test is measured, so none of them is fitted here.
+  EXPECT_TRUE(shipped.provenance.fitted_on.empty());
+}
+
 }  // namespace
 }  // namespace lcsim

@@ -187,12 +187,15 @@ TEST(ValidationMaths, SpeedupReadsTheBestReferenceFromResults) {
 }
 
 TEST(ValidationMaths, SummaryKeepsFittedAndUnexpressedEntriesOutOfTheHeldOutError) {
-  const auto catalogue = catalogue_of({entry_json({{"id", "held"}, {"published", 2.0}}),
-                                       entry_json({{"id", "fit"}, {"published", 2.0}, {"fitted", "profile x"}}),
-                                       entry_json({{"id", "none"}, {"not_expressible", "why"}})});
+  const auto catalogue =
+      catalogue_of({entry_json({{"id", "held"}, {"published", 2.0}}), entry_json({{"id", "fit"}, {"published", 2.0}}),
+                    entry_json({{"id", "none"}, {"not_expressible", "why"}})});
   std::vector<EntryOutcome> outcomes = {evaluate_entry(catalogue.entries[0], {value(3.0)}),
                                         evaluate_entry(catalogue.entries[1], {value(10.0)}),
                                         evaluate_entry(catalogue.entries[2], {})};
+  outcomes[1].fitted = "collectives.nvlink.all_gather";  // what the profile's provenance.fitted_on says
+  EXPECT_EQ(entry_status(outcomes[1]), "fitted");
+  EXPECT_EQ(entry_status(outcomes[0]), "held out");
   const ValidationSummary s = summarize_validation(outcomes);
   EXPECT_EQ(s.held_out, 1);
   EXPECT_EQ(s.fitted, 1);
@@ -201,6 +204,22 @@ TEST(ValidationMaths, SummaryKeepsFittedAndUnexpressedEntriesOutOfTheHeldOutErro
   EXPECT_DOUBLE_EQ(s.held_out_median_ape, 0.5);
   EXPECT_EQ(s.ordering_checked, 2);
   EXPECT_EQ(s.ordering_held, 2);
+}
+
+TEST(ValidationCatalogue, FittedIsTheProfilesToSayNotTheCatalogues) {
+  Profile profile;
+  profile.provenance.fitted_on = {{"table5-ag", "collectives.nvlink.all_gather"},
+                                  {"table5-ag", "collectives.nvlink.reduce_scatter"},
+                                  {"other", "compute.layer_overhead_us"}};
+  EXPECT_EQ(fitted_parameters(profile, "table5-ag"),
+            "collectives.nvlink.all_gather; collectives.nvlink.reduce_scatter");
+  EXPECT_EQ(fitted_parameters(profile, "fig3"), "");
+  try {
+    catalogue_of({entry_json({{"id", "x"}, {"published", 2.0}, {"fitted", "profile x"}})});
+    FAIL() << "a catalogue entry may not declare itself fitted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("provenance.fitted_on"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ValidateCli, RunsASmallCatalogueAndWritesItsResults) {
@@ -260,6 +279,27 @@ TEST(ValidateCli, RunsASmallCatalogueAndWritesItsResults) {
   std::ifstream swapped_in(swapped);
   const double slower = Json::parse(swapped_in)["entries"][0]["predicted"].get<double>();
   EXPECT_GT(slower, results["entries"][2]["predicted"].get<double>() * 1.05);
+
+  // Whether an entry is fitted is the profile's to say: the default H100 profile's NVLink collectives were fitted
+  // on this Table 5 row (provenance.fitted_on), the published-measurements profile's were not.
+  Json table5 = doc;
+  table5["entries"] = Json::array({doc["entries"][2]});
+  table5["entries"][0]["id"] = "skrull-table5-all-gather-fitted";
+  const auto table5_file = dir / "table5.json";
+  std::ofstream(table5_file) << table5.dump(2);
+  const auto status_with = [&](const std::string& extra) {
+    const auto out = dir / "status.json";
+    const auto r = testing::run_lcsim("validate --quiet --catalogue '" + table5_file.string() + "' --json '" +
+                                      out.string() + "'" + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::ifstream status_in(out);
+    const Json entry = Json::parse(status_in)["entries"][0];
+    return entry["status"].get<std::string>() + " " + entry["fitted"].get<std::string>();
+  };
+  EXPECT_EQ(status_with(""), "fitted collectives.nvlink.all_gather");
+  EXPECT_EQ(
+      status_with(" --profile '" + std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-published.json'"),
+      "held out ");
   std::filesystem::remove_all(dir);
 }
 

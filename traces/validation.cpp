@@ -188,10 +188,9 @@ ValidationEntry read_entry(JsonObjectReader reader, const std::string& catalogue
     reader.fail("quantity", "unknown quantity '" + quantity + "' (known: " + known + ")");
   }
   entry.quantity = q->quantity;
-  entry.fitted = reader.optional<std::string>("fitted", "");
+  if (reader.has("fitted"))
+    reader.fail("fitted", "an entry is fitted when the profile it is predicted with says so (provenance.fitted_on)");
   entry.not_expressible = reader.optional<std::string>("not_expressible", "");
-  if (!entry.fitted.empty() && !entry.not_expressible.empty())
-    reader.fail("fitted", "an entry lcsim cannot express was fitted on nothing");
   if (reader.has("tolerance")) entry.tolerance = reader.positive("tolerance");
   entry.mode = reader.optional<std::string>("mode", "simulate");
   if (entry.mode != "plan" && entry.mode != "simulate") reader.fail("mode", "expected \"plan\" or \"simulate\"");
@@ -357,10 +356,17 @@ std::string csv_field(const std::string& value) {
 
 }  // namespace
 
+std::string fitted_parameters(const Profile& profile, const std::string& id) {
+  std::string out;
+  for (const auto& f : profile.provenance.fitted_on)
+    if (f.entry == id) out += (out.empty() ? "" : "; ") + f.parameter;
+  return out;
+}
+
 std::string entry_status(const EntryOutcome& o) {
   if (!o.entry->not_expressible.empty()) return "not expressible";
   if (!o.failed.empty()) return "failed";
-  return o.entry->fitted.empty() ? "held out" : "fitted";
+  return o.fitted.empty() ? "held out" : "fitted";
 }
 
 std::string to_string(ValidationQuantity quantity) {
@@ -571,7 +577,7 @@ ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes
       ++s.ordering_checked;
       if (o.ordering == OrderingVerdict::Held) ++s.ordering_held;
     }
-    if (!o.entry->fitted.empty()) {
+    if (!o.fitted.empty()) {
       ++s.fitted;
       continue;
     }
@@ -624,7 +630,7 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
     item["ordering"] = verdict_name(o.ordering);
     item["tolerance"] = results_number(e.tolerance);
     item["within_tolerance"] = o.within_tolerance;
-    item["fitted"] = e.fitted;
+    item["fitted"] = o.fitted;
     item["not_expressible"] = e.not_expressible;
     item["failed"] = o.failed;
     entries.push_back(std::move(item));

@@ -81,9 +81,6 @@ struct ValidationEntry {
   std::vector<ValidationPoint> points;
   PublishedFigure published;
   double tolerance = 0.25;  ///< relative: within tolerance when |error| <= tolerance
-  /// Non-empty: a free parameter of the profile or model was set from this figure (says which); the entry does
-  /// not count in the held-out error.
-  std::string fitted;
   /// Non-empty: lcsim cannot express the figure yet (says why); nothing is run.
   std::string not_expressible;
   std::string published_text;  ///< not expressible entries: the published figure as the catalogue gives it
@@ -139,7 +136,13 @@ struct EntryOutcome {
   OrderingVerdict ordering = OrderingVerdict::NotApplicable;
   bool within_tolerance = false;
   std::string failed;  ///< non-empty when a point failed: the entry has no outcome
+  /// Non-empty: a profile the entry was predicted with set a parameter from this figure (its provenance.fitted_on
+  /// says which); the entry does not count in the held-out error. Set by the caller, see fitted_parameters().
+  std::string fitted;
 };
+
+/// What `profile` fitted on catalogue entry `id` (its provenance.fitted_on), "; "-joined; empty when nothing.
+std::string fitted_parameters(const Profile& profile, const std::string& id);
 
 /// Combines the points' predictions and compares them with the published figure.
 /// Ordering: Speedup -- predicted and published on the same side of 1 (the same policy wins); a range, both

@@ -112,8 +112,8 @@ std::vector<GemmMeasurement> measure_gemms(const GpuContext& gpu, const ModelCon
     table << std::setw(10) << t;
     us(table, m.forward.kernel_seconds) << std::setw(10) << std::fixed << std::setprecision(1)
                                         << flops_per_token * static_cast<double>(t) / m.forward.kernel_seconds / 1e12;
-    us(table, m.backward.kernel_seconds) << std::setw(9) << std::setprecision(2)
-                                         << m.backward.kernel_seconds / m.forward.kernel_seconds;
+    us(table, m.backward->kernel_seconds)
+        << std::setw(9) << std::setprecision(2) << m.backward->kernel_seconds / m.forward.kernel_seconds;
     us(table, m.forward.event_seconds) << std::setw(9) << m.forward.kernels << "\n" << std::defaultfloat;
     out.push_back(m);
   }
@@ -140,9 +140,9 @@ std::vector<AttentionMeasurement> measure_attention(const GpuContext& gpu, const
     for (std::size_t i = 0; i < cu.size(); ++i) cu[i] = static_cast<int>(i) * p.seq_len;
     DeviceBuffer cu_seqlens = gpu.arena->allocate(cu.size() * sizeof(int));
     // The stream does not synchronise with the legacy default stream: copy on it, and wait for the host vector.
-    check_cuda(cudaMemcpyAsync(cu_seqlens.as<void>(), cu.data(), cu.size() * sizeof(int), cudaMemcpyHostToDevice,
-                               gpu.stream),
-               "attention sweep: cu_seqlens");
+    check_cuda(
+        cudaMemcpyAsync(cu_seqlens.as<void>(), cu.data(), cu.size() * sizeof(int), cudaMemcpyHostToDevice, gpu.stream),
+        "attention sweep: cu_seqlens");
     check_cuda(cudaStreamSynchronize(gpu.stream), "attention sweep: cu_seqlens");
     const int sets = rotation_sets(2.0 * static_cast<double>(n(tokens, q + 2 * kv)), gpu.l2_bytes);
     struct Inputs {
@@ -201,10 +201,10 @@ std::vector<AttentionMeasurement> measure_attention(const GpuContext& gpu, const
     table << std::setw(9) << p.seq_len << std::setw(6) << p.sequences;
     us(table, m.forward.kernel_seconds) << std::setw(10) << std::fixed << std::setprecision(1)
                                         << flops / m.forward.kernel_seconds / 1e12;
-    us(table, m.backward.kernel_seconds) << std::setw(10) << std::fixed << std::setprecision(1)
-                                         << kFlashBackwardFlops * flops / m.backward.kernel_seconds / 1e12
-                                         << std::setw(9) << std::setprecision(2)
-                                         << m.backward.kernel_seconds / m.forward.kernel_seconds;
+    us(table, m.backward->kernel_seconds)
+        << std::setw(10) << std::fixed << std::setprecision(1)
+        << kFlashBackwardFlops * flops / m.backward->kernel_seconds / 1e12 << std::setw(9) << std::setprecision(2)
+        << m.backward->kernel_seconds / m.forward.kernel_seconds;
     us(table, m.forward.event_seconds) << "\n" << std::defaultfloat;
     out.push_back(m);
     in.clear();

@@ -2,6 +2,7 @@
 // long form. Nothing here is tuned to a paper's result.
 #include "calibrate/host/default_profile.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <stdexcept>
@@ -195,6 +196,13 @@ Profile derive_default_profile(const GpuKind& gpu) {
 
   add_nvlink_collectives(gpu, p.collectives);
   add_infiniband_collectives(gpu, p.collectives);
+  // The NVLink fits come from Skrull Table 5's rows, which the validation catalogue also predicts.
+  for (auto op :
+       {CollectiveOp::AllGather, CollectiveOp::AllToAll, CollectiveOp::ReduceScatter, CollectiveOp::AllReduce}) {
+    std::string id = "skrull-table5-" + std::string(to_string(op)) + "-fitted";
+    std::replace(id.begin(), id.end(), '_', '-');
+    p.provenance.fitted_on.push_back({id, collective_parameter(op, LinkClass::NvLink)});
+  }
   return p;
 }
 

@@ -87,6 +87,19 @@ std::vector<double> read_positive_numbers(JsonObjectReader& r, std::string_view 
   return out;
 }
 
+LinkClass read_link(JsonObjectReader& r) {
+  const std::string name = r.optional<std::string>("link", "nvlink");
+  for (auto link : {LinkClass::NvLink, LinkClass::InfiniBand}) {
+    if (name == to_string(link)) return link;
+  }
+  r.fail("link", "unknown link '" + name + "' (known: nvlink, infiniband)");
+}
+
+std::optional<KernelTiming> read_optional_timing(JsonObjectReader& r, std::string_view key) {
+  if (!r.has(key)) return std::nullopt;
+  return read_timing(r.object(key));
+}
+
 DeviceDescription read_device(JsonObjectReader r) {
   DeviceDescription d;
   d.name = r.required<std::string>("name");
@@ -111,6 +124,7 @@ DeviceDescription read_device(JsonObjectReader r) {
 nlohmann::ordered_json measurements_to_json(const Measurements& m) {
   ordered j;
   j["format"] = kMeasurementsFormat;
+  if (!m.published.empty()) j["published"] = m.published;
   const auto& d = m.device;
   j["device"] = ordered{{"name", d.name},
                         {"gpu_kind", d.gpu_kind},
@@ -129,15 +143,19 @@ nlohmann::ordered_json measurements_to_json(const Measurements& m) {
   j["repetitions"] = m.repetitions;
   j["gemm"] = ordered::array();
   for (const auto& g : m.gemm) {
-    j["gemm"].push_back(
-        ordered{{"tokens", g.tokens}, {"forward", timing_json(g.forward)}, {"backward", timing_json(g.backward)}});
+    ordered item{{"tokens", g.tokens}};
+    if (g.n > 0) item["n"] = g.n, item["k"] = g.k;
+    item["forward"] = timing_json(g.forward);
+    if (g.backward) item["backward"] = timing_json(*g.backward);
+    j["gemm"].push_back(item);
   }
   j["attention"] = ordered::array();
   for (const auto& a : m.attention) {
-    j["attention"].push_back(ordered{{"seq_len", a.seq_len},
-                                     {"sequences", a.sequences},
-                                     {"forward", timing_json(a.forward)},
-                                     {"backward", timing_json(a.backward)}});
+    ordered item{{"seq_len", a.seq_len}, {"sequences", a.sequences}};
+    if (a.q_hidden > 0) item["q_hidden"] = a.q_hidden;
+    item["forward"] = timing_json(a.forward);
+    if (a.backward) item["backward"] = timing_json(*a.backward);
+    j["attention"].push_back(item);
   }
   j["layers"] = ordered::array();
   for (const auto& l : m.layers) {
@@ -159,8 +177,10 @@ nlohmann::ordered_json measurements_to_json(const Measurements& m) {
   for (const auto& c : m.collectives) {
     ordered samples = ordered::array();
     for (const auto& s : c.samples) samples.push_back(ordered{{"bytes", s.bytes}, {"seconds", s.seconds}});
-    j["collectives"].push_back(
-        ordered{{"op", std::string(to_string(c.op))}, {"group_size", c.group_size}, {"samples", samples}});
+    ordered item{{"op", std::string(to_string(c.op))}, {"group_size", c.group_size}};
+    if (c.link != LinkClass::NvLink) item["link"] = std::string(to_string(c.link));
+    item["samples"] = samples;
+    j["collectives"].push_back(item);
   }
   j["ulysses"] = ordered::array();
   for (const auto& u : m.ulysses) {
@@ -179,6 +199,8 @@ Measurements measurements_from_json(const nlohmann::json& document, const std::s
   const std::string format = r.required<std::string>("format");
   if (format != kMeasurementsFormat) r.fail("format", "expected \"" + std::string(kMeasurementsFormat) + "\"");
   Measurements m;
+  m.published = r.optional<std::string>("published", "");
+  if (r.has("published") && m.published.empty()) r.fail("published", "must not be empty when present");
   m.device = read_device(r.object("device"));
   m.model = r.required<std::string>("model");
   m.timing = r.required<std::string>("timing");
@@ -187,8 +209,12 @@ Measurements measurements_from_json(const nlohmann::json& document, const std::s
   for_each_item(r, "gemm", [&](JsonObjectReader item) {
     GemmMeasurement g;
     g.tokens = item.integer_in("tokens", 1, std::int64_t{1} << 40);
+    if (item.has("n") || item.has("k")) {
+      g.n = static_cast<double>(item.integer_in("n", 1, std::int64_t{1} << 40));
+      g.k = static_cast<double>(item.integer_in("k", 1, std::int64_t{1} << 40));
+    }
     g.forward = read_timing(item.object("forward"));
-    g.backward = read_timing(item.object("backward"));
+    g.backward = read_optional_timing(item, "backward");
     item.finish();
     m.gemm.push_back(g);
   });
@@ -196,8 +222,9 @@ Measurements measurements_from_json(const nlohmann::json& document, const std::s
     AttentionMeasurement a;
     a.seq_len = static_cast<int>(item.integer_in("seq_len", 1, 1 << 30));
     a.sequences = static_cast<int>(item.integer_in("sequences", 1, 1 << 30));
+    if (item.has("q_hidden")) a.q_hidden = static_cast<int>(item.integer_in("q_hidden", 1, 1 << 24));
     a.forward = read_timing(item.object("forward"));
-    a.backward = read_timing(item.object("backward"));
+    a.backward = read_optional_timing(item, "backward");
     item.finish();
     m.attention.push_back(a);
   });
@@ -227,6 +254,7 @@ Measurements measurements_from_json(const nlohmann::json& document, const std::s
     CollectiveMeasurement c;
     c.op = parse_collective_op(item.required<std::string>("op"), file + ": " + item.path("op"));
     c.group_size = static_cast<int>(item.integer_in("group_size", 2, 1 << 20));
+    c.link = read_link(item);
     for_each_item(item, "samples", [&](JsonObjectReader s) {
       c.samples.push_back({positive(s, "bytes"), positive(s, "seconds")});
       s.finish();

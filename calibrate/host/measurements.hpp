@@ -2,6 +2,7 @@
 // The raw measurements of one `lcsim-gpu calibrate` run, written next to the profile ("lcsim-measurements/1" JSON)
 // so the fit can be redone, audited or refitted offline (`lcsim-gpu fit`) without the GPU. Reading is strict:
 // unknown keys are errors and every error names the file and the JSON path.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,17 +34,23 @@ struct KernelTiming {
   int kernels = 0;            ///< kernels per repetition (0 when timed by events only)
 };
 
-/// The layer's forward GEMMs (QKV, O, gate+up, down) at `tokens` rows, and their backward (dgrad + wgrad).
+/// The layer's forward GEMMs (QKV, O, gate+up, down) at `tokens` rows, and their backward (dgrad + wgrad). A
+/// published point is one GEMM of another shape: `tokens` x `n` x `k` (2 tokens n k FLOPs), backward unknown.
 struct GemmMeasurement {
   Tokens tokens = 0;
-  KernelTiming forward, backward;
+  KernelTiming forward;
+  std::optional<KernelTiming> backward;
+  double n = 0, k = 0;  ///< 0: the model's layer GEMMs
 };
 
-/// `sequences` packed sequences of `seq_len` tokens through the model's attention shape.
+/// `sequences` packed sequences of `seq_len` tokens through the model's attention shape, or, for a published
+/// point, through `q_hidden` = heads x head_dim of another shape.
 struct AttentionMeasurement {
   int seq_len = 0;
   int sequences = 0;
-  KernelTiming forward, backward;
+  KernelTiming forward;
+  std::optional<KernelTiming> backward;
+  int q_hidden = 0;  ///< 0: the model's
 };
 
 /// One layer proxy forward + backward over a micro-batch (event time: the layer as a framework runs it).
@@ -67,6 +74,7 @@ struct CollectiveMeasurement {
   CollectiveOp op = CollectiveOp::AllReduce;
   int group_size = 2;
   std::vector<CollectiveSample> samples;  ///< nccl-tests size and median time
+  LinkClass link = LinkClass::NvLink;     ///< infiniband: the group spans nodes
 };
 
 /// The four all-to-alls of one layer forward under Ulysses (Q, K, V in, the output back) for a CP group.
@@ -83,6 +91,9 @@ struct OptimizerMeasurement {
 };
 
 struct Measurements {
+  /// Empty for lcsim-gpu's own runs; else where the figures were published (they are not lcsim's measurements,
+  /// and the fitted profile says so: uncalibrated, source "published measurements").
+  std::string published;
   DeviceDescription device;
   std::string model;
   std::string timing;  ///< "cupti", or "cuda-events (CUPTI unavailable: why)"

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "policies/core/cost_model.hpp"
 #include "policies/core/errors.hpp"
@@ -31,6 +32,12 @@ std::string percent(const std::optional<double>& mape) {
 int count_held(std::size_t n, int every_k) {
   const auto mask = held_out_mask(n, every_k);
   return static_cast<int>(std::count(mask.begin(), mask.end(), true));
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 /// Indices of `values` in increasing order.
@@ -103,16 +110,30 @@ struct Fitter {
   void gemm() {
     if (m.gemm.empty()) throw InputError(file + ": gemm: no GEMM sweep (an empty array)");
     const CostModel cm = cost_model();
+    // Published GEMMs of several shapes may share a token count: their efficiencies combine by the median. Two
+    // sweeps of the model's own GEMMs at one token count stay an error.
+    std::map<double, std::vector<double>> by_tokens;
     std::vector<double> x, e, fwd, bwd;
     for (std::size_t i = 0; i < m.gemm.size(); ++i) {
       const auto& g = m.gemm[i];
-      const double flops = static_cast<double>(g.tokens) * cm.gemm_flops_per_token();
+      const double tokens = static_cast<double>(g.tokens);
+      const double flops = g.n > 0 ? 2 * tokens * g.n * g.k : tokens * cm.gemm_flops_per_token();
       const double eff = flops / (g.forward.kernel_seconds * peak());
       check_efficiency(eff, "gemm[" + std::to_string(i) + "]", "GEMMs at " + std::to_string(g.tokens) + " tokens");
-      x.push_back(static_cast<double>(g.tokens));
-      e.push_back(eff);
-      fwd.push_back(g.forward.kernel_seconds);
-      bwd.push_back(g.backward.kernel_seconds);
+      if (g.n > 0) {
+        by_tokens[tokens].push_back(eff);
+      } else {
+        x.push_back(tokens);
+        e.push_back(eff);
+      }
+      if (g.backward) {
+        fwd.push_back(g.forward.kernel_seconds);
+        bwd.push_back(g.backward->kernel_seconds);
+      }
+    }
+    for (auto& [tokens, effs] : by_tokens) {
+      x.push_back(tokens);
+      e.push_back(median(effs));
     }
     p.compute.gemm_efficiency = efficiency_curve(x, e, kMeasuredHoldOutEvery, file + ": gemm: GEMM");
     const auto& c = p.compute.gemm_efficiency;
@@ -120,10 +141,15 @@ struct Fitter {
                       count_held(x.size(), kMeasuredHoldOutEvery), c.fit_mape,
                       fixed(c.y.front(), 3) + " at " + fixed(c.x.front(), 0) + " .. " + fixed(c.y.back(), 3) + " at " +
                           fixed(c.x.back(), 0) + " tokens"});
-    const auto ratio = proportional_held_out(fwd, bwd, kMeasuredHoldOutEvery);
-    report.push_back({"GEMM backward / forward (model: 2)", static_cast<int>(x.size()),
-                      count_held(x.size(), kMeasuredHoldOutEvery), ratio.held_out_mape, fixed(ratio.slope, 3)});
-    measured.push_back("GEMM efficiency curve (the layer's QKV, O, gate+up and down GEMMs, CUPTI kernel time)");
+    if (!fwd.empty()) {
+      const auto ratio = proportional_held_out(fwd, bwd, kMeasuredHoldOutEvery);
+      report.push_back({"GEMM backward / forward (model: 2)", static_cast<int>(fwd.size()),
+                        count_held(fwd.size(), kMeasuredHoldOutEvery), ratio.held_out_mape, fixed(ratio.slope, 3)});
+    }
+    measured.push_back(m.published.empty()
+                           ? "GEMM efficiency curve (the layer's QKV, O, gate+up and down GEMMs, CUPTI kernel time)"
+                           : "GEMM efficiency curve (" + std::to_string(m.gemm.size()) + " published GEMMs, " +
+                                 std::to_string(x.size()) + " token counts)");
   }
 
   void attention() {
@@ -132,14 +158,18 @@ struct Fitter {
     std::vector<double> x, e, fwd, bwd;
     for (std::size_t i = 0; i < m.attention.size(); ++i) {
       const auto& a = m.attention[i];
-      const double flops = a.sequences * cm.attention_flops(a.seq_len);
+      // attention_flops scales with q_hidden: a published shape rescales the model's.
+      const double shape = a.q_hidden > 0 ? a.q_hidden / static_cast<double>(model.q_hidden()) : 1.0;
+      const double flops = a.sequences * cm.attention_flops(a.seq_len) * shape;
       const double eff = flops / (a.forward.kernel_seconds * peak());
       check_efficiency(eff, "attention[" + std::to_string(i) + "]",
                        "attention at sequence length " + std::to_string(a.seq_len));
       x.push_back(a.seq_len);
       e.push_back(eff);
-      fwd.push_back(a.forward.kernel_seconds);
-      bwd.push_back(a.backward.kernel_seconds);
+      if (a.backward) {
+        fwd.push_back(a.forward.kernel_seconds);
+        bwd.push_back(a.backward->kernel_seconds);
+      }
     }
     p.compute.attention_efficiency = efficiency_curve(x, e, kMeasuredHoldOutEvery, file + ": attention: attention");
     const auto& c = p.compute.attention_efficiency;
@@ -147,11 +177,19 @@ struct Fitter {
                       count_held(x.size(), kMeasuredHoldOutEvery), c.fit_mape,
                       fixed(c.y.front(), 3) + " at " + fixed(c.x.front(), 0) + " .. " + fixed(c.y.back(), 3) + " at " +
                           fixed(c.x.back(), 0)});
-    const auto ratio = proportional_held_out(fwd, bwd, kMeasuredHoldOutEvery);
-    p.compute.attention_backward_ratio = ratio.slope;
-    report.push_back({"attention backward / forward", static_cast<int>(x.size()),
-                      count_held(x.size(), kMeasuredHoldOutEvery), ratio.held_out_mape, fixed(ratio.slope, 3)});
-    measured.push_back("attention efficiency curve and backward ratio (lcsim's varlen kernels, CUPTI kernel time)");
+    if (fwd.empty()) {
+      kept.push_back("attention_backward_ratio (no attention backward measured)");
+      report.push_back({"attention backward / forward", 0, 0, std::nullopt, "not measured: prior kept"});
+    } else {
+      const auto ratio = proportional_held_out(fwd, bwd, kMeasuredHoldOutEvery);
+      p.compute.attention_backward_ratio = ratio.slope;
+      report.push_back({"attention backward / forward", static_cast<int>(fwd.size()),
+                        count_held(fwd.size(), kMeasuredHoldOutEvery), ratio.held_out_mape, fixed(ratio.slope, 3)});
+    }
+    measured.push_back(m.published.empty()
+                           ? "attention efficiency curve and backward ratio (lcsim's varlen kernels, CUPTI kernel time)"
+                           : "attention efficiency curve" + std::string(fwd.empty() ? "" : " and backward ratio") +
+                                 " (" + std::to_string(m.attention.size()) + " published points)");
   }
 
   void layer_overhead() {
@@ -255,38 +293,58 @@ struct Fitter {
       report.push_back({"collectives", 0, 0, std::nullopt, "not measured (one GPU): prior kept, measured: false"});
       return;
     }
-    std::string groups;
+    // A measured group size stands for its neighbours better than a derived prior: the prior's entries of a
+    // measured (op, link) go, so lookups fall to the nearest measured group (PROFILE.md, "Measured profiles").
+    std::set<std::pair<CollectiveOp, LinkClass>> measured_kinds;
+    for (const auto& c : m.collectives) measured_kinds.insert({c.op, c.link});
+    std::erase_if(p.collectives, [&](const CollectiveFit& e) { return measured_kinds.count({e.op, e.link}) > 0; });
+    // What the prior fitted on a published figure and is now measured no longer rests on that figure.
+    std::erase_if(p.provenance.fitted_on, [&](const FittedOn& f) {
+      return std::any_of(measured_kinds.begin(), measured_kinds.end(), [&](const auto& kind) {
+        return f.parameter == collective_parameter(kind.first, kind.second);
+      });
+    });
+    std::map<LinkClass, std::string> groups;
     for (const auto& c : m.collectives) {
       const auto fit = fit_collective_segments(c.samples, c.op, c.group_size, kMeasuredHoldOutEvery);
-      const CollectiveFit entry = fit.to_profile_entry(LinkClass::NvLink, true);
+      const CollectiveFit entry = fit.to_profile_entry(c.link, true);
       auto same = [&](const CollectiveFit& e) {
-        return e.op == c.op && e.link == LinkClass::NvLink && e.group_size == c.group_size;
+        return e.op == c.op && e.link == c.link && e.group_size == c.group_size;
       };
-      auto it = std::find_if(p.collectives.begin(), p.collectives.end(), same);
-      if (it == p.collectives.end()) {
-        p.collectives.push_back(entry);
-      } else {
-        *it = entry;
+      if (std::any_of(p.collectives.begin(), p.collectives.end(), same)) {
+        throw InputError(file + ": collectives: two measurements of " + std::string(to_string(c.op)) + " on " +
+                         std::string(to_string(c.link)) + " with " + std::to_string(c.group_size) + " GPUs");
       }
+      p.collectives.push_back(entry);
       std::string result;
       for (const auto& s : entry.segments) {
         if (!result.empty()) result += "; ";
         result += fixed(s.latency_us, 1) + " us + " + fixed(s.bus_GBps, 1) + " GB/s";
         if (std::isfinite(s.max_bytes)) result += " up to " + fixed(s.max_bytes / 1024, 0) + " KiB";
       }
-      report.push_back({std::string(to_string(c.op)) + " n=" + std::to_string(c.group_size),
-                        static_cast<int>(c.samples.size()), count_held(c.samples.size(), kMeasuredHoldOutEvery),
-                        entry.fit_mape, result});
-      if (c.op == CollectiveOp::SendRecv) {
+      report.push_back(
+          {std::string(to_string(c.op)) + " " + std::string(to_string(c.link)) + " n=" + std::to_string(c.group_size),
+           static_cast<int>(c.samples.size()), count_held(c.samples.size(), kMeasuredHoldOutEvery), entry.fit_mape,
+           result});
+      if (c.op == CollectiveOp::SendRecv && c.link == LinkClass::NvLink) {
         // A strategy switch moves 4 bytes per parameter point to point at the large-message rate.
         p.compute.hot_switch_us_per_mparam = 4.0 * 1e6 / (entry.segments.back().bus_GBps * 1e9) * 1e6;
         measured.push_back("hot_switch_us_per_mparam (from the send_recv bandwidth)");
       }
-      const std::string g = std::to_string(c.group_size);
-      if (groups.find("n=" + g + " ") == std::string::npos) groups += "n=" + g + " ";
+      std::string& g = groups[c.link];
+      const std::string n = "n=" + std::to_string(c.group_size) + " ";
+      if (g.find(n) == std::string::npos) g += n;
     }
-    measured.push_back("NVLink collectives (nccl-tests sizes, " + groups + "GPUs)");
-    kept.push_back("InfiniBand collectives and NVLink group sizes not measured on this node (measured: false)");
+    // The default profiles' order (link, op, group size), whatever order the sweep ran in.
+    std::stable_sort(p.collectives.begin(), p.collectives.end(), [](const CollectiveFit& a, const CollectiveFit& b) {
+      return std::tie(a.link, a.op, a.group_size) < std::tie(b.link, b.op, b.group_size);
+    });
+    for (const auto& [link, g] : groups) {
+      measured.push_back(std::string(link == LinkClass::NvLink ? "NVLink" : "InfiniBand") +
+                         " collectives (nccl-tests sizes, " + g + "GPUs)");
+    }
+    if (!groups.count(LinkClass::InfiniBand)) kept.push_back("InfiniBand collectives (not measured: measured: false)");
+    kept.push_back("ops not measured on a link keep the prior's entries (measured: false)");
   }
 
   void ulysses() {
@@ -331,8 +389,9 @@ struct Fitter {
   void provenance(const Profile& prior) {
     const auto& d = m.device;
     auto& pv = p.provenance;
-    pv.calibrated = true;
-    pv.source = "lcsim-gpu calibrate";
+    // Published figures were measured by others on other systems: the profile is fitted, not calibrated here.
+    pv.calibrated = m.published.empty();
+    pv.source = m.published.empty() ? "lcsim-gpu calibrate" : "published measurements";
     pv.device = d.name + " x" + std::to_string(d.count) + " (compute capability " + d.compute_capability + ", " +
                 std::to_string(d.multiprocessors) + " SMs" + (d.host.empty() ? "" : ", host " + d.host) + ")";
     pv.date = d.date;
@@ -341,9 +400,12 @@ struct Fitter {
     pv.cuda = d.cuda;
     pv.nccl = d.nccl;
     pv.model = m.model;
-    std::string notes = "Measured by lcsim-gpu calibrate --model " + m.model + "; kernel timing: " + m.timing +
-                        "; medians of " + std::to_string(m.repetitions) + " repetitions after " +
-                        std::to_string(m.warmup) + " warm-up runs. Measured: ";
+    std::string notes = m.published.empty()
+                            ? "Measured by lcsim-gpu calibrate --model " + m.model + "; kernel timing: " + m.timing +
+                                  "; medians of " + std::to_string(m.repetitions) + " repetitions after " +
+                                  std::to_string(m.warmup) + " warm-up runs. Measured: "
+                            : "Fitted by lcsim-gpu fit from published figures, not measured by lcsim (" + m.published +
+                                  "; " + m.timing + "). From them: ";
     for (std::size_t i = 0; i < measured.size(); ++i) notes += (i ? "; " : "") + measured[i];
     notes += ". Kept from the prior (" + prior.label() + "): peak_tflops " + fixed(p.compute.peak_tflops, 0) +
              " (efficiencies refer to it), logits bytes, static bytes per parameter, reserve";

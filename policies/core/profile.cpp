@@ -94,6 +94,10 @@ CollectiveTime Profile::collective_time(CollectiveOp op, LinkClass link, int gro
   return fit.time(bytes);
 }
 
+std::string collective_parameter(CollectiveOp op, LinkClass link) {
+  return "collectives." + std::string(to_string(link)) + "." + std::string(to_string(op));
+}
+
 std::string Profile::label() const {
   if (provenance.calibrated) return "calibrated on " + provenance.device + ", " + provenance.date;
   return "uncalibrated (" + provenance.source + ")";

@@ -87,6 +87,17 @@ struct MemoryProfile {
   std::optional<double> fit_mape;
 };
 
+/// A parameter set from an end-to-end or published figure that `lcsim validate` also predicts: that catalogue
+/// entry is then fitted, not held out, whenever it is predicted with this profile.
+struct FittedOn {
+  std::string entry;      ///< catalogue entry id
+  std::string parameter;  ///< what was set from it, e.g. "collectives.nvlink.all_gather"
+  friend bool operator==(const FittedOn&, const FittedOn&) = default;
+};
+
+/// FittedOn::parameter of a profile's collectives of one op on one link: "collectives.nvlink.all_gather".
+std::string collective_parameter(CollectiveOp op, LinkClass link);
+
 struct Provenance {
   bool calibrated = false;  ///< false: derived from public figures, not measured
   std::string source;       ///< "derived from public figures" or "lcsim-gpu calibrate"
@@ -98,6 +109,7 @@ struct Provenance {
   std::string nccl;
   std::string model;  ///< model the memory/compute fits were measured with, if any
   std::string notes;
+  std::vector<FittedOn> fitted_on;
 };
 
 /// The network a profile's collectives were measured (or derived) on, per direction. A collective's efficiency

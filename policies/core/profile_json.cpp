@@ -156,6 +156,18 @@ Provenance read_provenance(JsonObjectReader r) {
   p.nccl = r.required<std::string>("nccl");
   p.model = r.required<std::string>("model");
   p.notes = r.required<std::string>("notes");
+  if (r.has("fitted_on")) {
+    const auto& items = r.value("fitted_on");
+    if (!items.is_array()) r.fail("fitted_on", "expected an array of {\"entry\", \"parameter\"} objects");
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      JsonObjectReader item = r.child(items[i], r.path("fitted_on[" + std::to_string(i) + "]"));
+      FittedOn f{item.required<std::string>("entry"), item.required<std::string>("parameter")};
+      if (f.entry.empty()) item.fail("entry", "must name a catalogue entry");
+      if (f.parameter.empty()) item.fail("parameter", "must say what was fitted");
+      item.finish();
+      p.fitted_on.push_back(std::move(f));
+    }
+  }
   r.finish();
   if (p.source.empty()) r.fail("source", "must say where the numbers come from");
   if (p.calibrated && (p.device.empty() || p.date.empty()))
@@ -236,6 +248,16 @@ Json to_json(const Profile& profile) {
   provenance["nccl"] = p.nccl;
   provenance["model"] = p.model;
   provenance["notes"] = p.notes;
+  if (!p.fitted_on.empty()) {
+    Json fitted = Json::array();
+    for (const auto& f : p.fitted_on) {
+      Json item;
+      item["entry"] = f.entry;
+      item["parameter"] = f.parameter;
+      fitted.push_back(item);
+    }
+    provenance["fitted_on"] = fitted;
+  }
   j["provenance"] = provenance;
   if (profile.network) {
     Json network;
