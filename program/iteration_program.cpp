@@ -105,50 +105,85 @@ ShareIds split_ids(const Replica& replica, const MicroBatch& micro_batch) {
 }
 
 struct Block {
-  int layers = 0;
-  int checkpointed = 0;
+  LayerSpan span;     // the block's layers of the model
+  LayerMix mix;       // what they compute in backward (the cost model's)
   bool last = false;  // carries the LM head on the last stage
+  int layers() const { return span.count; }
+  int checkpointed() const { return mix.checkpointed(); }
+  bool backward() const { return mix.with_backward() > 0; }
 };
 
-std::vector<Block> make_blocks(const ParallelScheme& scheme, int layers, int per_block) {
-  // As the cost model: Full recomputation checkpoints every layer, else the scheme's first layers.
-  const int checkpointed = scheme.recompute == Recompute::Full ? layers : std::min(scheme.checkpointed_layers, layers);
-  if (per_block <= 0 || per_block >= layers) return {{layers, checkpointed, true}};
+/// The blocks of `per_block` layers of a stage (the whole stage when per_block <= 0), cut where the layers run
+/// under no_grad end: such a block has no backward pass, its collectives run in the forward only.
+std::vector<Block> make_blocks(const CostModel& cost, const ParallelScheme& scheme, LayerSpan stage, int per_block) {
+  const int no_grad_end = stage.first + cost.layer_mix(scheme, stage).none;
   std::vector<Block> blocks;
-  for (int first = 0; first < layers; first += per_block) {
-    const int n = std::min(per_block, layers - first);
-    blocks.push_back({n, std::clamp(checkpointed - first, 0, n), first + n == layers});
+  for (int first = stage.first; first < stage.end();) {
+    int end = per_block <= 0 ? stage.end() : std::min(first + per_block, stage.end());
+    if (first < no_grad_end) end = std::min(end, no_grad_end);
+    const LayerSpan span{first, end - first};
+    blocks.push_back({span, cost.layer_mix(scheme, stage, span), end == stage.end()});
+    first = end;
   }
+  if (blocks.empty()) blocks.push_back({stage, cost.layer_mix(scheme, stage), true});
   return blocks;
 }
 
-/// Per-layer seconds of one list of shares on one GPU, from the cost model.
+/// Per-layer seconds of one list of shares on one GPU, from the cost model, by what a layer computes in backward
+/// (only those the stage holds are asked for).
 struct ShareCost {
+  struct Layer {
+    double plain = 0;         // forward + backward of a layer
+    double checkpointed = 0;  // ... with its forward recomputed
+    double forward = 0;       // forward of a layer (pipelines)
+  };
   bool empty = true;
-  double plain = 0;         // forward + backward of a layer
-  double checkpointed = 0;  // ... with its forward recomputed
-  double head = 0;          // LM head, forward + backward
-  double forward = 0;       // forward of a layer (pipelines)
+  Layer full, activations;
+  double no_grad = 0;  // a no_grad layer: its forward only
+  double head = 0;     // LM head, forward + backward
   double head_forward = 0;
 
   ShareCost() = default;
-  ShareCost(const CostModel& cost, const Shares& shares, const ParallelScheme& scheme, bool with_head) {
+  ShareCost(const CostModel& cost, const Shares& shares, const ParallelScheme& scheme, const LayerMix& stage,
+            bool with_head) {
     if (shares.empty()) return;
     empty = false;
-    plain = cost.layer_seconds(shares, scheme.tp, scheme.recompute, false);
-    checkpointed = cost.layer_seconds(shares, scheme.tp, scheme.recompute, true);
+    const auto layer = [&](LayerGrad grad) {
+      Layer l;
+      l.plain = cost.layer_seconds(shares, scheme.tp, scheme.recompute, false, grad);
+      l.checkpointed = cost.layer_seconds(shares, scheme.tp, scheme.recompute, true, grad);
+      return l;
+    };
+    if (stage.full > 0) full = layer(LayerGrad::Full);
+    if (stage.activations > 0) activations = layer(LayerGrad::Activations);
+    if (stage.none > 0) no_grad = cost.layer_seconds(shares, scheme.tp, scheme.recompute, false, LayerGrad::None);
     if (with_head) head = cost.compute_seconds(shares, scheme, 0, true);
     if (scheme.pp > 1) {
-      forward = cost.forward_seconds(shares, scheme, 1, false);
+      // The forward of a trained layer (the model's last, never frozen unless all are) and of a frozen one.
+      const int last = cost.model().layers - 1;
+      if (stage.full > 0) full.forward = cost.forward_seconds(shares, scheme, LayerSpan{last, 1}, false);
+      if (stage.activations > 0) activations.forward = cost.forward_seconds(shares, scheme, LayerSpan{0, 1}, false);
       if (with_head) head_forward = cost.forward_seconds(shares, scheme, 0, true);
     }
   }
   double block(const Block& b) const {
     if (empty) return 0;
-    return b.checkpointed * checkpointed + (b.layers - b.checkpointed) * plain + (b.last ? head : 0.0);
+    const LayerMix& m = b.mix;
+    double seconds = m.checkpointed_full * full.checkpointed + (m.full - m.checkpointed_full) * full.plain;
+    if (m.activations > 0)
+      seconds += m.checkpointed_activations * activations.checkpointed +
+                 (m.activations - m.checkpointed_activations) * activations.plain;
+    if (m.none > 0) seconds += m.none * no_grad;
+    return seconds + (b.last ? head : 0.0);
   }
-  double block_forward(const Block& b) const { return empty ? 0 : b.layers * forward + (b.last ? head_forward : 0.0); }
-  double block_backward(const Block& b) const { return block(b) - block_forward(b); }
+  double block_forward(const Block& b) const {
+    if (empty) return 0;
+    double seconds = b.mix.full * full.forward;
+    if (b.mix.activations > 0) seconds += b.mix.activations * activations.forward;
+    if (b.mix.none > 0) seconds += b.mix.none * no_grad;
+    return seconds + (b.last ? head_forward : 0.0);
+  }
+  double block_backward(const Block& b) const { return b.backward() || b.last ? block(b) - block_forward(b) : 0.0; }
 };
 
 template <class T>
@@ -163,16 +198,17 @@ struct MicroBatchCosts {
   std::vector<ShareCost> local;  ///< per CP rank
   std::vector<ShareCost> all;    ///< per CP rank: local ++ dist; empty costs with overlap
 
-  MicroBatchCosts(const CostModel& cost, const MicroBatchWork& work, const ParallelScheme& s, bool overlap, bool head)
-      : dist(cost, work.dist, s, head), local(work.local.size()), all(work.local.size()) {
+  MicroBatchCosts(const CostModel& cost, const MicroBatchWork& work, const ParallelScheme& s, const LayerMix& stage,
+                  bool overlap, bool head)
+      : dist(cost, work.dist, s, stage, head), local(work.local.size()), all(work.local.size()) {
     for (std::size_t j = 0; j < work.local.size(); ++j) {
       const Shares& shares = work.local[j];
       if (shares.empty()) {
         if (!overlap) all[j] = dist;
         continue;
       }
-      local[j] = ShareCost(cost, shares, s, head);
-      if (!overlap) all[j] = ShareCost(cost, concat(shares, work.dist), s, head);
+      local[j] = ShareCost(cost, shares, s, stage, head);
+      if (!overlap) all[j] = ShareCost(cost, concat(shares, work.dist), s, stage, head);
     }
   }
 };
@@ -208,6 +244,7 @@ std::vector<int> group_over_tp(const Replica& rep, int stage, int j) {
 /// TP rank (they hold the same parameters), sorted; `replica` is one of those replicas.
 struct SliceGroup {
   int replica = 0;
+  int stage = 0;
   std::vector<int> gpus;
 };
 
@@ -219,7 +256,7 @@ std::vector<SliceGroup> slice_groups(const IterationPlan& plan, const std::vecto
   for (const auto& [shape, members] : by_shape)
     for (int stage = 0; stage < shape.second; ++stage)
       for (int t = 0; t < shape.first; ++t) {
-        SliceGroup group{members.front(), {}};
+        SliceGroup group{members.front(), stage, {}};
         for (int r : members)
           for (int j = 0; j < replica(r).scheme.cp; ++j) group.gpus.push_back(replica(r).gpu(stage, j, t));
         std::sort(group.gpus.begin(), group.gpus.end());
@@ -293,10 +330,15 @@ class Builder {
       first = false;
       for (int r : replicas) {
         const Replica& rep = replica(r);
-        const double static_bytes = cost_.static_bytes(rep.scheme, shard_degree(cost_, rep.scheme));
-        for (int g : rep.gpus) {
+        // Stages differ when part of the model is frozen; GPUs are stage-major in the replica (Replica::gpu).
+        std::vector<double> static_bytes;
+        for (int stage = 0; stage < rep.scheme.pp; ++stage)
+          static_bytes.push_back(cost_.static_bytes(rep.scheme, shard_degree(cost_, rep.scheme), stage));
+        const std::size_t per_stage = rep.gpus.size() / static_cast<std::size_t>(rep.scheme.pp);
+        for (std::size_t i = 0; i < rep.gpus.size(); ++i) {
+          const int g = rep.gpus[i];
           Step set{.type = Step::Type::SetStatic, .kind = WorkKind::Compute};
-          set.bytes = static_bytes;
+          set.bytes = static_bytes[i / per_stage];
           push(g, set);
           if (switch_s > 0) {
             push(g, compute(WorkKind::Switch, switch_s, r, -1,
@@ -356,8 +398,8 @@ class Builder {
                                 .shares = shares,
                                 .sequence_ids = ids,
                                 .tp = s.tp,
-                                .layers = b.layers,
-                                .checkpointed_layers = b.checkpointed,
+                                .layers = b.layers(),
+                                .checkpointed_layers = b.checkpointed(),
                                 .recompute = s.recompute,
                                 .lm_head = head_stage && b.last});
   }
@@ -444,7 +486,7 @@ class Builder {
     const LinkClass link = cost_.cluster().link_class(group);
     std::vector<RingStep> steps;
     for (const CpExchange& e :
-         cost_.cp_exchanges(work.dist, work.sharded_per_gpu, rep.scheme, b.layers, b.checkpointed))
+         cost_.cp_exchanges(work.dist, work.sharded_per_gpu, rep.scheme, b.span, b.checkpointed()))
       steps.push_back(
           {add_calls(group, e.calls, WorkKind::CpRing), e.beside_s, cost_.exposed_seconds(e, link), e.pass});
     return steps;
@@ -480,8 +522,8 @@ class Builder {
   void add_flat_replica(int r) {
     const Replica& rep = replica(r);
     const ParallelScheme& s = rep.scheme;
-    const int layers = cost_.model().layers;
-    const std::vector<Block> blocks = make_blocks(s, layers, options_.layers_per_block);
+    const LayerSpan layers = stage_span(cost_.model(), 1, 0);
+    const std::vector<Block> blocks = make_blocks(cost_, s, layers, options_.layers_per_block);
     const double bytes_per_token = cost_.activation_bytes_per_token(s, layers, true);
     for (std::size_t mi = 0; mi < rep.micro_batches.size(); ++mi) {
       const int m = static_cast<int>(mi);
@@ -502,10 +544,10 @@ class Builder {
               ring[b][tt] = add_ring(rep, 0, t, work, blocks[b]);
             else
               cp_index[b][tt] =
-                  add_calls(group_over_cp(rep, 0, t), cost_.ulysses_calls(work.sharded_per_gpu, s.cp, blocks[b].layers),
+                  add_calls(group_over_cp(rep, 0, t), cost_.ulysses_calls(work.sharded_per_gpu, s.cp, blocks[b].span),
                             WorkKind::CpAllToAll);
           }
-      const MicroBatchCosts costs(cost_, work, s, rep.overlap_cp_comm, true);
+      const MicroBatchCosts costs(cost_, work, s, cost_.layer_mix(s, layers), rep.overlap_cp_comm, true);
       const ShareCost& dist = costs.dist;
       for (int j = 0; j < s.cp; ++j) {
         const Shares& local_shares = work.local[static_cast<std::size_t>(j)];
@@ -516,7 +558,7 @@ class Builder {
         std::vector<int> tp_index(blocks.size(), -1);
         if (s.tp > 1 && tokens > 0)
           for (std::size_t b = 0; b < blocks.size(); ++b)
-            tp_index[b] = add_calls(group_over_tp(rep, 0, j), cost_.tp_comm_calls(tokens, s.tp, blocks[b].layers),
+            tp_index[b] = add_calls(group_over_tp(rep, 0, j), cost_.tp_comm_calls(tokens, s.tp, blocks[b].span),
                                     WorkKind::TpCollective);
         for (int t = 0; t < s.tp; ++t) {
           const int g = rep.gpu(0, j, t);
@@ -541,7 +583,7 @@ class Builder {
                              m);
             else
               add_block_compute(g, rep.overlap_cp_comm, local_work, dist_work, all_work,
-                                cp_index[b][static_cast<std::size_t>(t)], block.layers, WorkKind::Compute, r, m);
+                                cp_index[b][static_cast<std::size_t>(t)], block.layers(), WorkKind::Compute, r, m);
           }
           mark_in_flight(g, first, bytes_per_token * static_cast<double>(tokens));
         }
@@ -581,6 +623,11 @@ class Builder {
     const PipelineTransfers& transfers;
   };
 
+  /// Whether activation gradients cross the boundary between stage `boundary` and the next: not when the lower
+  /// stage ends in a no_grad layer (then nothing before it trains either).
+  bool gradient_crosses(const ParallelScheme& s, int boundary) const {
+    return cost_.layer_grad(stage_span(cost_.model(), s.pp, boundary).end() - 1) != LayerGrad::None;
+  }
   void add_pipelined_replica(int r);
   PipelineTransfers add_pipeline_transfers(const Replica& rep, const std::vector<MicroBatchWork>& works);
   PassCollectives add_pass_collectives(const Replica& rep, int stage, const MicroBatchWork& work,
@@ -615,8 +662,6 @@ std::vector<std::pair<std::size_t, bool>> one_f_one_b(int pp, int stage, std::si
 void Builder::add_pipelined_replica(int r) {
   const Replica& rep = replica(r);
   const ParallelScheme& s = rep.scheme;
-  const int layers = cost_.model().layers / s.pp;
-  const std::vector<Block> blocks = make_blocks(s, layers, options_.layers_per_block);
   std::vector<MicroBatchWork> works;
   std::vector<ShareIds> ids;
   for (const auto& mb : rep.micro_batches) {
@@ -627,11 +672,14 @@ void Builder::add_pipelined_replica(int r) {
   const PipelineTransfers transfers = add_pipeline_transfers(rep, works);
   for (int stage = 0; stage < s.pp; ++stage) {
     const bool head = stage == s.pp - 1;
+    const LayerSpan layers = stage_span(cost_.model(), s.pp, stage);
+    const std::vector<Block> blocks = make_blocks(cost_, s, layers, options_.layers_per_block);
+    const LayerMix mix = cost_.layer_mix(s, layers);
     std::vector<PassCollectives> passes;
     std::vector<MicroBatchCosts> costs;
     for (const MicroBatchWork& work : works) {
       passes.push_back(add_pass_collectives(rep, stage, work, blocks));
-      costs.emplace_back(cost_, work, s, rep.overlap_cp_comm, head);
+      costs.emplace_back(cost_, work, s, mix, rep.overlap_cp_comm, head);
     }
     const StageContext context{r,      stage,    head, cost_.activation_bytes_per_token(s, layers, head),
                                blocks, works,    ids,  costs,
@@ -670,6 +718,7 @@ Builder::PipelineTransfers Builder::add_pipeline_transfers(const Replica& rep,
           const auto k = static_cast<std::size_t>(j * s.tp + t);
           program_.transfers.push_back({lower, upper, link, time, WorkKind::PpActivation, bytes});
           out.act[m][static_cast<std::size_t>(b)][k] = static_cast<int>(program_.transfers.size()) - 1;
+          if (!gradient_crosses(s, b)) continue;
           program_.transfers.push_back({upper, lower, link, time, WorkKind::PpGradient, bytes});
           out.grad[m][static_cast<std::size_t>(b)][k] = static_cast<int>(program_.transfers.size()) - 1;
         }
@@ -695,9 +744,11 @@ Builder::PassCollectives Builder::add_pass_collectives(const Replica& rep, int s
             (step.pass == CpExchange::Pass::Forward ? pc.ring_fwd : pc.ring_bwd)[b][tt].push_back(step);
           continue;
         }
-        const auto calls = cost_.ulysses_calls(work.sharded_per_gpu, s.cp, blocks[b].layers);
-        pc.cp_fwd[b][tt] = add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, true);
-        pc.cp_bwd[b][tt] = add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, true);
+        // Half the calls run in each pass; a block without backward runs them all in its forward.
+        const auto calls = cost_.ulysses_calls(work.sharded_per_gpu, s.cp, blocks[b].span);
+        const bool backward = blocks[b].backward();
+        pc.cp_fwd[b][tt] = add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, backward);
+        if (backward) pc.cp_bwd[b][tt] = add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, true);
       }
   pc.tp_fwd.assign(static_cast<std::size_t>(s.cp), std::vector<int>(blocks.size(), -1));
   pc.tp_bwd = pc.tp_fwd;
@@ -706,9 +757,10 @@ Builder::PassCollectives Builder::add_pass_collectives(const Replica& rep, int s
     if (s.tp == 1 || tokens == 0) continue;
     const auto jj = static_cast<std::size_t>(j);
     for (std::size_t b = 0; b < blocks.size(); ++b) {
-      const auto calls = cost_.tp_comm_calls(tokens, s.tp, blocks[b].layers);
-      pc.tp_fwd[jj][b] = add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, true);
-      pc.tp_bwd[jj][b] = add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, true);
+      const auto calls = cost_.tp_comm_calls(tokens, s.tp, blocks[b].span);
+      const bool backward = blocks[b].backward();
+      pc.tp_fwd[jj][b] = add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, backward);
+      if (backward) pc.tp_bwd[jj][b] = add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, true);
     }
   }
   return pc;
@@ -760,7 +812,7 @@ void Builder::add_pipeline_pass(const StageContext& c, int j, int t, std::size_t
       add_block_ring(g, overlap, local_work, dist_work, all_work, ring, kind, c.r, mi);
     else
       add_block_compute(g, overlap, local_work, dist_work, all_work, (forward ? pc.cp_fwd : pc.cp_bwd)[b][tt],
-                        block.layers, kind, c.r, mi);
+                        block.layers(), kind, c.r, mi);
   };
   const int pp = s.pp;
   if (forward) {
@@ -770,24 +822,25 @@ void Builder::add_pipeline_pass(const StageContext& c, int j, int t, std::size_t
     if (c.stage + 1 < pp) transfer(Step::Type::Send, true, c.stage);
     return;
   }
-  if (c.stage + 1 < pp) transfer(Step::Type::Recv, false, c.stage);
+  if (c.stage + 1 < pp && gradient_crosses(s, c.stage)) transfer(Step::Type::Recv, false, c.stage);
   for (std::size_t b = c.blocks.size(); b-- > 0;) add_block(b);
   // The micro-batch's activations live from its forward's first step to its backward's last.
   const double bytes = c.bytes_per_token * static_cast<double>(work.gpu_tokens(j));
   step_at(g, first_step).alloc_bytes += bytes;
   step_at(g, step_count(g) - 1).free_bytes += bytes;
-  if (c.stage > 0) transfer(Step::Type::Send, false, c.stage - 1);
+  if (c.stage > 0 && gradient_crosses(s, c.stage - 1)) transfer(Step::Type::Send, false, c.stage - 1);
 }
 
 void Builder::add_gradient_sync(const std::vector<int>& replicas) {
   for (const SliceGroup& group : slice_groups(plan_, replicas)) {
     const ParallelScheme& scheme = replica(group.replica).scheme;
     const int shards = shard_degree(cost_, scheme);
-    const double optimizer_s = cost_.optimizer_seconds(scheme, shards);
+    const double optimizer_s = cost_.optimizer_seconds(scheme, shards, group.stage);
     // As optimizer_seconds: ZeRO 1-3 update the GPU's shard, ZeRO-0 every parameter it holds.
-    const double updated = cost_.trained_parameters_per_gpu(scheme) / (cost_.options().zero_stage >= 1 ? shards : 1);
+    const double updated =
+        cost_.trained_parameters_per_gpu(scheme, group.stage) / (cost_.options().zero_stage >= 1 ? shards : 1);
     std::vector<std::pair<int, WorkKind>> syncs;
-    for (const CollectiveCall& call : cost_.gradient_sync_calls(scheme, shards)) {
+    for (const CollectiveCall& call : cost_.gradient_sync_calls(scheme, shards, group.stage)) {
       const WorkKind kind = call.op == CollectiveOp::ReduceScatter ? WorkKind::GradReduceScatter
                             : call.op == CollectiveOp::AllGather   ? WorkKind::GradAllGather
                                                                    : WorkKind::GradAllReduce;

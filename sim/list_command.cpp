@@ -126,6 +126,8 @@ void list_finetuning(std::ostream& out) {
          "  lora   frozen bf16 base weights, trained LoRA adapters: {\"method\": \"lora\", \"rank\": r, "
          "\"alpha\": a,\n"
          "         \"targets\": [...]} (alpha scales the adapters and changes no time or memory)\n"
+         "  frozen every weight trained but a frozen part (bf16, no gradients): {\"method\": \"frozen\",\n"
+         "         \"embeddings\": bool, \"lm_head\": bool, \"first_layers\": N} (defaults false, false, 0)\n"
          "LoRA targets (default: all)\n ";
   for (LoraTarget target : all_lora_targets()) out << ' ' << to_string(target);
   out << '\n';
@@ -138,7 +140,8 @@ void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
     out << kListUsage;
     return;
   }
-  if (args.size() != 1) throw UsageError("list: expected one of models, gpus, distributions, policies, finetuning", kListUsage);
+  if (args.size() != 1)
+    throw UsageError("list: expected one of models, gpus, distributions, policies, finetuning", kListUsage);
   const std::string& what = args[0];
   if (what == "models") {
     list_models(out);

@@ -93,7 +93,7 @@ inline Measurements synthetic_measurements(const ModelConfig& model, int gpus, c
       std::vector<SequenceShare> work;
       for (int s : batch) work.push_back({s, 1});
       for (auto r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
-        m.layers.push_back({batch, r, cm.layer_seconds(work, 1, r, r == Recompute::Full)});
+        m.layers.push_back({batch, r, cm.layer_seconds(work, 1, r, r == Recompute::Full, LayerGrad::Full)});
       }
     }
   }

@@ -45,7 +45,7 @@ TEST(ClusterNetwork, HalvingInfiniBandDoublesACrossNodeGradientSyncAndLeavesNvli
   const CostModel fast = cost_on(h100_cluster(50));
   const CostModel slow = cost_on(h100_cluster(25));
   const ParallelScheme scheme{1, 1, 8};
-  const auto sync = fast.gradient_sync_calls(scheme, 32);
+  const auto sync = fast.gradient_sync_calls(scheme, 32, 0);
   const CollectiveTime t_fast = fast.collective_time(sync, LinkClass::InfiniBand);
   const CollectiveTime t_slow = slow.collective_time(sync, LinkClass::InfiniBand);
   ASSERT_GT(t_fast.transfer_s, 0);

@@ -138,12 +138,14 @@ TEST(CostModelRing, BlockwiseKernelsRunAtTheEfficiencyOfTheirBlockLength) {
   const std::vector<SequenceShare> sharded{{1000, 10}};
   const double gemm = 100 * 73728 / 1e6;
   const double flops = 2.0 * 1000 * 1000 * 64 / 10;
-  EXPECT_NEAR(ulysses.layer_seconds(sharded, 1, Recompute::None, false), 3 * gemm + 3.5 * flops / 0.4e6 + 10e-6, 1e-9);
-  EXPECT_NEAR(ring.layer_seconds(sharded, 1, Recompute::None, false), 3 * gemm + 3.5 * flops / 0.2e6 + 10e-6, 1e-9);
+  EXPECT_NEAR(ulysses.layer_seconds(sharded, 1, Recompute::None, false, LayerGrad::Full),
+              3 * gemm + 3.5 * flops / 0.4e6 + 10e-6, 1e-9);
+  EXPECT_NEAR(ring.layer_seconds(sharded, 1, Recompute::None, false, LayerGrad::Full),
+              3 * gemm + 3.5 * flops / 0.2e6 + 10e-6, 1e-9);
   // A whole sequence (cp 1) is the same in both modes.
   const std::vector<SequenceShare> whole{{1000, 1}};
-  EXPECT_DOUBLE_EQ(ring.layer_seconds(whole, 1, Recompute::None, false),
-                   ulysses.layer_seconds(whole, 1, Recompute::None, false));
+  EXPECT_DOUBLE_EQ(ring.layer_seconds(whole, 1, Recompute::None, false, LayerGrad::Full),
+                   ulysses.layer_seconds(whole, 1, Recompute::None, false, LayerGrad::Full));
 }
 
 TEST(CostModelRing, UlyssesIsOneExchangeOfAllToAllsThatNothingHides) {

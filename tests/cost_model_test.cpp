@@ -51,11 +51,12 @@ TEST(CostModelTime, LayerSecondsByHand) {
   const std::vector<SequenceShare> one{{100, 1}};
   // GEMM forward 100 * 73728 / 1e6 = 7.3728 s; attention forward 1.28e6 / (1e6 * 0.5) = 2.56 s.
   const double plain = 3 * 7.3728 + 3.5 * 2.56 + 10e-6;
-  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false), plain, 1e-9);
-  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Selective, false), plain, 1e-9);  // selective costs no time
-  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, true), plain + 7.3728 + 2.56, 1e-9);
-  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Full, false), plain + 7.3728 + 2.56, 1e-9);
-  EXPECT_EQ(cost.layer_seconds({}, 1, Recompute::None, false), 0.0);
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full), plain, 1e-9);
+  // Selective recomputation costs no time.
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Selective, false, LayerGrad::Full), plain, 1e-9);
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, true, LayerGrad::Full), plain + 7.3728 + 2.56, 1e-9);
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Full, false, LayerGrad::Full), plain + 7.3728 + 2.56, 1e-9);
+  EXPECT_EQ(cost.layer_seconds({}, 1, Recompute::None, false, LayerGrad::Full), 0.0);
 }
 
 TEST(CostModelTime, WorkOverheadScalesTheWorkNotTheFixedCost) {
@@ -64,9 +65,10 @@ TEST(CostModelTime, WorkOverheadScalesTheWorkNotTheFixedCost) {
   const CostModel cost(tiny_model(), tiny_cluster(), p);
   const std::vector<SequenceShare> one{{100, 1}};
   const double work = 3 * 7.3728 + 3.5 * 2.56;
-  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false), 1.25 * work + 10e-6, 1e-9);
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full), 1.25 * work + 10e-6, 1e-9);
   // Recomputed forward work is work too.
-  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Full, false), 1.25 * (work + 7.3728 + 2.56) + 10e-6, 1e-9);
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Full, false, LayerGrad::Full),
+              1.25 * (work + 7.3728 + 2.56) + 10e-6, 1e-9);
   // The forward pass carries its share of both: (1 + k) forward + fixed * forward / work.
   ParallelScheme scheme;
   const double forward = 7.3728 + 2.56;
@@ -80,7 +82,8 @@ TEST(CostModelTime, ShardedSharesAndTensorParallelism) {
   const std::vector<SequenceShare> work{{100, 2}, {50, 1}};
   const double gemm = 100 * 73728 / 2 / 1e6;
   const double attention = 1.28e6 / (2 * 2) / 0.5e6 + 2.0 * 50 * 50 * 64 / 2 / 0.5e6;
-  EXPECT_NEAR(cost.layer_seconds(work, 2, Recompute::None, false), 3 * gemm + 3.5 * attention + 10e-6, 1e-9);
+  EXPECT_NEAR(cost.layer_seconds(work, 2, Recompute::None, false, LayerGrad::Full), 3 * gemm + 3.5 * attention + 10e-6,
+              1e-9);
 }
 
 TEST(CostModelTime, EfficiencyCurvesAreLookedUpAtLocalTokensAndSequenceLength) {
@@ -89,12 +92,13 @@ TEST(CostModelTime, EfficiencyCurvesAreLookedUpAtLocalTokensAndSequenceLength) {
   p.compute.attention_efficiency = Curve{{100, 10000}, {0.2, 0.6}, std::nullopt};  // 0.2 at 100, 0.4 at 1000
   const CostModel cost(tiny_model(), tiny_cluster(), p);
   const std::vector<SequenceShare> one{{100, 1}};
-  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false), 3 * 7.3728 / 0.75 + 3.5 * 1.28 / 0.2 + 10e-6, 1e-9);
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full),
+              3 * 7.3728 / 0.75 + 3.5 * 1.28 / 0.2 + 10e-6, 1e-9);
   // 1000 tokens sharded 10 ways: GEMMs see 100 local tokens, attention a 1000-token sequence.
   const std::vector<SequenceShare> sharded{{1000, 10}};
   const double attention = 2.0 * 1000 * 1000 * 64 / 10 / (1e6 * 0.4);
-  EXPECT_NEAR(cost.layer_seconds(sharded, 1, Recompute::None, false), 3 * 7.3728 / 0.75 + 3.5 * attention + 10e-6,
-              1e-9);
+  EXPECT_NEAR(cost.layer_seconds(sharded, 1, Recompute::None, false, LayerGrad::Full),
+              3 * 7.3728 / 0.75 + 3.5 * attention + 10e-6, 1e-9);
 }
 
 TEST(CostModelTime, ComputeSecondsAddsCheckpointedLayersAndTheHead) {
@@ -165,11 +169,11 @@ TEST(CostModelParameters, LayersSplitOverStagesAndVocabularyOnTheEdgeStages) {
 TEST(CostModelMemory, StaticBytesPerZeroStage) {
   const ParallelScheme scheme;
   const double params = tiny_cost().parameters_per_gpu(scheme);
-  EXPECT_DOUBLE_EQ(tiny_cost(0).static_bytes(scheme, 4), 16 * params);
-  EXPECT_DOUBLE_EQ(tiny_cost(1).static_bytes(scheme, 4), (4 + 12.0 / 4) * params);
-  EXPECT_DOUBLE_EQ(tiny_cost(2).static_bytes(scheme, 4), (2 + 14.0 / 4) * params);
-  EXPECT_DOUBLE_EQ(tiny_cost(3).static_bytes(scheme, 4), (16.0 / 4) * params);
-  EXPECT_DOUBLE_EQ(tiny_cost(3).static_bytes(scheme, 1), 16 * params);
+  EXPECT_DOUBLE_EQ(tiny_cost(0).static_bytes(scheme, 4, 0), 16 * params);
+  EXPECT_DOUBLE_EQ(tiny_cost(1).static_bytes(scheme, 4, 0), (4 + 12.0 / 4) * params);
+  EXPECT_DOUBLE_EQ(tiny_cost(2).static_bytes(scheme, 4, 0), (2 + 14.0 / 4) * params);
+  EXPECT_DOUBLE_EQ(tiny_cost(3).static_bytes(scheme, 4, 0), (16.0 / 4) * params);
+  EXPECT_DOUBLE_EQ(tiny_cost(3).static_bytes(scheme, 1, 0), 16 * params);
   EXPECT_THROW(CostModel(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{.zero_stage = 4}), InputError);
 }
 
@@ -205,14 +209,16 @@ TEST(CostModelIteration, GradientSyncAndOptimizerByHand) {
   const double params = tiny_cost().parameters_per_gpu(scheme);
   const double bytes = 2 * params;
   // ZeRO-2: reduce-scatter + all-gather over 4 (bus factor 0.75) at 1 GB/s, 1 us each.
-  EXPECT_NEAR(tiny_cost(2).gradient_sync_seconds(scheme, 4, LinkClass::NvLink), 2 * (1e-6 + bytes * 0.75 / 1e9), 1e-15);
-  EXPECT_NEAR(tiny_cost(1).gradient_sync_seconds(scheme, 4, LinkClass::NvLink), 2 * (1e-6 + bytes * 0.75 / 1e9), 1e-15);
+  EXPECT_NEAR(tiny_cost(2).gradient_sync_seconds(scheme, 4, LinkClass::NvLink, 0), 2 * (1e-6 + bytes * 0.75 / 1e9),
+              1e-15);
+  EXPECT_NEAR(tiny_cost(1).gradient_sync_seconds(scheme, 4, LinkClass::NvLink, 0), 2 * (1e-6 + bytes * 0.75 / 1e9),
+              1e-15);
   // ZeRO-0: one all-reduce (bus factor 1.5).
-  EXPECT_NEAR(tiny_cost(0).gradient_sync_seconds(scheme, 4, LinkClass::NvLink), 1e-6 + bytes * 1.5 / 1e9, 1e-15);
-  EXPECT_EQ(tiny_cost(2).gradient_sync_seconds(scheme, 1, LinkClass::NvLink), 0.0);
+  EXPECT_NEAR(tiny_cost(0).gradient_sync_seconds(scheme, 4, LinkClass::NvLink, 0), 1e-6 + bytes * 1.5 / 1e9, 1e-15);
+  EXPECT_EQ(tiny_cost(2).gradient_sync_seconds(scheme, 1, LinkClass::NvLink, 0), 0.0);
   // 10 us per million parameters updated: the GPU's shard from ZeRO-1 on, everything at ZeRO-0.
-  EXPECT_NEAR(tiny_cost(2).optimizer_seconds(scheme, 4), 10e-6 * params / 4 / 1e6, 1e-18);
-  EXPECT_NEAR(tiny_cost(0).optimizer_seconds(scheme, 4), 10e-6 * params / 1e6, 1e-18);
+  EXPECT_NEAR(tiny_cost(2).optimizer_seconds(scheme, 4, 0), 10e-6 * params / 4 / 1e6, 1e-18);
+  EXPECT_NEAR(tiny_cost(0).optimizer_seconds(scheme, 4, 0), 10e-6 * params / 1e6, 1e-18);
 }
 
 TEST(CostModelNames, RecomputeNames) {

@@ -157,7 +157,7 @@ TEST(Estimate, PhasesRunInSequenceWithASwitchBetween) {
   const IterationEstimate e = program::estimate_iteration(plan, cost);
   const double params = cost.parameters_per_gpu(scheme(1, 1, 1));
   EXPECT_NEAR(cost.parameters_per_gpu(scheme(1, 1, 2)), params, kTol);
-  const double tail = 0.5 + cost.optimizer_seconds(scheme(1, 1, 1), 2);
+  const double tail = 0.5 + cost.optimizer_seconds(scheme(1, 1, 1), 2, 0);
   EXPECT_NEAR(tail, 0.5 + 2 * params / 2 / 1e6, kTol);
   // Gradients accumulate over the phases: one sync and optimizer step, after the last.
   const double phase0 = 229.12;                // the slower replica

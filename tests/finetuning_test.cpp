@@ -48,10 +48,10 @@ TEST(Finetuning, AdapterParametersAreRankTimesInPlusOut) {
   // q: 2 (8 + 8) = 32; down: 2 (16 + 8) = 48.
   EXPECT_NEAR(lora_parameters_per_layer(tiny_model(), kLora), 80, kTol);
   EXPECT_NEAR(lora_parameters_per_layer(tiny_model(), Finetuning{}), 0, kTol);
-  EXPECT_NEAR(toy(kLora).trained_parameters_per_gpu(scheme(1, 1, 1)), 2 * 80, kTol);
-  EXPECT_NEAR(toy(kLora).trained_parameters_per_gpu(scheme(2, 2, 1)), 2 * 80 / 4.0, kTol);
+  EXPECT_NEAR(toy(kLora).trained_parameters_per_gpu(scheme(1, 1, 1), 0), 2 * 80, kTol);
+  EXPECT_NEAR(toy(kLora).trained_parameters_per_gpu(scheme(2, 2, 1), 0), 2 * 80 / 4.0, kTol);
   const CostModel full = toy({});
-  EXPECT_NEAR(full.trained_parameters_per_gpu(scheme(1, 1, 1)), full.parameters_per_gpu(scheme(1, 1, 1)), kTol);
+  EXPECT_NEAR(full.trained_parameters_per_gpu(scheme(1, 1, 1), 0), full.parameters_per_gpu(scheme(1, 1, 1)), kTol);
 }
 
 TEST(Finetuning, AdaptersAreTimedByTheirFlopsOrTheirBytesWhicheverIsSlower) {
@@ -70,13 +70,13 @@ TEST(Finetuning, FrozenBaseWeightsSkipTheirWeightGradients) {
   const SequenceShare share{10, 1};
   const std::span<const SequenceShare> work(&share, 1);
   // Full: 3 G + 3.5 A = 44 s a layer; 2 layers + 3 x 5.12 head = 103.36 s.
-  EXPECT_NEAR(toy({}).layer_seconds(work, 1, Recompute::Selective, false), 44.0, kTol);
+  EXPECT_NEAR(toy({}).layer_seconds(work, 1, Recompute::Selective, false, LayerGrad::Full), 44.0, kTol);
   EXPECT_NEAR(toy({}).compute_seconds(work, scheme(1, 1, 1), 2, true), 103.36, kTol);
   // LoRA: 2 G + 3 x 1.6 (adapters) + 3.5 A = 36 s a layer; the frozen head 2 x 5.12: 82.24 s.
-  EXPECT_NEAR(toy(kLora).layer_seconds(work, 1, Recompute::Selective, false), 36.0, kTol);
+  EXPECT_NEAR(toy(kLora).layer_seconds(work, 1, Recompute::Selective, false, LayerGrad::Full), 36.0, kTol);
   EXPECT_NEAR(toy(kLora).compute_seconds(work, scheme(1, 1, 1), 2, true), 82.24, kTol);
   // A checkpointed layer recomputes its forward, adapters included: + 12.8 + 1.6 + 1.6.
-  EXPECT_NEAR(toy(kLora).layer_seconds(work, 1, Recompute::Selective, true), 36.0 + 16.0, kTol);
+  EXPECT_NEAR(toy(kLora).layer_seconds(work, 1, Recompute::Selective, true, LayerGrad::Full), 36.0 + 16.0, kTol);
   // The forward pass: G + L + A per layer, the head's forward.
   EXPECT_NEAR(toy(kLora).forward_seconds(work, scheme(1, 2, 1), 1, true), 12.8 + 1.6 + 1.6 + 5.12, kTol);
 }
@@ -84,21 +84,21 @@ TEST(Finetuning, FrozenBaseWeightsSkipTheirWeightGradients) {
 TEST(Finetuning, GradientSyncAndOptimizerCoverTheAdaptersOnly) {
   Profile profile = plausible_profile();
   const CostModel cost = toy(kLora, 0, profile);
-  const auto calls = cost.gradient_sync_calls(scheme(1, 1, 1), 4);
+  const auto calls = cost.gradient_sync_calls(scheme(1, 1, 1), 4, 0);
   ASSERT_EQ(calls.size(), 2u);  // ZeRO-2: reduce-scatter then all-gather
   EXPECT_NEAR(calls[0].bytes, 160 * 2, kTol);
   EXPECT_NEAR(calls[1].bytes, 160 * 2, kTol);
   // 20 us per million parameters, the GPU's quarter of 160.
-  EXPECT_NEAR(cost.optimizer_seconds(scheme(1, 1, 1), 4), 20e-6 * 40 / 1e6, kTol);
+  EXPECT_NEAR(cost.optimizer_seconds(scheme(1, 1, 1), 4, 0), 20e-6 * 40 / 1e6, kTol);
 }
 
 TEST(Finetuning, FrozenWeightsHoldBf16OnlyAndZero3ShardsThem) {
   // plausible_profile: ZeRO-2 keeps 2 bytes a parameter replicated and 14 sharded; ZeRO-3 16 sharded.
   const Profile profile = plausible_profile();
   const double params = toy({}, 0, profile).parameters_per_gpu(scheme(1, 1, 1));
-  EXPECT_NEAR(toy({}, 0, profile).static_bytes(scheme(1, 1, 1), 4), params * (2 + 14 / 4.0), 1e-6);
-  EXPECT_NEAR(toy(kLora, 0, profile).static_bytes(scheme(1, 1, 1), 4), params * 2 + 160 * (2 + 14 / 4.0), 1e-6);
-  EXPECT_NEAR(toy(kLora, 0, profile, 3).static_bytes(scheme(1, 1, 1), 4), params * 2 / 4 + 160 * 16 / 4.0, 1e-6);
+  EXPECT_NEAR(toy({}, 0, profile).static_bytes(scheme(1, 1, 1), 4, 0), params * (2 + 14 / 4.0), 1e-6);
+  EXPECT_NEAR(toy(kLora, 0, profile).static_bytes(scheme(1, 1, 1), 4, 0), params * 2 + 160 * (2 + 14 / 4.0), 1e-6);
+  EXPECT_NEAR(toy(kLora, 0, profile, 3).static_bytes(scheme(1, 1, 1), 4, 0), params * 2 / 4 + 160 * 16 / 4.0, 1e-6);
 }
 
 TEST(Finetuning, AdaptersKeepTheirRankWideIntermediates) {
@@ -150,7 +150,7 @@ TEST(Finetuning, ScenarioKeyIsReadStrictly) {
   EXPECT_NE(error_of({{"method", "lora"}, {"rank", 8}, {"targets", {"q", "x"}}}).find("targets[1]"), std::string::npos);
   EXPECT_NE(error_of({{"method", "lora"}, {"rank", 8}, {"targets", {"q", "q"}}}).find("duplicate"), std::string::npos);
   EXPECT_NE(error_of({{"method", "lora"}, {"rank", 8}, {"dropout", 0.1}}).find("dropout"), std::string::npos);
-  EXPECT_NE(error_of({{"method", "frozen"}}).find("not modelled yet"), std::string::npos);
+  EXPECT_NE(error_of({{"method", "frozen"}}).find("freezes nothing"), std::string::npos);  // frozen_test.cpp
   EXPECT_NE(error_of({{"method", "qlora"}}).find("training.finetuning.method"), std::string::npos);
   // The method reaches the cost model.
   nlohmann::json doc = base;

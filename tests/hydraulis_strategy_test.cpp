@@ -84,8 +84,8 @@ TEST(HydraulisStrategy, SyncIsTheEstimatesReplicaTail) {
   for (std::size_t k = 0; k < serial.size(); ++k) {
     const ParallelScheme& s = serial[k].scheme;
     const int shards = 16 / s.gpus();  // every TP x PP of the space divides 16 here
-    EXPECT_DOUBLE_EQ(serial[k].sync,
-                     cost.gradient_sync_seconds(s, shards, LinkClass::InfiniBand) + cost.optimizer_seconds(s, shards));
+    EXPECT_DOUBLE_EQ(serial[k].sync, cost.gradient_sync_seconds(s, shards, LinkClass::InfiniBand, 0) +
+                                         cost.optimizer_seconds(s, shards, 0));
     EXPECT_EQ(hidden[k].sync, 0.0);
   }
   // A <1,1> pipeline synchronises the whole model, a <8,2> one a sixteenth of it.

@@ -192,7 +192,7 @@ TEST(SimProgram, GradientSyncReduceScattersThenStepsThenAllGathers) {
   ASSERT_EQ(steps.size(), 6u);
   EXPECT_EQ(program.collectives[static_cast<std::size_t>(steps[3].index)].kind, WorkKind::GradReduceScatter);
   EXPECT_EQ(steps[4].kind, WorkKind::Optimizer);
-  EXPECT_NEAR(steps[4].seconds, cost.optimizer_seconds(scheme(1, 1, 2), 2), kTol);
+  EXPECT_NEAR(steps[4].seconds, cost.optimizer_seconds(scheme(1, 1, 2), 2, 0), kTol);
   EXPECT_EQ(program.collectives[static_cast<std::size_t>(steps[5].index)].kind, WorkKind::GradAllGather);
 }
 

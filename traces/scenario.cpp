@@ -136,18 +136,37 @@ Recompute parse_recompute(JsonObjectReader& r) {
   r.fail("recompute", "expected \"none\", \"selective\" or \"full\", got \"" + value + "\"");
 }
 
-/// training.finetuning: {"method": "full"} (the default) or {"method": "lora", "rank": r, "alpha": a, "targets":
-/// [...]} (targets default to every one: q, k, v, o, gate, up, down).
-Finetuning parse_finetuning(JsonObjectReader r) {
+/// training.finetuning, method "frozen": {"embeddings": bool, "lm_head": bool, "first_layers": N}, the frozen
+/// parts of `model`; something must stay frozen and something trained.
+Finetuning parse_frozen(JsonObjectReader& r, const ModelConfig& model) {
+  Finetuning f;
+  f.method = FinetuningMethod::Frozen;
+  f.frozen_embeddings = r.optional<bool>("embeddings", false);
+  f.frozen_lm_head = r.optional<bool>("lm_head", false);
+  f.frozen_layers = r.has("first_layers") ? int_in(r, "first_layers", 0, model.layers) : 0;
+  r.finish();
+  if (!f.frozen_embeddings && !f.frozen_lm_head && f.frozen_layers == 0)
+    r.fail("method", "\"frozen\" freezes nothing (embeddings, lm_head and first_layers left out); use \"full\"");
+  if (f.frozen_embeddings && f.frozen_lm_head && f.frozen_layers == model.layers)
+    r.fail("first_layers", "embeddings, lm_head and all " + std::to_string(model.layers) + " layers of " + model.name +
+                               " frozen: nothing to train");
+  if (model.tied_embeddings && f.frozen_embeddings != f.frozen_lm_head)
+    r.fail(f.frozen_embeddings ? "embeddings" : "lm_head",
+           model.name + " ties its embeddings to its LM head (one matrix): freeze both or neither");
+  return f;
+}
+
+/// training.finetuning: {"method": "full"} (the default), {"method": "lora", "rank": r, "alpha": a, "targets":
+/// [...]} (targets default to every one: q, k, v, o, gate, up, down), or {"method": "frozen", ...} (parse_frozen).
+Finetuning parse_finetuning(JsonObjectReader r, const ModelConfig& model) {
   Finetuning f;
   const std::string method = r.required<std::string>("method");
   if (method == "full") {
     r.finish();
     return f;
   }
-  if (method == "frozen")
-    r.fail("method", "\"frozen\" (partial freezing) is not modelled yet; use \"full\" or \"lora\"");
-  if (method != "lora") r.fail("method", "expected \"full\" or \"lora\", got \"" + method + "\"");
+  if (method == "frozen") return parse_frozen(r, model);
+  if (method != "lora") r.fail("method", "expected \"full\", \"lora\" or \"frozen\", got \"" + method + "\"");
   f.method = FinetuningMethod::Lora;
   f.lora_rank = int_in(r, "rank", 1, 65536);
   f.lora_alpha = r.has("alpha") ? r.positive("alpha") : 2.0 * f.lora_rank;
@@ -175,7 +194,7 @@ Finetuning parse_finetuning(JsonObjectReader r) {
   return f;
 }
 
-TrainingConfig parse_training(JsonObjectReader r) {
+TrainingConfig parse_training(JsonObjectReader r, const ModelConfig& model) {
   TrainingConfig t;
   constexpr std::int64_t kMaxTokens = std::int64_t{1} << 40;
   if (r.has("global_batch_sequences") == r.has("tokens_per_iteration"))
@@ -187,7 +206,7 @@ TrainingConfig parse_training(JsonObjectReader r) {
   t.recompute = parse_recompute(r);
   t.context_length = r.integer_in("context_length_tokens", 1, kMaxTokens);
   if (r.has("bucket_size_tokens")) t.bucket_size_tokens = r.integer_in("bucket_size_tokens", 1, kMaxTokens);
-  if (r.has("finetuning")) t.finetuning = parse_finetuning(r.object("finetuning"));
+  if (r.has("finetuning")) t.finetuning = parse_finetuning(r.object("finetuning"), model);
   r.finish();
   return t;
 }
@@ -324,7 +343,7 @@ Scenario scenario_from_json(const nlohmann::json& document, const std::string& f
   s.cluster = parse_cluster(root.object("cluster"));
   s.profile_path = resolve_scenario_path(file, root.required<std::string>("profile"));
   s.dataset = parse_dataset(root.object("dataset"), file);
-  s.training = parse_training(root.object("training"));
+  s.training = parse_training(root.object("training"), s.model);
   s.layout = root.has("parallel") ? parse_layout(root.object("parallel"), s.model, s.cluster, s.cp_attention)
                                   : parse_layout(JsonObjectReader(nlohmann::json::object(), file, "parallel"), s.model,
                                                  s.cluster, s.cp_attention);

@@ -26,7 +26,8 @@ LivePlans plan_live(LoadedScenario loaded, const std::vector<std::string>& polic
                      ": parallel.cp_attention: live runs Ulysses context parallelism "
                      "only; \"" +
                      std::string(to_string(cost.options().cp_attention)) + "\" is not executed live");
-  // The layer proxy trains every weight: it has no LoRA adapters and always computes weight gradients.
+  // The layer proxy trains every weight: it has no LoRA adapters, always computes weight gradients and never runs a
+  // layer under no_grad (LoRA, partial freezing).
   if (cost.options().finetuning.method != FinetuningMethod::Full)
     throw InputError(live.loaded.scenario.file + ": training.finetuning.method: live runs full fine-tuning only; \"" +
                      std::string(to_string(cost.options().finetuning.method)) +

@@ -204,7 +204,8 @@ struct Fitter {
     std::vector<double> measured_s, base;
     for (const auto& l : m.layers) {
       measured_s.push_back(l.seconds);
-      base.push_back(cm.layer_seconds(shares_of(l.seqlens), 1, l.recompute, l.recompute == Recompute::Full));
+      base.push_back(
+          cm.layer_seconds(shares_of(l.seqlens), 1, l.recompute, l.recompute == Recompute::Full, LayerGrad::Full));
     }
     // y = (1 + k) base + c: c the fixed cost a lone short sequence pays, k what grows with the work. Both by
     // relative least squares on the points not held out (ordered by time).

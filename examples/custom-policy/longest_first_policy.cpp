@@ -20,7 +20,9 @@ std::vector<lcsim::IterationPlan> LongestFirstPolicy::plan(const lcsim::Planning
   const auto work_of = [&](const Sequence& s) {
     if (!by_time_) return static_cast<double>(s.tokens);
     const lcsim::SequenceShare share{s.tokens, scheme.cp};
-    return cost.compute_seconds(std::span(&share, 1), scheme, cost.model().layers, true);
+    // Every layer of the model (a weight for ordering, whatever the pipeline): which layers matters when part of
+    // the model is frozen.
+    return cost.compute_seconds(std::span(&share, 1), scheme, lcsim::LayerSpan{0, cost.model().layers}, true);
   };
   std::vector<lcsim::IterationPlan> plans;
   for (std::size_t b = 0; b < batches.size(); ++b) {

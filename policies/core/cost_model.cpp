@@ -11,9 +11,11 @@
 //           grow with the work, and a fixed cost per layer (launches, tiny kernels) that a small micro-batch pays.
 // LoRA (docs/model.md): the frozen base GEMMs run forward and for the activation gradient only, 2 G instead of
 // 3 G; the adapters add L forward and 2 L backward (lora_forward_seconds); the frozen LM head skips its weight
-// gradient too. Selective recomputation adds no time here: with FlashAttention the attention core already recomputes
-// its softmax in backward, and what selective recomputation re-runs beyond that (norms, the SwiGLU product) is
-// element-wise work that the GEMM efficiency and layer overhead absorb. It only changes memory coefficients.
+// gradient too. Partial freezing: a frozen layer runs 2 G + (1 + r_a) A (no weight gradient); one with nothing
+// trained before it runs under no_grad, its forward only (LayerGrad::None). Selective recomputation adds no time here:
+// with FlashAttention the attention core already recomputes its softmax in backward, and what selective recomputation
+// re-runs beyond that (norms, the SwiGLU product) is element-wise work that the GEMM efficiency and layer overhead
+// absorb. It only changes memory coefficients.
 #include "policies/core/cost_model.hpp"
 
 #include <algorithm>
@@ -59,19 +61,39 @@ void check_degree(int degree, const char* what) {
   if (degree < 1) throw std::invalid_argument(std::string("cost model: ") + what + " must be >= 1");
 }
 
-/// Layers of a `layers`-layer stage that are fully checkpointed: all under Full recomputation, else the scheme's
-/// count up to the stage's layers.
+/// Layers of a stage with `layers` layers with a backward that are fully checkpointed: all under Full
+/// recomputation, else the scheme's count up to those layers.
 int checkpointed_layers(const ParallelScheme& scheme, int layers) {
   if (scheme.checkpointed_layers < 0) throw std::invalid_argument("cost model: negative checkpointed_layers");
   return scheme.recompute == Recompute::Full ? layers : std::min(scheme.checkpointed_layers, layers);
 }
 
+void check_span(LayerSpan span) {
+  if (span.first < 0 || span.count < 0) throw std::invalid_argument("cost model: negative layer index or count");
+}
+
+/// Layers of `span` inside [begin, end).
+int overlap(LayerSpan span, int begin, int end) {
+  return std::max(0, std::min(span.end(), end) - std::max(span.first, begin));
+}
+
 }  // namespace
+
+LayerSpan stage_span(const ModelConfig& model, int pp, int stage) {
+  check_degree(pp, "pp");
+  if (stage < 0 || stage >= pp) throw std::invalid_argument("cost model: pipeline stage outside [0, pp)");
+  const int per_stage = model.layers / pp;
+  return {stage * per_stage, per_stage};
+}
 
 CostModel::CostModel(ModelConfig model, ClusterSpec cluster, Profile profile, CostModelOptions options)
     : model_(std::move(model)), cluster_(std::move(cluster)), profile_(std::move(profile)), options_(options) {
   if (options_.zero_stage < 0 || options_.zero_stage > 3)
     throw InputError("zero_stage must be 0, 1, 2 or 3, got " + std::to_string(options_.zero_stage));
+  const Finetuning& f = options_.finetuning;
+  if (f.frozen() && (f.frozen_layers < 0 || f.frozen_layers > model_.layers))
+    throw InputError("finetuning: " + std::to_string(f.frozen_layers) + " frozen layers outside [0, " +
+                     std::to_string(model_.layers) + "]");
 }
 
 double CostModel::gemm_flops_per_token() const {
@@ -93,6 +115,39 @@ double CostModel::head_flops_per_token() const {
   return 2.0 * model_.hidden * static_cast<double>(model_.vocab);
 }
 
+LayerGrad CostModel::layer_grad(int layer) const {
+  const Finetuning& f = options_.finetuning;
+  if (!f.frozen() || layer >= f.frozen_layers) return LayerGrad::Full;
+  // Gradients reach a frozen layer only from something trained before it; the frozen prefix behind frozen
+  // embeddings has none, so frameworks run it under no_grad.
+  return f.frozen_embeddings ? LayerGrad::None : LayerGrad::Activations;
+}
+
+int CostModel::no_grad_layers(LayerSpan span) const {
+  const Finetuning& f = options_.finetuning;
+  return f.frozen() && f.frozen_embeddings ? overlap(span, 0, f.frozen_layers) : 0;
+}
+
+LayerMix CostModel::layer_mix(const ParallelScheme& scheme, LayerSpan stage, LayerSpan part) const {
+  check_span(stage);
+  check_span(part);
+  if (part.first < stage.first || part.end() > stage.end())
+    throw std::invalid_argument("cost model: layer span outside its stage");
+  const Finetuning& f = options_.finetuning;
+  const int frozen_end = f.frozen() ? f.frozen_layers : 0;
+  const int no_grad_end = f.frozen() && f.frozen_embeddings ? frozen_end : 0;
+  LayerMix mix;
+  mix.none = overlap(part, 0, no_grad_end);
+  mix.activations = overlap(part, no_grad_end, frozen_end);
+  mix.full = part.count - mix.none - mix.activations;
+  // Checkpointing covers the stage's first layers with a backward: a no_grad layer keeps nothing to drop.
+  const int backward_first = std::max(stage.first, no_grad_end);
+  const int checkpointed_end = backward_first + checkpointed_layers(scheme, std::max(0, stage.end() - backward_first));
+  mix.checkpointed_activations = overlap(part, backward_first, std::min(checkpointed_end, frozen_end));
+  mix.checkpointed_full = overlap(part, std::max(backward_first, frozen_end), checkpointed_end);
+  return mix;
+}
+
 CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work, int tp) const {
   const double tokens = local_tokens(work);
   const auto& c = profile_.compute;
@@ -111,19 +166,26 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
   return parts;
 }
 
-double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Recompute recompute,
-                                bool checkpointed) const {
+double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Recompute recompute, bool checkpointed,
+                                LayerGrad grad) const {
   check_degree(tp, "tp");
   if (local_tokens(work) <= 0) return 0;
+  const LayerParts parts = layer_parts(work, tp);
+  if (grad == LayerGrad::None) return layer_forward_seconds(parts, LayerGrad::Activations);
   const auto& c = profile_.compute;
-  const auto [gemm, attention, adapters] = layer_parts(work, tp);
-  double seconds = base_gemm_passes() * gemm + 3 * adapters + (1 + c.attention_backward_ratio) * attention;
+  const auto [gemm, attention, adapters] = parts;
+  double seconds = base_gemm_passes(grad) * gemm + 3 * adapters + (1 + c.attention_backward_ratio) * attention;
   if (checkpointed || recompute == Recompute::Full) seconds += gemm + adapters + attention;
   return (1 + c.layer_work_overhead) * seconds + c.layer_overhead_us * 1e-6;
 }
 
-double CostModel::base_gemm_passes() const {
-  return options_.finetuning.lora() ? 2.0 : 3.0;
+double CostModel::base_gemm_passes(LayerGrad grad) const {
+  return options_.finetuning.lora() || grad != LayerGrad::Full ? 2.0 : 3.0;
+}
+
+double CostModel::head_gemm_passes() const {
+  const Finetuning& f = options_.finetuning;
+  return f.lora() || (f.frozen() && f.frozen_lm_head) ? 2.0 : 3.0;
 }
 
 double CostModel::lora_forward_seconds(double tokens, int tp) const {
@@ -150,49 +212,71 @@ double CostModel::head_forward_seconds(double tokens, int tp) const {
   return tokens * head_flops_per_token() / tp / (c.peak_tflops * 1e12 * c.gemm_efficiency.at(tokens));
 }
 
-double CostModel::compute_seconds(std::span<const SequenceShare> work, const ParallelScheme& scheme, int layers,
+double CostModel::compute_seconds(std::span<const SequenceShare> work, const ParallelScheme& scheme, LayerSpan layers,
                                   bool with_head) const {
-  if (layers < 0) throw std::invalid_argument("cost model: negative layer count");
+  check_span(layers);
   const double tokens = local_tokens(work);
   if (tokens <= 0) return 0;
-  const int checkpointed = checkpointed_layers(scheme, layers);
-  double seconds = checkpointed * layer_seconds(work, scheme.tp, scheme.recompute, true) +
-                   (layers - checkpointed) * layer_seconds(work, scheme.tp, scheme.recompute, false);
+  const LayerMix mix = layer_mix(scheme, layers);
+  const auto layer = [&](bool checkpointed, LayerGrad grad) {
+    return layer_seconds(work, scheme.tp, scheme.recompute, checkpointed, grad);
+  };
+  double seconds = mix.checkpointed_full * layer(true, LayerGrad::Full) +
+                   (mix.full - mix.checkpointed_full) * layer(false, LayerGrad::Full);
+  if (mix.activations > 0)
+    seconds += mix.checkpointed_activations * layer(true, LayerGrad::Activations) +
+               (mix.activations - mix.checkpointed_activations) * layer(false, LayerGrad::Activations);
+  if (mix.none > 0) seconds += mix.none * layer(false, LayerGrad::None);
   // The LM head: forward plus a backward of twice its FLOPs (once when frozen: no weight gradient).
-  if (with_head) seconds += base_gemm_passes() * head_forward_seconds(tokens, scheme.tp);
+  if (with_head) seconds += head_gemm_passes() * head_forward_seconds(tokens, scheme.tp);
   return seconds;
 }
 
-double CostModel::forward_seconds(std::span<const SequenceShare> work, const ParallelScheme& scheme, int layers,
+double CostModel::forward_seconds(std::span<const SequenceShare> work, const ParallelScheme& scheme, LayerSpan layers,
                                   bool with_head) const {
-  if (layers < 0) throw std::invalid_argument("cost model: negative layer count");
+  check_span(layers);
   check_degree(scheme.tp, "tp");
   const double tokens = local_tokens(work);
   if (tokens <= 0) return 0;
-  const auto& c = profile_.compute;
-  const auto [gemm, attention, adapters] = layer_parts(work, scheme.tp);
-  const double forward = gemm + adapters + attention;
-  const double work_seconds = base_gemm_passes() * gemm + 3 * adapters + (1 + c.attention_backward_ratio) * attention;
-  const double overhead =
-      c.layer_work_overhead * forward + (work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0);
-  double seconds = layers * (forward + overhead);
+  const LayerParts parts = layer_parts(work, scheme.tp);
+  // A no_grad layer's forward is timed as a frozen layer's (layer_seconds).
+  const int frozen = options_.finetuning.frozen() ? overlap(layers, 0, options_.finetuning.frozen_layers) : 0;
+  double seconds = (layers.count - frozen) * layer_forward_seconds(parts, LayerGrad::Full);
+  if (frozen > 0) seconds += frozen * layer_forward_seconds(parts, LayerGrad::Activations);
   if (with_head) seconds += head_forward_seconds(tokens, scheme.tp);
   return seconds;
 }
 
-std::vector<CollectiveCall> CostModel::ulysses_calls(Tokens tokens_on_gpu, int cp, int layers) const {
+double CostModel::layer_forward_seconds(const LayerParts& parts, LayerGrad grad) const {
+  const auto& c = profile_.compute;
+  const auto [gemm, attention, adapters] = parts;
+  const double forward = gemm + adapters + attention;
+  // The element-wise overhead grows with the forward's work, the fixed layer overhead goes with each pass in
+  // proportion to its share of the layer's work.
+  const double work_seconds =
+      base_gemm_passes(grad) * gemm + 3 * adapters + (1 + c.attention_backward_ratio) * attention;
+  const double overhead =
+      c.layer_work_overhead * forward + (work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0);
+  return forward + overhead;
+}
+
+std::vector<CollectiveCall> CostModel::ulysses_calls(Tokens tokens_on_gpu, int cp, LayerSpan layers) const {
   check_degree(cp, "cp");
-  if (cp == 1 || tokens_on_gpu <= 0 || layers <= 0) return {};
+  check_span(layers);
+  if (cp == 1 || tokens_on_gpu <= 0 || layers.count <= 0) return {};
   // nccl-tests all_to_all size = the per-rank buffer: the GPU's tokens times the tensor width.
   const double tokens = static_cast<double>(tokens_on_gpu);
   const double q_bytes = tokens * model_.q_hidden() * kBf16Bytes;
   const double kv_bytes = tokens * model_.kv_hidden() * kBf16Bytes;
   // Per layer, forward: Q and the output (q width), K and V (kv width); backward: their gradients the other way.
-  return {{CollectiveOp::AllToAll, cp, q_bytes, 4.0 * layers}, {CollectiveOp::AllToAll, cp, kv_bytes, 4.0 * layers}};
+  const int no_grad = no_grad_layers(layers);
+  const double per_width = 4.0 * (layers.count - no_grad) + 2.0 * no_grad;
+  return {{CollectiveOp::AllToAll, cp, q_bytes, per_width}, {CollectiveOp::AllToAll, cp, kv_bytes, per_width}};
 }
 
 std::vector<CpExchange> CostModel::ring_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
-                                                  const ParallelScheme& scheme, int layers, int checkpointed) const {
+                                                  const ParallelScheme& scheme, int layers, int backward,
+                                                  int checkpointed) const {
   const int cp = scheme.cp;
   // The GPU's K,V block: its sharded tokens, K and V, the kv heads of its TP rank.
   const double block_bytes = static_cast<double>(tokens_on_gpu) * 2 * model_.kv_hidden() * kBf16Bytes / scheme.tp;
@@ -206,20 +290,23 @@ std::vector<CpExchange> CostModel::ring_exchanges(std::span<const SequenceShare>
     exchanges.push_back({pass, {{CollectiveOp::SendRecv, 2, bytes, steps * passes}}, hidden * passes});
   };
   add(CpExchange::Pass::Forward, block_bytes, layers, hidden_forward);
-  add(CpExchange::Pass::Backward, block_bytes, checkpointed, hidden_forward);  // recomputed forwards
-  add(CpExchange::Pass::Backward, 2 * block_bytes, layers, hidden_backward);   // K,V and dK,dV
+  add(CpExchange::Pass::Backward, block_bytes, checkpointed, hidden_forward);   // recomputed forwards
+  add(CpExchange::Pass::Backward, 2 * block_bytes, backward, hidden_backward);  // K,V and dK,dV
   return exchanges;
 }
 
 std::vector<CpExchange> CostModel::cp_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
-                                                const ParallelScheme& scheme, int layers, int checkpointed) const {
+                                                const ParallelScheme& scheme, LayerSpan layers,
+                                                int checkpointed) const {
   check_degree(scheme.cp, "cp");
   check_degree(scheme.tp, "tp");
-  if (checkpointed < 0 || checkpointed > layers)
-    throw std::invalid_argument("cost model: checkpointed layers outside [0, layers]");
-  if (scheme.cp == 1 || tokens_on_gpu <= 0 || layers <= 0 || dist.empty()) return {};
+  check_span(layers);
+  const int backward = layers.count - no_grad_layers(layers);
+  if (checkpointed < 0 || checkpointed > backward)
+    throw std::invalid_argument("cost model: checkpointed layers outside [0, layers with a backward]");
+  if (scheme.cp == 1 || tokens_on_gpu <= 0 || layers.count <= 0 || dist.empty()) return {};
   if (options_.cp_attention == CpAttention::Ring)
-    return ring_exchanges(dist, tokens_on_gpu, scheme, layers, checkpointed);
+    return ring_exchanges(dist, tokens_on_gpu, scheme, layers.count, backward, checkpointed);
   return {{CpExchange::Pass::Both, ulysses_calls(tokens_on_gpu, scheme.cp, layers), 0.0}};
 }
 
@@ -228,24 +315,27 @@ double CostModel::exposed_seconds(const CpExchange& exchange, LinkClass link) co
 }
 
 double CostModel::cp_comm_seconds(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
-                                  const ParallelScheme& scheme, int layers, LinkClass link) const {
-  if (layers < 0) throw std::invalid_argument("cost model: negative layer count");
+                                  const ParallelScheme& scheme, LayerSpan layers, LinkClass link) const {
+  check_span(layers);
   double seconds = 0;
   for (const CpExchange& exchange :
-       cp_exchanges(dist, tokens_on_gpu, scheme, layers, checkpointed_layers(scheme, layers)))
+       cp_exchanges(dist, tokens_on_gpu, scheme, layers, layer_mix(scheme, layers).checkpointed()))
     seconds += exposed_seconds(exchange, link);
   return seconds;
 }
 
-std::vector<CollectiveCall> CostModel::tp_comm_calls(Tokens tokens, int tp, int layers) const {
+std::vector<CollectiveCall> CostModel::tp_comm_calls(Tokens tokens, int tp, LayerSpan layers) const {
   check_degree(tp, "tp");
-  if (tp == 1 || tokens <= 0 || layers <= 0) return {};
+  check_span(layers);
+  if (tp == 1 || tokens <= 0 || layers.count <= 0) return {};
   const double bytes = static_cast<double>(tokens) * model_.hidden * kBf16Bytes;  // the full, gathered buffer
   // Forward: all-gather before and reduce-scatter after attention and the MLP; backward mirrors it.
-  return {{CollectiveOp::AllGather, tp, bytes, 4.0 * layers}, {CollectiveOp::ReduceScatter, tp, bytes, 4.0 * layers}};
+  const int no_grad = no_grad_layers(layers);
+  const double per_op = 4.0 * (layers.count - no_grad) + 2.0 * no_grad;
+  return {{CollectiveOp::AllGather, tp, bytes, per_op}, {CollectiveOp::ReduceScatter, tp, bytes, per_op}};
 }
 
-double CostModel::tp_comm_seconds(Tokens tokens, int tp, int layers, LinkClass link) const {
+double CostModel::tp_comm_seconds(Tokens tokens, int tp, LayerSpan layers, LinkClass link) const {
   return collective_time(tp_comm_calls(tokens, tp, layers), link).seconds();
 }
 
@@ -318,30 +408,54 @@ double CostModel::parameters_per_gpu(const ParallelScheme& scheme) const {
   return layers + vocab_matrices * vocab_matrix;
 }
 
-double CostModel::trained_parameters_per_gpu(const ParallelScheme& scheme) const {
-  if (!options_.finetuning.lora()) return parameters_per_gpu(scheme);
+double CostModel::trained_parameters_per_gpu(const ParallelScheme& scheme, int stage) const {
+  const Finetuning& f = options_.finetuning;
+  const LayerSpan layers = stage_span(model_, scheme.pp, stage);
+  if (!f.lora() && !f.frozen()) return parameters_per_gpu(scheme);
   check_degree(scheme.tp, "tp");
-  check_degree(scheme.pp, "pp");
   // The adapters of the stage's layers; embeddings and the LM head stay frozen.
-  return model_.layers * lora_parameters_per_layer(model_, options_.finetuning) / (scheme.pp * scheme.tp);
+  if (f.lora()) return model_.layers * lora_parameters_per_layer(model_, f) / (scheme.pp * scheme.tp);
+  const double trained_layers = layers.count - overlap(layers, 0, f.frozen_layers);
+  // The vocabulary matrices parameters_per_gpu charges: both without a pipeline (one when tied, which the
+  // scenario freezes together); else the embeddings on stage 0, the head on the last stage, and a middle stage
+  // charged as the more loaded end.
+  const double vocab_matrix = static_cast<double>(model_.vocab) * model_.hidden / scheme.tp;
+  double vocab = 0;
+  if (scheme.pp == 1 && !model_.tied_embeddings)
+    vocab = (f.frozen_embeddings ? 0 : 1) + (f.frozen_lm_head ? 0 : 1);
+  else if (scheme.pp == 1 || (stage > 0 && stage < scheme.pp - 1))
+    vocab = f.frozen_embeddings && f.frozen_lm_head ? 0 : 1;
+  else
+    vocab = (stage == 0 ? f.frozen_embeddings : f.frozen_lm_head) ? 0 : 1;
+  return trained_layers * model_.layer_parameters() / scheme.tp + vocab * vocab_matrix;
 }
 
-std::vector<CollectiveCall> CostModel::gradient_sync_calls(const ParallelScheme& scheme, int shard_degree) const {
+double CostModel::frozen_parameters_per_gpu(const ParallelScheme& scheme, int stage) const {
+  const Finetuning& f = options_.finetuning;
+  if (f.lora()) return parameters_per_gpu(scheme);  // every base weight; the adapters come on top
+  return f.frozen() ? parameters_per_gpu(scheme) - trained_parameters_per_gpu(scheme, stage) : 0.0;
+}
+
+std::vector<CollectiveCall> CostModel::gradient_sync_calls(const ParallelScheme& scheme, int shard_degree,
+                                                           int stage) const {
   check_degree(shard_degree, "shard degree");
   if (shard_degree == 1) return {};
-  const double bytes = trained_parameters_per_gpu(scheme) * kBf16Bytes;
+  const double trained = trained_parameters_per_gpu(scheme, stage);
+  if (trained <= 0) return {};  // a stage that trains nothing has no gradients to sync
+  const double bytes = trained * kBf16Bytes;
   if (options_.zero_stage == 0) return {{CollectiveOp::AllReduce, shard_degree, bytes, 1.0}};
   // ZeRO 1-3: gradients reduce-scattered onto their optimizer shard, updated bf16 parameters all-gathered back.
   return {{CollectiveOp::ReduceScatter, shard_degree, bytes, 1.0}, {CollectiveOp::AllGather, shard_degree, bytes, 1.0}};
 }
 
-double CostModel::gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link) const {
-  return collective_time(gradient_sync_calls(scheme, shard_degree), link).seconds();
+double CostModel::gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link,
+                                        int stage) const {
+  return collective_time(gradient_sync_calls(scheme, shard_degree, stage), link).seconds();
 }
 
-double CostModel::optimizer_seconds(const ParallelScheme& scheme, int shard_degree) const {
+double CostModel::optimizer_seconds(const ParallelScheme& scheme, int shard_degree, int stage) const {
   check_degree(shard_degree, "shard degree");
-  const double updated = trained_parameters_per_gpu(scheme) / (options_.zero_stage >= 1 ? shard_degree : 1);
+  const double updated = trained_parameters_per_gpu(scheme, stage) / (options_.zero_stage >= 1 ? shard_degree : 1);
   return profile_.compute.optimizer_us_per_mparam * (updated / 1e6) * 1e-6;
 }
 
@@ -349,15 +463,16 @@ double CostModel::switch_seconds(const ParallelScheme& scheme) const {
   return profile_.compute.hot_switch_us_per_mparam * parameters_per_gpu(scheme) / 1e6 * 1e-6;
 }
 
-double CostModel::static_bytes(const ParallelScheme& scheme, int shard_degree) const {
+double CostModel::static_bytes(const ParallelScheme& scheme, int shard_degree, int stage) const {
   check_degree(shard_degree, "shard degree");
-  const auto stage = static_cast<std::size_t>(options_.zero_stage);
+  const auto zero = static_cast<std::size_t>(options_.zero_stage);
   const auto& m = profile_.memory;
-  const double trained = trained_parameters_per_gpu(scheme) *
-                         (m.replicated_bytes_per_param[stage] + m.sharded_bytes_per_param[stage] / shard_degree);
-  if (!options_.finetuning.lora()) return trained;
-  // Frozen base weights: bf16, no gradient or optimizer state; ZeRO-3 shards them too.
-  const double frozen = parameters_per_gpu(scheme) * kBf16Bytes / (options_.zero_stage == 3 ? shard_degree : 1);
+  const double trained = trained_parameters_per_gpu(scheme, stage) *
+                         (m.replicated_bytes_per_param[zero] + m.sharded_bytes_per_param[zero] / shard_degree);
+  if (!options_.finetuning.lora() && !options_.finetuning.frozen()) return trained;
+  // Frozen weights: bf16, no gradient or optimizer state; ZeRO-3 shards them too.
+  const double frozen =
+      frozen_parameters_per_gpu(scheme, stage) * kBf16Bytes / (options_.zero_stage == 3 ? shard_degree : 1);
   return frozen + trained;
 }
 
@@ -365,11 +480,13 @@ double CostModel::activation_bytes_per_token_layer(const ActivationCoefficients&
   return c.per_hidden * model_.hidden + c.per_kv_hidden * model_.kv_hidden() + c.per_ffn * model_.ffn;
 }
 
-double CostModel::activation_bytes_per_token(const ParallelScheme& scheme, int layers, bool with_head) const {
+double CostModel::activation_bytes_per_token(const ParallelScheme& scheme, LayerSpan layers, bool with_head) const {
   check_degree(scheme.tp, "tp");
-  if (layers < 0) throw std::invalid_argument("cost model: negative layer count");
+  check_span(layers);
   const auto& m = profile_.memory;
-  const int checkpointed = checkpointed_layers(scheme, layers);
+  // A no_grad layer keeps nothing: its output is the next layer's input, which that layer keeps.
+  const LayerMix mix = layer_mix(scheme, layers);
+  const int checkpointed = mix.checkpointed();
   // A layer that is not checkpointed keeps what its recomputation setting keeps; a Full-recompute layer being
   // recomputed holds everything again for its backward.
   // LoRA keeps each adapter's x A (r values per token) for B's weight gradient, on top of what full fine-tuning
@@ -380,7 +497,7 @@ double CostModel::activation_bytes_per_token(const ParallelScheme& scheme, int l
       adapters + activation_bytes_per_token_layer(scheme.recompute == Recompute::Selective ? m.activations_selective
                                                                                            : m.activations_none);
   const double full = activation_bytes_per_token_layer(m.activations_full);
-  const double stored = checkpointed * full + (layers - checkpointed) * kept;
+  const double stored = checkpointed * full + (mix.with_backward() - checkpointed) * kept;
   // On top of what is stored, the peak holds either the logits (end of forward) or, while a checkpointed layer is
   // recomputed in backward, that one layer's activations beyond its checkpoint, whichever is larger.
   const double logits = with_head ? m.logits_bytes_per_token_per_vocab * static_cast<double>(model_.vocab) : 0;

@@ -57,8 +57,6 @@ std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostMod
   for (const auto& replica : plan.replicas) {
     if (!replica_shape_ok(replica, cost)) continue;  // the validator reports it
     const auto& s = replica.scheme;
-    const double static_bytes = cost.static_bytes(s, shard_degree(cost, s));
-    const int layers = cost.model().layers / s.pp;
     // tokens[j][m]: tokens CP rank j holds for micro-batch m.
     std::vector<std::vector<Tokens>> tokens(static_cast<std::size_t>(s.cp));
     for (const auto& mb : replica.micro_batches) {
@@ -67,7 +65,10 @@ std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostMod
     }
     for (auto& per_rank : tokens) std::sort(per_rank.begin(), per_rank.end(), std::greater<>());
     for (int stage = 0; stage < s.pp; ++stage) {
-      const double per_token = cost.activation_bytes_per_token(s, layers, stage == s.pp - 1);
+      // Stages differ when part of the model is frozen.
+      const double static_bytes = cost.static_bytes(s, shard_degree(cost, s), stage);
+      const double per_token =
+          cost.activation_bytes_per_token(s, stage_span(cost.model(), s.pp, stage), stage == s.pp - 1);
       for (int j = 0; j < s.cp; ++j) {
         const auto& per_rank = tokens[static_cast<std::size_t>(j)];
         const std::size_t in_flight = std::min(static_cast<std::size_t>(s.pp - stage), per_rank.size());

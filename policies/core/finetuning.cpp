@@ -8,6 +8,8 @@ std::string_view to_string(FinetuningMethod method) {
       return "full";
     case FinetuningMethod::Lora:
       return "lora";
+    case FinetuningMethod::Frozen:
+      return "frozen";
   }
   return "unknown";
 }

@@ -28,7 +28,7 @@ HbpView::HbpView(const CostModel& cost, int world) : cost_(&cost), world_(world)
 
 double HbpView::step_seconds(Tokens packing_length, int sp, int gc_layers) const {
   const ParallelScheme scheme = hbp_scheme(*cost_, world_, sp, gc_layers);
-  const int layers = cost_->model().layers;
+  const LayerSpan layers = stage_span(cost_->model(), 1, 0);  // HBP runs no pipeline
   const SequenceShare share{packing_length, sp};
   return cost_->compute_seconds({&share, 1}, scheme, layers, true) +
          cost_->cp_comm_seconds({&share, 1}, views::ceil_div(packing_length, sp), scheme, layers,
@@ -38,8 +38,9 @@ double HbpView::step_seconds(Tokens packing_length, int sp, int gc_layers) const
 double HbpView::peak_bytes(Tokens packing_length, int sp, int gc_layers) const {
   const ParallelScheme scheme = hbp_scheme(*cost_, world_, sp, gc_layers);
   // Every GPU holds the whole model (no TP/PP), so ZeRO shards across the whole world.
-  return cost_->static_bytes(scheme, world_) + cost_->activation_bytes_per_token(scheme, cost_->model().layers, true) *
-                                                   static_cast<double>(views::ceil_div(packing_length, sp));
+  return cost_->static_bytes(scheme, world_, 0) +
+         cost_->activation_bytes_per_token(scheme, stage_span(cost_->model(), 1, 0), true) *
+             static_cast<double>(views::ceil_div(packing_length, sp));
 }
 
 bool HbpView::fits(Tokens packing_length, int sp, int gc_layers) const {

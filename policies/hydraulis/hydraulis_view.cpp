@@ -13,8 +13,10 @@ namespace {
 
 constexpr int kSamples = 32;
 
-int stage_layers(const CostModel& cost, int pp) {
-  return (cost.model().layers + pp - 1) / pp;
+/// The layers of a pipeline stage; strategies only use pp dividing the layers (pp_degrees).
+LayerSpan stage_layers(const CostModel& cost, int pp, int stage) {
+  if (cost.model().layers % pp != 0) throw std::invalid_argument("HydraulisView: pp must divide the layers");
+  return stage_span(cost.model(), pp, stage);
 }
 
 }  // namespace
@@ -25,7 +27,8 @@ HydraulisView::HydraulisView(const CostModel& cost, int total_gpus) : cost_(&cos
 
 double HydraulisView::stage_seconds(const ParallelScheme& scheme, Tokens l) const {
   if (scheme.cp != 1) throw InputError("Hydraulis strategies are <TP, PP>: cp must be 1");
-  const int layers = stage_layers(*cost_, scheme.pp);
+  // The last stage: a frozen part of the model is a prefix, so the last stage trains the most.
+  const LayerSpan layers = stage_layers(*cost_, scheme.pp, scheme.pp - 1);
   const LinkClass tp_link = views::group_link(*cost_, scheme.tp);
   const LinkClass pp_link = views::group_link(*cost_, scheme.tp * scheme.pp);
   const SequenceShare share{l, 1};
@@ -73,11 +76,13 @@ Tokens HydraulisView::util_len(const ParallelScheme& scheme, double threshold) c
 
 Tokens HydraulisView::max_len(const ParallelScheme& scheme) const {
   if (scheme.cp != 1) throw InputError("Hydraulis strategies are <TP, PP>: cp must be 1");
-  const int layers = stage_layers(*cost_, scheme.pp);
   // Appendix B.1: under 1F1B the first stage holds PP micro-batches of its layers' activations; the last stage
   // holds one plus the logits. The larger of the two bounds the sequence length.
-  double per_token = scheme.pp * cost_->activation_bytes_per_token(scheme, layers, scheme.pp == 1);
-  if (scheme.pp > 1) per_token = std::max(per_token, cost_->activation_bytes_per_token(scheme, layers, true));
+  double per_token =
+      scheme.pp * cost_->activation_bytes_per_token(scheme, stage_layers(*cost_, scheme.pp, 0), scheme.pp == 1);
+  if (scheme.pp > 1)
+    per_token = std::max(
+        per_token, cost_->activation_bytes_per_token(scheme, stage_layers(*cost_, scheme.pp, scheme.pp - 1), true));
   // Optimizer states (and master weights) sharded across every GPU; 16-bit parameters and gradients held per
   // scheme. That is ZeRO-1 at least, whatever stage the scenario sets for other policies.
   const auto& memory = cost_->profile().memory;

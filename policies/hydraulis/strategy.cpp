@@ -121,7 +121,11 @@ void SchemeSpace::add(const CostModel& cost, int tp, int pp, const SpaceOptions&
     // once the cluster spans nodes.
     const int shards = std::max(1, total_gpus_ / (tp * pp));
     const LinkClass link = total_gpus_ > gpus_per_node_ ? LinkClass::InfiniBand : LinkClass::NvLink;
-    info.sync = cost.gradient_sync_seconds(info.scheme, shards, link) + cost.optimizer_seconds(info.scheme, shards);
+    // The slowest stage's (stages differ when part of the model is frozen).
+    info.sync = 0;
+    for (int stage = 0; stage < pp; ++stage)
+      info.sync = std::max(info.sync, cost.gradient_sync_seconds(info.scheme, shards, link, stage) +
+                                          cost.optimizer_seconds(info.scheme, shards, stage));
   }
   schemes_.push_back(info);
 }

@@ -22,7 +22,7 @@ SkrullView::SkrullView(const CostModel& cost, const ParallelScheme& scheme, int 
     : cost_(&cost), scheme_(scheme) {
   if (scheme.pp != 1) throw InputError("Skrull (DACP) runs without pipeline parallelism: pp must be 1");
   if (scheme.cp < 1 || scheme.tp < 1) throw std::invalid_argument("SkrullView: cp and tp must be >= 1");
-  const int layers = cost.model().layers;
+  const LayerSpan layers = stage_span(cost.model(), 1, 0);
   const auto lengths = views::sampled_lengths(views::kShortestSampled, kLongestSampled, kSamples);
 
   // Eq. 14: a local sequence runs whole on one CP rank.
@@ -61,7 +61,7 @@ SkrullView::SkrullView(const CostModel& cost, const ParallelScheme& scheme, int 
       throw InputError("Skrull bucket size override must be positive, got " + std::to_string(*bucket_size_override));
     bucket_size_ = *bucket_size_override;
   } else {
-    const double free_bytes = cost.capacity_bytes() - cost.static_bytes(scheme, shard_degree) - memory_.intercept;
+    const double free_bytes = cost.capacity_bytes() - cost.static_bytes(scheme, shard_degree, 0) - memory_.intercept;
     const double tokens = std::floor(free_bytes / memory_.slope);
     if (!(tokens >= 1)) {
       throw InputError("Skrull bucket size: " + cost.model().name + " leaves no memory for activations (" +
