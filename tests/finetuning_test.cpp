@@ -9,6 +9,7 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
 #include "policies/core/finetuning.hpp"
+#include "policies/hydraulis/hydraulis_view.hpp"
 #include "policies/skrull/skrull_view.hpp"
 #include "tests/policy_test_fixtures.hpp"
 #include "traces/scenario_loader.hpp"
@@ -129,6 +130,41 @@ TEST(Finetuning, LoraMovesTheOomEdgeOut) {
   EXPECT_GT(full_peak[0], capacity);
   EXPECT_LT(lora_peak[0], capacity);
   EXPECT_GT(skrull::SkrullView(with_lora, s, 8).bucket_size(), skrull::SkrullView(full, s, 8).bucket_size());
+}
+
+TEST(Finetuning, HydraulisMaxLenFollowsWhatIsTrained) {
+  // MaxLen (Appendix B.1) is what the GPU's memory holds after the static bytes: LoRA keeps the base weights in
+  // bf16 alone and trains a few adapters, partial freezing trains half the layers, so both leave more room for
+  // activations than full fine-tuning on the same <TP 8, PP 1> scheme.
+  const ModelConfig& model = named_model("Qwen2.5-14B");
+  Finetuning half;
+  half.method = FinetuningMethod::Frozen;
+  half.frozen_embeddings = true;
+  half.frozen_layers = model.layers / 2;
+  const CostModel full = testing::plausible_cost(model, 1);
+  const CostModel with_lora = testing::plausible_cost(
+      model, 1, 8, CostModelOptions{.zero_stage = 2, .finetuning = lora(16, all_lora_targets())});
+  const CostModel frozen = testing::plausible_cost(model, 1, 8, CostModelOptions{.zero_stage = 2, .finetuning = half});
+  const ParallelScheme s = scheme(8, 1, 1);
+  const Tokens full_len = hydraulis::HydraulisView(full, 8).max_len(s);
+  const Tokens lora_len = hydraulis::HydraulisView(with_lora, 8).max_len(s);
+  const Tokens frozen_len = hydraulis::HydraulisView(frozen, 8).max_len(s);
+  EXPECT_GT(full_len, 0);
+  EXPECT_GT(frozen_len, full_len);
+  EXPECT_GT(lora_len, full_len);
+  // Exactly: (capacity - static bytes) / activation bytes per token, where full fine-tuning holds its P / 8
+  // parameters at ZeRO-2's replicated bytes and all P's states sharded over the 8 GPUs, and LoRA its P / 8 base
+  // weights in bf16 plus the adapters A likewise.
+  const auto& memory = full.profile().memory;
+  const double rep = memory.replicated_bytes_per_param[2], shard = memory.sharded_bytes_per_param[2];
+  const double gpu_params = full.parameters_per_gpu(s);
+  const double adapters = model.layers * lora_parameters_per_layer(model, lora(16, all_lora_targets()));
+  const LayerSpan all = stage_span(model, 1, 0);
+  EXPECT_EQ(full_len, static_cast<Tokens>((full.capacity_bytes() - gpu_params * rep - model.parameters() * shard / 8) /
+                                          full.activation_bytes_per_token(s, all, true)));
+  EXPECT_EQ(lora_len, static_cast<Tokens>(
+                          (with_lora.capacity_bytes() - gpu_params * 2 - adapters / 8 * rep - adapters * shard / 8) /
+                          with_lora.activation_bytes_per_token(s, all, true)));
 }
 
 TEST(Finetuning, ScenarioKeyIsReadStrictly) {

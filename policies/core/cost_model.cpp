@@ -430,6 +430,12 @@ double CostModel::trained_parameters_per_gpu(const ParallelScheme& scheme, int s
   return trained_layers * model_.layer_parameters() / scheme.tp + vocab * vocab_matrix;
 }
 
+double CostModel::trained_parameters() const {
+  const Finetuning& f = options_.finetuning;
+  if (!f.lora() && !f.frozen()) return model_.parameters();
+  return trained_parameters_per_gpu(ParallelScheme{}, 0);  // tp = pp = 1: the whole model on one GPU
+}
+
 double CostModel::frozen_parameters_per_gpu(const ParallelScheme& scheme, int stage) const {
   const Finetuning& f = options_.finetuning;
   if (f.lora()) return parameters_per_gpu(scheme);  // every base weight; the adapters come on top

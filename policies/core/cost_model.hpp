@@ -191,6 +191,10 @@ class CostModel {
   /// them; with LoRA the adapters of its layers; with partial freezing its trained layers and vocabulary matrix
   /// (stage 0 holds the embeddings, the last stage the LM head, a middle stage is charged as the more loaded end).
   double trained_parameters_per_gpu(const ParallelScheme& scheme, int stage) const;
+  /// Parameters a GPU of `stage` holds frozen: bf16 weights without gradients or optimizer states.
+  double frozen_parameters_per_gpu(const ParallelScheme& scheme, int stage) const;
+  /// The whole model's trained parameters: ModelConfig::parameters() for full fine-tuning.
+  double trained_parameters() const;
   /// Forward seconds of one layer's LoRA adapters over `tokens` tokens on one GPU: per target the larger of its
   /// FLOPs at the GEMM efficiency and its HBM traffic at the GPU's bandwidth (rank-r GEMMs are memory-bound).
   double lora_forward_seconds(double tokens, int tp) const;
@@ -228,8 +232,6 @@ class CostModel {
   /// Layers of `span` run under no_grad (LayerGrad::None): the part of the span in the frozen prefix when the
   /// embeddings are frozen too.
   int no_grad_layers(LayerSpan span) const;
-  /// Parameters a GPU of `stage` holds frozen: bf16 weights without gradients or optimizer states.
-  double frozen_parameters_per_gpu(const ParallelScheme& scheme, int stage) const;
   CollectiveTime on_cluster_links(CollectiveTime time, const CollectiveCall& call, LinkClass link) const;
 
   ModelConfig model_;

@@ -83,12 +83,18 @@ Tokens HydraulisView::max_len(const ParallelScheme& scheme) const {
   if (scheme.pp > 1)
     per_token = std::max(
         per_token, cost_->activation_bytes_per_token(scheme, stage_layers(*cost_, scheme.pp, scheme.pp - 1), true));
-  // Optimizer states (and master weights) sharded across every GPU; 16-bit parameters and gradients held per
-  // scheme. That is ZeRO-1 at least, whatever stage the scenario sets for other policies.
+  // Optimizer states (and master weights) of the trained parameters sharded across every GPU; their 16-bit
+  // parameters and gradients held per scheme, on the stage that holds the most; frozen weights (LoRA's base, a
+  // frozen prefix) in bf16 alone. That is ZeRO-1 at least, whatever stage the scenario sets for other policies.
+  constexpr double kBf16Bytes = 2;
   const auto& memory = cost_->profile().memory;
-  const auto stage = static_cast<std::size_t>(std::max(1, cost_->options().zero_stage));
-  const double static_bytes = cost_->parameters_per_gpu(scheme) * memory.replicated_bytes_per_param[stage] +
-                              cost_->model().parameters() * memory.sharded_bytes_per_param[stage] / total_gpus_;
+  const auto zero = static_cast<std::size_t>(std::max(1, cost_->options().zero_stage));
+  double held = 0;
+  for (int stage = 0; stage < scheme.pp; ++stage) {
+    held = std::max(held, cost_->trained_parameters_per_gpu(scheme, stage) * memory.replicated_bytes_per_param[zero] +
+                              cost_->frozen_parameters_per_gpu(scheme, stage) * kBf16Bytes);
+  }
+  const double static_bytes = held + cost_->trained_parameters() * memory.sharded_bytes_per_param[zero] / total_gpus_;
   const double tokens = std::floor((cost_->capacity_bytes() - static_bytes) / per_token);
   return tokens > 0 ? static_cast<Tokens>(tokens) : 0;
 }
