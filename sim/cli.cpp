@@ -13,6 +13,7 @@ std::string main_usage() {
          "  lcsim sweep SWEEP [--jobs N] [--out DIR] [--csv FILE] [--json FILE] [--quiet]\n"
          "  lcsim validate [--catalogue FILE] [--json FILE] [--csv FILE] [--jobs N] [--only ID]... [--work DIR]\n"
          "                 [--profile FILE]...\n"
+         "  lcsim tune SCENARIO [--policy LABEL]... [--jobs N] [--budget-s S] [--json FILE] [--csv FILE] [--quiet]\n"
          "  lcsim list models|gpus|distributions|policies|finetuning\n"
          "  lcsim COMMAND --help\n"
          "  lcsim --help | --version\n"
@@ -26,6 +27,8 @@ std::string main_usage() {
          "         CSV and JSON results\n"
          "  validate every published figure of the validation catalogue against lcsim's prediction: error,\n"
          "         ordering, held-out MAPE\n"
+         "  tune   each policy's best settings and parallel layout: every candidate estimated, the best\n"
+         "         simulated, out-of-memory plans rejected; the winning policy and its margin\n"
          "  list   the built-in models, GPU kinds, length distributions and policy kinds\n"
          "\n"
          "Scenario format: scenarios/README.md. Exit status: 0 success, 2 bad input (scenario, profile, trace,\n"
@@ -48,6 +51,8 @@ void run_command_line(const std::vector<std::string>& args, std::ostream& out) {
     run_simulate_command(rest, out);
   } else if (command == "validate") {
     run_validate_command(rest, out);
+  } else if (command == "tune") {
+    run_tune_command(rest, out);
   } else if (command == "list") {
     run_list_command(rest, out);
   } else {

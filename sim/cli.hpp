@@ -41,6 +41,8 @@ void run_sweep_command(const std::vector<std::string>& args, std::ostream& out);
 void run_simulate_command(const std::vector<std::string>& args, std::ostream& out);
 /// `lcsim validate ...` (args after "validate").
 void run_validate_command(const std::vector<std::string>& args, std::ostream& out);
+/// `lcsim tune ...` (args after "tune").
+void run_tune_command(const std::vector<std::string>& args, std::ostream& out);
 /// `lcsim list ...` (args after "list").
 void run_list_command(const std::vector<std::string>& args, std::ostream& out);
 

@@ -352,6 +352,13 @@ Scenario scenario_from_json(const nlohmann::json& document, const std::string& f
   if (!has_label(s.policies, s.baseline))
     root.fail("baseline", "no policy labelled \"" + s.baseline + "\" (labels: " + join(labels_of(s.policies)) + ")");
   s.paper_figures = parse_paper_figures(root, s.policies);
+  if (root.has("tune")) {
+    s.tune = tune_spec_from_json(root.value("tune"), file);
+    for (const auto& [label, knobs] : s.tune.policies)
+      if (!has_label(s.policies, label))
+        root.fail("tune.policies." + label,
+                  "no policy labelled \"" + label + "\" (labels: " + join(labels_of(s.policies)) + ")");
+  }
   root.finish();
   check_context(s, root);
   check_run_size(s, "training.iterations");

@@ -80,6 +80,26 @@ void apply_axis(Json& doc, const std::string& axis, const Json& value, const std
 
 }  // namespace
 
+void set_dotted_path(Json& doc, const std::string& path, const Json& value) {
+  Json* node = &doc;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node->is_object()) throw InputError("'" + path + "': " + key + " is not inside an object");
+    if (dot == std::string::npos) {
+      if (value.is_null())
+        node->erase(key);
+      else
+        (*node)[key] = value;
+      return;
+    }
+    if (!node->contains(key)) throw InputError("'" + path + "': the scenario has no '" + path.substr(0, dot) + "'");
+    node = &(*node)[key];
+    start = dot + 1;
+  }
+}
+
 Json scenario_with_absolute_paths(Json doc, const std::string& base_file) {
   const auto absolute = [&](const Json& relative) {
     return std::filesystem::absolute(resolve_scenario_path(base_file, relative.get<std::string>())).lexically_normal();

@@ -403,20 +403,10 @@ ValidationCatalogue load_catalogue(const std::string& file) {
 Json point_scenario(const ValidationPoint& point, const std::string& where) {
   Json doc = scenario_with_absolute_paths(parse_json_file(point.scenario), point.scenario);
   for (const auto& [path, value] : point.set.items()) {
-    Json* node = &doc;
-    std::size_t start = 0;
-    for (;;) {
-      const std::size_t dot = path.find('.', start);
-      const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-      if (!node->is_object()) throw InputError(where + ": set '" + path + "': " + key + " is not inside an object");
-      if (dot == std::string::npos) {
-        (*node)[key] = value;
-        break;
-      }
-      if (!node->contains(key))
-        throw InputError(where + ": set '" + path + "': the scenario has no '" + path.substr(0, dot) + "'");
-      node = &(*node)[key];
-      start = dot + 1;
+    try {
+      set_dotted_path(doc, path, value);
+    } catch (const InputError& e) {
+      throw InputError(where + ": set " + e.what());
     }
   }
   return doc;

@@ -49,6 +49,8 @@ class JsonObjectReader {
   std::string path(std::string_view key) const;
   const std::string& path() const { return path_; }
   const std::string& file() const { return file_; }
+  /// The object being read (to iterate over keys that are data, e.g. labels; read each with value()).
+  const nlohmann::json& node() const { return node_; }
 
   /// Throws InputError "file: path: message".
   [[noreturn]] void fail(std::string_view key, std::string_view message) const;

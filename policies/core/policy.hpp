@@ -63,6 +63,11 @@ class Policy {
   /// Whether plan i holds exactly the sequences of batches[i] (the validator checks against that batch), or
   /// the plans together hold the window.
   virtual bool keeps_global_batches() const { return true; }
+  /// Whether plans depend on the scenario's parallel layout; false for a policy that chooses its own parallel
+  /// strategies and reads only the GPU count (`lcsim tune` then does not search layouts for it).
+  virtual bool plans_under_layout() const { return true; }
+  /// Why plan() would refuse `layout` (empty: it takes it), so a search can skip it without planning.
+  virtual std::string layout_refusal(const ParallelLayout& /*layout*/) const { return {}; }
 };
 
 /// A policy as the scenario names it: `kind` from the registry, a `label` unique within the scenario (defaults

@@ -93,6 +93,7 @@ class HydraulisPolicy : public Policy {
   explicit HydraulisPolicy(HydraulisOptions options) : options_(std::move(options)) {}
   std::string kind() const override { return "hydraulis"; }
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
+  bool plans_under_layout() const override { return false; }  // chooses its <TP, PP> strategies per iteration
 
   /// Filled by plan(): the candidates and per-iteration choices.
   const std::vector<Strategy>& candidates() const { return candidates_; }

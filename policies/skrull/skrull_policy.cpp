@@ -58,11 +58,16 @@ std::string SkrullPolicy::kind() const {
   return "skrull";
 }
 
+std::string SkrullPolicy::layout_refusal(const ParallelLayout& layout) const {
+  if (layout.tp != 1 || layout.pp != 1)
+    return kind() + ": Skrull schedules DP x CP layouts; parallel.tp and parallel.pp must be 1";
+  return {};
+}
+
 std::vector<IterationPlan> SkrullPolicy::plan(const PlanningContext& context, std::span<const GlobalBatch> batches) {
   const CostModel& cost = *context.cost;
   const ParallelLayout& layout = context.layout;
-  if (layout.tp != 1 || layout.pp != 1)
-    throw PlanningError(kind() + ": Skrull schedules DP x CP layouts; parallel.tp and parallel.pp must be 1");
+  if (const std::string refusal = layout_refusal(layout); !refusal.empty()) throw PlanningError(refusal);
   ParallelScheme scheme;
   scheme.cp = layout.cp;
   scheme.recompute = context.training.recompute;

@@ -16,6 +16,7 @@ class SkrullPolicy : public Policy {
   SkrullPolicy(Variant variant, bool rollback, int micro_batch_sequences);
   std::string kind() const override;
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
+  std::string layout_refusal(const ParallelLayout& layout) const override;
 
   Variant variant() const { return variant_; }
   bool rollback() const { return rollback_; }

@@ -1,0 +1,271 @@
+// `lcsim tune`: each policy's best settings and parallel layout. Every candidate of the search space
+// (traces/tune.hpp) is estimated by its own `lcsim plan` process; the most promising of each policy are then
+// simulated (`lcsim simulate`); plans that run out of memory are never accepted. Processes give --jobs
+// parallelism and keep each candidate's result independent of the others, so --jobs changes no result.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "policies/core/files.hpp"
+#include "policies/core/json_reader.hpp"
+#include "sim/cli.hpp"
+#include "sim/command_options.hpp"
+#include "sim/process_pool.hpp"
+#include "traces/results_io.hpp"
+#include "traces/scenario_loader.hpp"
+#include "traces/sweep.hpp"
+#include "traces/tune.hpp"
+
+namespace lcsim {
+namespace {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr const char* kTuneUsage = "Usage: lcsim tune SCENARIO [options]\n";
+
+po::options_description tune_options() {
+  po::options_description options("Options", 110, 60);
+  options.add_options()              //
+      ("help,h", "print this help")  //
+      ("policy,p", po::value<std::vector<std::string>>()->composing()->value_name("LABEL"),
+       "tune only the policy with this label (repeatable)")                                                      //
+      ("jobs,j", po::value<int>()->default_value(1)->value_name("N"), "candidates run in parallel (processes)")  //
+      ("iterations,n", po::value<int>()->value_name("N"),
+       "global batches per candidate, overriding training.iterations")  //
+      ("budget-s", po::value<double>()->value_name("S"),
+       "stop starting estimates after S seconds; the candidates not reached are reported as not run")                 //
+      ("json", po::value<std::string>()->value_name("FILE"), "write every candidate and the verdict (lcsim-tune/1)")  //
+      ("csv", po::value<std::string>()->value_name("FILE"), "write one row per candidate")                            //
+      ("work", po::value<std::string>()->value_name("DIR"),
+       "keep every candidate's scenario, results and log in DIR (default: a temporary folder, removed at the end)")  //
+      ("quiet,q", "do not print the verdict");
+  return options;
+}
+
+std::string tune_help() {
+  std::ostringstream text;
+  text << kTuneUsage
+       << "\nFinds each policy's best settings jointly with the parallel layout (DP x CP x TP x PP over the\n"
+          "cluster, TP inside a node) on the scenario's model, data and cluster. The scenario's \"tune\" object says\n"
+          "which keys are free; what it leaves out takes the default space (docs/tune.md: Skrull's and RR's\n"
+          "BucketSize, the packing length, sorted batching's micro-batch tokens, every layout). Every candidate is\n"
+          "estimated by `lcsim plan`; the most promising of each policy (tune.simulate_top, default 3) are\n"
+          "simulated. A candidate with an iteration out of memory is never accepted. Prints per policy the best\n"
+          "and runner-up settings with tokens/s, p99 iteration time and memory headroom, each knob's effect around\n"
+          "the best, and the winning policy with its margin; results do not depend on --jobs.\n\n"
+       << tune_options();
+  return text.str();
+}
+
+std::string last_line_of(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
+/// The tuned policy's figures from a results file (lcsim-results/1).
+void read_results(const Json& results, const std::string& label, bool simulated, TuneOutcome& o) {
+  for (const auto& p : results.at("policies")) {
+    if (p.at("name") != label) continue;
+    const double tokens_per_s = p.at("tokens_per_s").get<double>();
+    (simulated ? o.simulated_tokens_per_s : o.estimate_tokens_per_s) = tokens_per_s;
+    (simulated ? o.simulated : o.estimated) = true;
+    o.p99_iteration_s = p.at("p99_iteration_s").get<double>();
+    o.oom_iterations = std::max(o.oom_iterations, p.at("oom_iterations").get<int>());
+    for (const auto& it : p.at("iterations")) o.peak_gib = std::max(o.peak_gib, it.at("peak_GiB").get<double>());
+    return;
+  }
+  o.failed = "no results for policy " + label;
+}
+
+std::string fixed(double v, int precision) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(precision) << v;
+  return s.str();
+}
+
+void print_verdict(const Scenario& s, const TuneSpace& space, const std::vector<TuneOutcome>& outcomes,
+                   const TuneVerdict& verdict, double seconds, bool budget_hit, std::ostream& out) {
+  int estimated = 0, simulated = 0, refused = 0;
+  for (const auto& o : outcomes) estimated += o.estimated, simulated += o.simulated;
+  for (const auto& [label, n] : space.refused) refused += n;
+  out << "tune      " << s.name << " (" << s.file << ")\n";
+  out << "searched  " << space.candidates.size() << " candidates of " << verdict.policies.size()
+      << " policies: " << estimated << " estimated (lcsim plan), " << simulated << " simulated (lcsim simulate); "
+      << refused << " refused (a layout or setting the policy or scenario cannot take); " << fixed(seconds, 1) << " s"
+      << (budget_hit ? " (stopped by --budget-s)" : "") << "\n\n";
+  const auto row_of = [&](const std::string& what, const std::optional<int>& index) -> std::vector<std::string> {
+    if (!index) return {what, "-", "-", "-", "-", "-"};
+    const TuneCandidate& c = space.candidates[static_cast<std::size_t>(*index)];
+    const TuneOutcome& o = outcomes[static_cast<std::size_t>(*index)];
+    return {what,
+            describe_settings(c),
+            fixed(o.tokens_per_s(), 0) + (o.simulated ? " (sim)" : " (est)"),
+            fixed(o.p99_iteration_s, 3),
+            fixed(o.capacity_gib - o.peak_gib, 1),
+            std::to_string(c.index)};
+  };
+  std::vector<std::vector<std::string>> rows = {
+      {"policy", "settings", "tokens/s", "p99 s", "headroom GiB", "candidate"}};
+  for (const auto& v : verdict.policies) {
+    rows.push_back(row_of(v.policy, v.best));
+    if (v.runner_up) rows.push_back(row_of("  runner-up", v.runner_up));
+  }
+  print_aligned_rows(rows, out);
+  if (verdict.winner) {
+    out << "\nwinner    " << *verdict.winner;
+    if (verdict.second)
+      out << ", " << fixed(verdict.margin, 2) << "x over " << *verdict.second << " (each at its best)";
+    out << "\n";
+  } else {
+    out << "\nwinner    none: no candidate of any policy planned without running out of memory\n";
+  }
+  out << "\nsensitivity: estimated throughput relative to the best when only that knob moves\n";
+  for (const auto& v : verdict.policies) {
+    for (const auto& k : v.sensitivity) {
+      if (k.values.size() < 2) continue;
+      out << "  " << std::left << std::setw(18) << v.policy << std::setw(22) << k.knob << std::right;
+      for (const auto& [value, cell] : k.values) out << " " << value << ":" << cell;
+      out << "\n";
+    }
+  }
+  out << "\nCandidates with an OOM iteration were rejected: ";
+  bool first = true;
+  for (const auto& v : verdict.policies) {
+    out << (first ? "" : ", ") << v.policy << " " << v.rejected_oom;
+    first = false;
+  }
+  out << ".\n";
+}
+
+}  // namespace
+
+void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
+  const auto parsed = parse_file_command("tune", "SCENARIO", args, tune_options(), tune_help(), out);
+  if (!parsed) return;
+  const po::variables_map& vm = parsed->options;
+  const int jobs = vm["jobs"].as<int>();
+  if (jobs < 1) throw UsageError("tune: --jobs must be at least 1, got " + std::to_string(jobs), tune_help());
+  std::optional<double> budget;
+  if (vm.count("budget-s")) {
+    budget = vm["budget-s"].as<double>();
+    if (!(*budget > 0)) throw UsageError("tune: --budget-s must be positive", tune_help());
+  }
+  const auto labels = vm.count("policy") ? vm["policy"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const auto started = std::chrono::steady_clock::now();
+
+  Json document = scenario_with_absolute_paths(parse_json_file(parsed->file), parsed->file);
+  if (vm.count("iterations")) document["training"]["iterations"] = vm["iterations"].as<int>();
+  const LoadedScenario base = load_and_prepare(document, parsed->file);
+  const Scenario& scenario = base.scenario;
+  for (const auto& label : labels) {
+    bool known = false;
+    for (const auto& p : scenario.policies) known = known || p.label == label;
+    if (!known) throw InputError(parsed->file + ": --policy: no policy labelled \"" + label + "\"");
+  }
+  std::vector<std::string> policies;
+  for (const auto& p : scenario.policies)
+    if (labels.empty() || std::find(labels.begin(), labels.end(), p.label) != labels.end()) policies.push_back(p.label);
+  check_output_files(output_options(vm, {"json", "csv"}), scenario_inputs(base));
+
+  const TuneSpace space = expand_tune_space(scenario, document, scenario.tune, labels);
+  std::vector<TuneOutcome> outcomes(space.candidates.size());
+  const double capacity_gib = base.cost->capacity_bytes() / (1024.0 * 1024 * 1024);
+  for (auto& o : outcomes) o.capacity_gib = capacity_gib;
+
+  const bool keep = vm.count("work") > 0;
+  fs::path dir;
+  if (keep) {
+    dir = vm["work"].as<std::string>();
+    std::error_code made;
+    fs::create_directories(dir, made);
+    if (made) throw InputError(dir.string() + ": cannot create the work folder: " + made.message());
+  } else {
+    std::string pattern = (fs::temp_directory_path() / "lcsim-tune-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw InputError(pattern + ": cannot create a temporary folder");
+    dir = pattern;
+  }
+  struct RemoveUnlessKept {
+    fs::path dir;
+    bool remove;
+    ~RemoveUnlessKept() {
+      std::error_code ignored;
+      if (remove) fs::remove_all(dir, ignored);
+    }
+  } cleanup{dir, !keep};
+  const auto name_of = [&](int i, const char* suffix) {
+    std::ostringstream name;
+    name << "candidate-" << std::setw(5) << std::setfill('0') << i << suffix;
+    return dir / name.str();
+  };
+  const std::string exe = self_executable();
+  const auto command = [&](const TuneCandidate& c, const char* mode) {
+    const bool sim = std::string(mode) == "simulate";
+    return ChildCommand{{exe, mode, name_of(c.index, ".json").string(), "--json",
+                         name_of(c.index, sim ? ".sim.json" : ".plan.json").string(), "--quiet", "--policy", c.policy},
+                        name_of(c.index, sim ? ".sim.log" : ".plan.log").string()};
+  };
+  const auto collect = [&](const TuneCandidate& c, int status, bool sim) {
+    TuneOutcome& o = outcomes[static_cast<std::size_t>(c.index)];
+    if (status != 0) {
+      o.failed = std::string(sim ? "simulate" : "plan") + " exited " + std::to_string(status) + ": " +
+                 last_line_of(name_of(c.index, sim ? ".sim.log" : ".plan.log"));
+      return;
+    }
+    read_results(parse_json_file(name_of(c.index, sim ? ".sim.json" : ".plan.json").string(), kMaxResultsFileBytes),
+                 c.policy, sim, o);
+  };
+
+  // Estimate every candidate, in chunks so that --budget-s can stop between them.
+  for (const auto& c : space.candidates) write_file_atomically(name_of(c.index, ".json").string(), c.scenario.dump(1));
+  bool budget_hit = false;
+  const std::size_t chunk = static_cast<std::size_t>(jobs) * 8;
+  for (std::size_t first = 0; first < space.candidates.size(); first += chunk) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (budget && elapsed > *budget) {
+      budget_hit = true;
+      break;
+    }
+    const std::size_t last = std::min(space.candidates.size(), first + chunk);
+    std::vector<ChildCommand> commands;
+    for (std::size_t i = first; i < last; ++i) commands.push_back(command(space.candidates[i], "plan"));
+    const auto status = run_children(commands, jobs, [&](std::size_t done, std::size_t) {
+      print_progress(first + done, space.candidates.size(), "candidates estimated");
+    });
+    for (std::size_t i = first; i < last; ++i) collect(space.candidates[i], status[i - first], false);
+  }
+
+  // Simulate the most promising candidates of each policy.
+  std::vector<const TuneCandidate*> to_simulate;
+  for (const auto& label : policies)
+    for (int i : most_promising(space.candidates, outcomes, label, scenario.tune.simulate_top))
+      to_simulate.push_back(&space.candidates[static_cast<std::size_t>(i)]);
+  std::vector<ChildCommand> commands;
+  for (const auto* c : to_simulate) commands.push_back(command(*c, "simulate"));
+  const auto status = run_children(commands, jobs, [&](std::size_t done, std::size_t total) {
+    print_progress(done, total, "candidates simulated");
+  });
+  for (std::size_t i = 0; i < to_simulate.size(); ++i) collect(*to_simulate[i], status[i], true);
+
+  const TuneVerdict verdict = judge_tune(space, outcomes, policies);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::vector<std::string> written;
+  if (vm.count("json"))
+    write_output(vm["json"].as<std::string>(), tune_to_json(scenario, space, outcomes, verdict).dump(1) + "\n",
+                 written);
+  if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), tune_to_csv(space, outcomes), written);
+  if (!vm.count("quiet")) print_verdict(scenario, space, outcomes, verdict, seconds, budget_hit, out);
+}
+
+}  // namespace lcsim

@@ -1,0 +1,394 @@
+#include "traces/tune.hpp"
+
+#include <algorithm>
+#include <iomanip>
+#include <set>
+#include <sstream>
+
+#include "policies/core/errors.hpp"
+#include "policies/core/json_reader.hpp"
+#include "traces/scenario.hpp"
+#include "traces/sweep.hpp"
+
+namespace lcsim {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kOptionsPrefix = "options.";
+
+std::vector<int> degrees(JsonObjectReader& r, std::string_view key) {
+  const Json& list = r.value(key);
+  if (!list.is_array() || list.empty()) r.fail(key, "expected a non-empty array of degrees");
+  std::vector<int> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_number_integer() || list[i].get<std::int64_t>() < 1 || list[i].get<std::int64_t>() > (1 << 20))
+      r.fail(std::string(key) + "[" + std::to_string(i) + "]", "expected an integer >= 1, got " + list[i].dump());
+    const int d = list[i].get<int>();
+    if (std::find(out.begin(), out.end(), d) != out.end())
+      r.fail(std::string(key) + "[" + std::to_string(i) + "]", "duplicate degree " + std::to_string(d));
+    out.push_back(d);
+  }
+  return out;
+}
+
+std::vector<TuneKnob> knobs(JsonObjectReader r, bool policy_options) {
+  std::vector<TuneKnob> out;
+  for (const auto& [path, values] : r.node().items()) {
+    const bool option = path.rfind(kOptionsPrefix, 0) == 0;
+    if (option && !policy_options)
+      r.fail(path, "a policy's options are tuned under \"policies\": {LABEL: {\"" + path + "\": [...]}}");
+    if (path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos)
+      r.fail(path, "'" + path + "' is not a dotted key path (e.g. training.bucket_size_tokens)");
+    if (path.rfind("parallel.", 0) == 0) r.fail(path, "the layout is tuned under \"layout\"");
+    if (!values.is_array() || values.empty()) r.fail(path, "expected a non-empty array of values");
+    out.push_back({path, std::vector<Json>(values.begin(), values.end())});
+    r.value(path);  // mark it read
+  }
+  r.finish();
+  return out;
+}
+
+/// Writes `value` at the dotted `path` of `doc` (null removes the key: the scenario's or policy's default).
+void set_knob(Json& doc, Json& options, const std::string& path, const Json& value) {
+  if (path.rfind(kOptionsPrefix, 0) == 0) {
+    const std::string key = path.substr(std::string(kOptionsPrefix).size());
+    if (value.is_null())
+      options.erase(key);
+    else
+      options[key] = value;
+    return;
+  }
+  set_dotted_path(doc, path, value);
+}
+
+std::vector<int> powers_of_two_up_to(int limit) {
+  std::vector<int> out;
+  for (int d = 1; d <= limit; d *= 2) out.push_back(d);
+  return out;
+}
+
+std::string value_text(const Json& v) {
+  if (v.is_null()) return "default";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+std::string short_name(const std::string& path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+std::string ratio_text(double ratio) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2) << ratio << "x";
+  return s.str();
+}
+
+/// The value of knob `k` (0-2: cp, tp, pp; then settings) of a candidate, as text.
+std::string knob_value(const TuneCandidate& c, std::size_t k) {
+  if (k == 0) return std::to_string(c.layout.cp);
+  if (k == 1) return std::to_string(c.layout.tp);
+  if (k == 2) return std::to_string(c.layout.pp);
+  return value_text(c.settings[k - 3].second);
+}
+
+}  // namespace
+
+TuneSpec tune_spec_from_json(const Json& tune, const std::string& file) {
+  JsonObjectReader r(tune, file, "tune");
+  TuneSpec spec;
+  if (r.has("layout")) {
+    JsonObjectReader layout = r.object("layout");
+    if (layout.has("cp")) spec.cp = degrees(layout, "cp");
+    if (layout.has("tp")) spec.tp = degrees(layout, "tp");
+    if (layout.has("pp")) spec.pp = degrees(layout, "pp");
+    layout.finish();
+  }
+  if (r.has("keys")) spec.keys = knobs(r.object("keys"), false);
+  if (r.has("policies")) {
+    JsonObjectReader policies = r.object("policies");
+    for (const auto& [label, node] : policies.node().items())
+      spec.policies[label] = knobs(policies.object(label), true);
+    policies.finish();
+  }
+  if (r.has("simulate_top")) spec.simulate_top = static_cast<int>(r.integer_in("simulate_top", 0, 1000));
+  r.finish();
+  return spec;
+}
+
+std::vector<TuneKnob> default_policy_knobs(const Scenario& scenario, const PolicySpec& policy) {
+  const Tokens context = scenario.training.context_length;
+  // Token budgets: a quarter, half and all of the context, and the policy's own default (null).
+  std::vector<Json> budgets = {nullptr};
+  for (Tokens t : {context / 4, context / 2, context}) budgets.push_back(t);
+  if (policy.kind == "skrull" || policy.kind == "rr") {
+    // BucketSize: up to where memory allows; values past it plan with OOM iterations and are never accepted.
+    std::set<Tokens> sizes = {4096, 8192, 16384, 24576, 32768, 49152, 65536};
+    if (scenario.training.bucket_size_tokens) sizes.insert(*scenario.training.bucket_size_tokens);
+    std::vector<Json> values;
+    for (Tokens s : sizes)
+      if (s <= context) values.push_back(s);
+    return {{"training.bucket_size_tokens", values}};
+  }
+  if (policy.kind == "packing") return {{"options.packing_length_tokens", budgets}};
+  if (policy.kind == "sorted" && policy.options.value("micro_batch", "budget") == "budget")
+    return {{"options.micro_batch_tokens", budgets}};
+  return {};
+}
+
+std::vector<ParallelLayout> tune_layouts(const Scenario& scenario, const TuneSpec& spec) {
+  const int gpus = scenario.cluster.nodes * scenario.cluster.gpus_per_node;
+  const std::vector<int> cps = spec.cp.empty() ? powers_of_two_up_to(gpus) : spec.cp;
+  const std::vector<int> tps = spec.tp.empty() ? powers_of_two_up_to(scenario.cluster.gpus_per_node) : spec.tp;
+  const std::vector<int> pps = spec.pp.empty() ? std::vector<int>{1, 2, 4} : spec.pp;
+  std::vector<ParallelLayout> out;
+  for (int cp : cps)
+    for (int tp : tps)
+      for (int pp : pps) {
+        const int per_replica = cp * tp * pp;
+        if (gpus % per_replica != 0 || scenario.cluster.gpus_per_node % tp != 0 || scenario.model.layers % pp != 0)
+          continue;
+        out.push_back({gpus / per_replica, cp, tp, pp});
+      }
+  return out;
+}
+
+TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, const TuneSpec& spec,
+                            const std::vector<std::string>& labels) {
+  TuneSpace space;
+  const std::vector<ParallelLayout> layouts = tune_layouts(scenario, spec);
+  const PolicySpec* baseline = nullptr;
+  for (const auto& p : scenario.policies)
+    if (p.label == scenario.baseline) baseline = &p;
+  for (std::size_t pi = 0; pi < scenario.policies.size(); ++pi) {
+    const PolicySpec& policy = scenario.policies[pi];
+    if (!labels.empty() && std::find(labels.begin(), labels.end(), policy.label) == labels.end()) continue;
+    std::vector<TuneKnob> knobs = spec.keys;
+    const auto own = spec.policies.find(policy.label);
+    const std::vector<TuneKnob> policy_knobs =
+        own != spec.policies.end() ? own->second : default_policy_knobs(scenario, policy);
+    knobs.insert(knobs.end(), policy_knobs.begin(), policy_knobs.end());
+    auto& names = space.knob_names[policy.label];
+    names = {"cp", "tp", "pp"};
+    for (const auto& k : knobs) names.push_back(k.path);
+
+    std::size_t combinations = 1;
+    for (const auto& k : knobs) combinations *= k.values.size();
+    const std::unique_ptr<Policy> instance = make_policy(policy);
+    // A policy that chooses its own parallel strategies gets the scenario's layout only: the others would repeat it.
+    const std::vector<ParallelLayout> own_layouts =
+        instance->plans_under_layout() ? layouts : std::vector<ParallelLayout>{scenario.layout};
+    for (const ParallelLayout& layout : own_layouts) {
+      if (!instance->layout_refusal(layout).empty()) {
+        space.refused[policy.label] += static_cast<int>(combinations);
+        continue;
+      }
+      for (std::size_t combo = 0; combo < combinations; ++combo) {
+        TuneCandidate c;
+        c.policy = policy.label;
+        c.layout = layout;
+        std::size_t rest = combo;
+        for (std::size_t k = knobs.size(); k-- > 0;) {
+          c.settings.insert(c.settings.begin(), {knobs[k].path, knobs[k].values[rest % knobs[k].values.size()]});
+          rest /= knobs[k].values.size();
+        }
+        Json doc = document;
+        doc.erase("tune");
+        doc.erase("paper_figures");
+        Json& parallel = doc["parallel"];
+        if (!parallel.is_object()) parallel = Json::object();
+        parallel["dp"] = layout.dp, parallel["cp"] = layout.cp, parallel["tp"] = layout.tp, parallel["pp"] = layout.pp;
+        Json tuned = document.at("policies").at(pi);
+        Json options = tuned.value("options", Json::object());
+        for (const auto& [path, value] : c.settings) set_knob(doc, options, path, value);
+        if (options.empty())
+          tuned.erase("options");
+        else
+          tuned["options"] = options;
+        doc["policies"] = Json::array({tuned});
+        if (baseline && baseline->label != policy.label)
+          doc["policies"].push_back(
+              document.at("policies").at(static_cast<std::size_t>(baseline - &scenario.policies[0])));
+        doc["baseline"] = baseline ? baseline->label : policy.label;
+        try {
+          const Scenario checked = scenario_from_json(doc, scenario.file);
+          for (const auto& p : checked.policies) make_policy(p);
+        } catch (const InputError&) {
+          ++space.refused[policy.label];
+          continue;
+        }
+        c.index = static_cast<int>(space.candidates.size());
+        c.scenario = std::move(doc);
+        space.candidates.push_back(std::move(c));
+      }
+    }
+  }
+  return space;
+}
+
+std::vector<int> most_promising(const std::vector<TuneCandidate>& candidates, const std::vector<TuneOutcome>& outcomes,
+                                const std::string& policy, int top) {
+  std::vector<int> ranked;
+  for (const auto& c : candidates)
+    if (c.policy == policy && outcomes[static_cast<std::size_t>(c.index)].accepted()) ranked.push_back(c.index);
+  std::stable_sort(ranked.begin(), ranked.end(), [&](int a, int b) {
+    return outcomes[static_cast<std::size_t>(a)].estimate_tokens_per_s >
+           outcomes[static_cast<std::size_t>(b)].estimate_tokens_per_s;
+  });
+  if (static_cast<int>(ranked.size()) > top) ranked.resize(static_cast<std::size_t>(top));
+  return ranked;
+}
+
+TuneVerdict judge_tune(const TuneSpace& space, const std::vector<TuneOutcome>& outcomes,
+                       const std::vector<std::string>& policies) {
+  TuneVerdict verdict;
+  const auto at = [&](int i) -> const TuneOutcome& { return outcomes[static_cast<std::size_t>(i)]; };
+  for (const auto& label : policies) {
+    PolicyVerdict v;
+    v.policy = label;
+    const auto refused = space.refused.find(label);
+    v.refused = refused == space.refused.end() ? 0 : refused->second;
+    // Best: the highest throughput among accepted candidates, simulated ones ranked by their simulation and
+    // ahead of any that were only estimated (the simulation is the better-informed figure).
+    std::vector<int> ranked;
+    for (const auto& c : space.candidates) {
+      if (c.policy != label) continue;
+      const TuneOutcome& o = at(c.index);
+      v.estimated += o.estimated ? 1 : 0;
+      v.simulated += o.simulated ? 1 : 0;
+      v.failed += o.failed.empty() ? 0 : 1;
+      v.rejected_oom += o.failed.empty() && o.oom_iterations > 0 ? 1 : 0;
+      if (o.accepted()) ranked.push_back(c.index);
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [&](int a, int b) {
+      if (at(a).simulated != at(b).simulated) return at(a).simulated;
+      return at(a).tokens_per_s() > at(b).tokens_per_s();
+    });
+    if (!ranked.empty()) v.best = ranked[0];
+    if (ranked.size() > 1) v.runner_up = ranked[1];
+    if (v.best) {
+      const TuneCandidate& best = space.candidates[static_cast<std::size_t>(*v.best)];
+      const std::size_t knob_count = 3 + best.settings.size();
+      const auto& names = space.knob_names.at(label);
+      for (std::size_t k = 0; k < knob_count; ++k) {
+        KnobSensitivity s;
+        s.knob = k < 3 ? names[k] : short_name(names[k]);
+        for (const auto& c : space.candidates) {
+          if (c.policy != label) continue;
+          bool others_equal = true;
+          for (std::size_t j = 0; j < knob_count && others_equal; ++j)
+            if (j != k && knob_value(c, j) != knob_value(best, j)) others_equal = false;
+          // dp follows cp, tp and pp; a layout knob moves with dp alone.
+          if (!others_equal) continue;
+          const TuneOutcome& o = at(c.index);
+          std::string cell = !o.failed.empty()      ? "failed"
+                             : o.oom_iterations > 0 ? "OOM"
+                             : o.estimated ? ratio_text(o.estimate_tokens_per_s / at(*v.best).estimate_tokens_per_s)
+                                           : "-";
+          s.values.emplace_back(knob_value(c, k), cell);
+        }
+        v.sensitivity.push_back(std::move(s));
+      }
+    }
+    verdict.policies.push_back(std::move(v));
+  }
+  // The winner: the best policy by its best candidate's throughput; the margin over the next policy.
+  std::vector<const PolicyVerdict*> with_best;
+  for (const auto& v : verdict.policies)
+    if (v.best) with_best.push_back(&v);
+  std::stable_sort(with_best.begin(), with_best.end(), [&](const PolicyVerdict* a, const PolicyVerdict* b) {
+    return at(*a->best).tokens_per_s() > at(*b->best).tokens_per_s();
+  });
+  if (!with_best.empty()) verdict.winner = with_best[0]->policy;
+  if (with_best.size() > 1) {
+    verdict.second = with_best[1]->policy;
+    verdict.margin = at(*with_best[0]->best).tokens_per_s() / at(*with_best[1]->best).tokens_per_s();
+  }
+  return verdict;
+}
+
+std::string describe_settings(const TuneCandidate& c) {
+  std::ostringstream s;
+  s << "dp=" << c.layout.dp << " cp=" << c.layout.cp << " tp=" << c.layout.tp << " pp=" << c.layout.pp;
+  for (const auto& [path, value] : c.settings) s << " " << short_name(path) << "=" << value_text(value);
+  return s.str();
+}
+
+nlohmann::ordered_json tune_to_json(const Scenario& scenario, const TuneSpace& space,
+                                    const std::vector<TuneOutcome>& outcomes, const TuneVerdict& verdict) {
+  using OJson = nlohmann::ordered_json;
+  OJson j;
+  j["schema"] = "lcsim-tune/1";
+  j["scenario"] = scenario.name;
+  j["scenario_file"] = scenario.file;
+  OJson candidates = OJson::array();
+  for (const auto& c : space.candidates) {
+    const TuneOutcome& o = outcomes[static_cast<std::size_t>(c.index)];
+    OJson item;
+    item["index"] = c.index;
+    item["policy"] = c.policy;
+    item["layout"] = {{"dp", c.layout.dp}, {"cp", c.layout.cp}, {"tp", c.layout.tp}, {"pp", c.layout.pp}};
+    OJson settings = OJson::object();
+    for (const auto& [path, value] : c.settings) settings[path] = value;
+    item["settings"] = settings;
+    item["estimated"] = o.estimated;
+    item["simulated"] = o.simulated;
+    item["failed"] = o.failed;
+    item["estimate_tokens_per_s"] = o.estimate_tokens_per_s;
+    item["simulated_tokens_per_s"] = o.simulated ? OJson(o.simulated_tokens_per_s) : OJson(nullptr);
+    item["p99_iteration_s"] = o.p99_iteration_s;
+    item["peak_GiB"] = o.peak_gib;
+    item["headroom_GiB"] = o.capacity_gib - o.peak_gib;
+    item["oom_iterations"] = o.oom_iterations;
+    candidates.push_back(std::move(item));
+  }
+  j["candidates"] = std::move(candidates);
+  OJson policies = OJson::array();
+  for (const auto& v : verdict.policies) {
+    OJson item;
+    item["policy"] = v.policy;
+    item["best"] = v.best ? OJson(*v.best) : OJson(nullptr);
+    item["runner_up"] = v.runner_up ? OJson(*v.runner_up) : OJson(nullptr);
+    item["estimated"] = v.estimated;
+    item["simulated"] = v.simulated;
+    item["rejected_oom"] = v.rejected_oom;
+    item["failed"] = v.failed;
+    item["refused"] = v.refused;
+    OJson sensitivity = OJson::array();
+    for (const auto& s : v.sensitivity) {
+      OJson values = OJson::array();
+      for (const auto& [value, cell] : s.values) values.push_back({{"value", value}, {"relative", cell}});
+      sensitivity.push_back({{"knob", s.knob}, {"values", values}});
+    }
+    item["sensitivity"] = std::move(sensitivity);
+    policies.push_back(std::move(item));
+  }
+  j["policies"] = std::move(policies);
+  j["winner"] = verdict.winner ? OJson(*verdict.winner) : OJson(nullptr);
+  j["second"] = verdict.second ? OJson(*verdict.second) : OJson(nullptr);
+  j["margin"] = verdict.margin;
+  return j;
+}
+
+std::string tune_to_csv(const TuneSpace& space, const std::vector<TuneOutcome>& outcomes) {
+  std::ostringstream s;
+  s << std::setprecision(10);
+  s << "index,policy,dp,cp,tp,pp,settings,estimate_tokens_per_s,simulated_tokens_per_s,p99_iteration_s,peak_GiB,"
+       "oom_iterations,failed\n";
+  for (const auto& c : space.candidates) {
+    const TuneOutcome& o = outcomes[static_cast<std::size_t>(c.index)];
+    std::string failed = o.failed;
+    std::replace(failed.begin(), failed.end(), '"', '\'');
+    std::string settings;
+    for (const auto& [path, value] : c.settings)
+      settings += (settings.empty() ? "" : " ") + short_name(path) + "=" + value_text(value);
+    s << c.index << "," << c.policy << "," << c.layout.dp << "," << c.layout.cp << "," << c.layout.tp << ","
+      << c.layout.pp << ",\"" << settings << "\"," << o.estimate_tokens_per_s << ","
+      << (o.simulated ? o.simulated_tokens_per_s : 0.0) << "," << o.p99_iteration_s << "," << o.peak_gib << ","
+      << o.oom_iterations << ",\"" << failed << "\"\n";
+  }
+  return s.str();
+}
+
+}  // namespace lcsim
