@@ -58,6 +58,11 @@ nlohmann::json scenario_with_absolute_paths(nlohmann::json doc, const std::strin
 /// The axis names a sweep may use.
 const std::vector<std::string>& sweep_axis_names();
 
+/// How many points the sweep has (the product of its axes' sizes).
+std::size_t sweep_point_count(const Sweep& sweep);
+/// Point `index`'s axis values, in axis order (row-major: the last axis varies fastest).
+std::vector<std::pair<std::string, nlohmann::json>> sweep_point_coordinates(const Sweep& sweep, std::size_t index);
+
 /// Every point, in row-major order of the axes (the last axis varies fastest). Each point's scenario is checked
 /// by the scenario parser, so an impossible combination (e.g. a GPU count the layout does not divide) is an
 /// InputError naming the sweep file, the point and the axis values before anything runs.
