@@ -134,6 +134,9 @@ Sweep sweep_from_json(const Json& document, const std::string& file) {
     item.finish();
     sweep.axes.push_back(std::move(axis));
   }
+  if (sweep_point_count(sweep) > kMaxSweepPoints)
+    root.fail("axes", "more than " + std::to_string(kMaxSweepPoints) +
+                          " points (the product of the axes' sizes), the most a sweep may have");
   root.finish();
   return sweep;
 }
@@ -143,8 +146,10 @@ Sweep load_sweep(const std::string& file) {
 }
 
 std::size_t sweep_point_count(const Sweep& sweep) {
+  // Stops growing past the limit, so that no product of many long axes overflows.
   std::size_t total = 1;
-  for (const auto& axis : sweep.axes) total *= axis.values.size();
+  for (const auto& axis : sweep.axes)
+    if (total <= kMaxSweepPoints) total *= axis.values.size();
   return total;
 }
 

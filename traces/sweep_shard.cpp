@@ -101,7 +101,8 @@ SweepShardManifest shard_manifest_from_json(const Json& document, const std::str
   manifest.sweep_digest = root.required<std::string>("sweep_digest");
   manifest.shard.count = static_cast<int>(root.integer_in("shards", 1, INT32_MAX));
   manifest.shard.index = static_cast<int>(root.integer_in("shard", 1, manifest.shard.count));
-  manifest.points_total = static_cast<int>(root.integer_in("points_total", 1, INT32_MAX));
+  manifest.points_total =
+      static_cast<int>(root.integer_in("points_total", 1, static_cast<std::int64_t>(kMaxSweepPoints)));
   manifest.sweep = root.value("sweep");
   if (!manifest.sweep.is_object()) root.fail("sweep", "expected the sweep file's document (an object)");
   const Json& points = root.value("points");
