@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <boost/program_options.hpp>
@@ -16,6 +17,7 @@
 #include "sim/command_options.hpp"
 #include "sim/process_pool.hpp"
 #include "traces/sweep_results.hpp"
+#include "traces/sweep_shard.hpp"
 
 namespace lcsim {
 namespace {
@@ -24,7 +26,10 @@ namespace po = boost::program_options;
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-constexpr const char* kSweepUsage = "Usage: lcsim sweep SWEEP.json [options]\n";
+constexpr const char* kSweepUsage =
+    "Usage: lcsim sweep SWEEP.json [options]\n"
+    "       lcsim sweep SWEEP.json --shard K/N [--out DIR] [--jobs N] [--quiet]\n"
+    "       lcsim sweep merge DIR... [--out DIR] [--csv FILE] [--json FILE] [--quiet]\n";
 
 po::options_description sweep_options() {
   po::options_description options("Options", 110, 60);
@@ -32,10 +37,14 @@ po::options_description sweep_options() {
       ("help,h", "print this help")                                                                          //
       ("jobs,j", po::value<int>()->default_value(1)->value_name("N"), "points run in parallel (processes)")  //
       ("out,o", po::value<std::string>()->value_name("DIR"),
-       "folder for the points' scenarios, results and logs (default: SWEEP's name + .out in the working folder)")  //
+       "folder for the points' scenarios, results and logs (default: SWEEP's name + .out in the working folder; "
+       "with --shard K/N, that folder's shard-K)")  //
       ("csv", po::value<std::string>()->value_name("FILE"),
        "write one row per point and policy (default DIR/sweep.csv)")(
           "json", po::value<std::string>()->value_name("FILE"), "write the merged results (default DIR/sweep.json)")  //
+      ("shard", po::value<std::string>()->value_name("K/N"),
+       "run only slice K of N (1 <= K <= N, 1-based like SLURM_ARRAY_TASK_ID): the points i with i mod N = K - 1; "
+       "writes DIR/shard.json for `lcsim sweep merge`, no CSV or JSON")  //
       ("quiet,q", "do not print the summary table");
   return options;
 }
@@ -46,13 +55,50 @@ std::string sweep_help() {
        << "\nRuns `lcsim plan` or `lcsim simulate` (the sweep's \"mode\") on every point of the cartesian product of\n"
           "the sweep's axes over its base scenario, each point in its own process, --jobs at a time. Writes each\n"
           "point's scenario, results and log under DIR, then one CSV row per point and policy and a merged JSON\n"
-          "(schema lcsim-sweep/1). Sweep format: traces/sweep.hpp and scenarios/README.md.\n\n"
+          "(schema lcsim-sweep/1). Sweep format: traces/sweep.hpp and scenarios/README.md.\n"
+          "\n"
+          "On many machines (a Slurm job array: tools/slurm/lcsim-sweep.sbatch, docs/sweeps-and-plots.md), run\n"
+          "`--shard K/N` for every K in 1..N, then `lcsim sweep merge` on the N folders: it checks that they are\n"
+          "slices 1..N of one sweep, each once, and writes the CSV and JSON that one `lcsim sweep SWEEP --out DIR`\n"
+          "writes, byte for byte (give every slice the same SWEEP path, and merge the same --out DIR). A sweep file\n"
+          "named merge is ./merge.\n\n"
        << sweep_options();
   return text.str();
 }
 
-void write_text(const fs::path& file, const std::string& text) {
-  write_file_atomically(file.string(), text);
+po::options_description merge_options() {
+  po::options_description options("Options", 110, 60);
+  options.add_options()              //
+      ("help,h", "print this help")  //
+      ("out,o", po::value<std::string>()->value_name("DIR"),
+       "folder for the points' scenarios, results and logs (default: SWEEP's name + .out in the working folder)")  //
+      ("csv", po::value<std::string>()->value_name("FILE"),
+       "write one row per point and policy (default DIR/sweep.csv)")(
+          "json", po::value<std::string>()->value_name("FILE"), "write the merged results (default DIR/sweep.json)")  //
+      ("quiet,q", "do not print the summary table");
+  return options;
+}
+
+std::string merge_help() {
+  std::ostringstream text;
+  text << "Usage: lcsim sweep merge DIR... [options]\n"
+       << "\nMerges the folders of `lcsim sweep SWEEP --shard K/N` runs, one per K in 1..N, in any order: copies\n"
+          "every point's scenario, results and log into DIR and writes the CSV and JSON (schema lcsim-sweep/1)\n"
+          "that `lcsim sweep SWEEP --out DIR` writes, byte for byte, or reports the failed points as it does.\n"
+          "A missing or duplicated slice, slices of different sweeps or of different N are errors (exit 2).\n\n"
+       << merge_options();
+  return text.str();
+}
+
+fs::path point_file(const fs::path& dir, std::size_t i, const char* suffix) {
+  std::ostringstream name;
+  name << "point-" << std::setw(4) << std::setfill('0') << i << suffix;
+  return dir / name.str();
+}
+
+void write_point_scenario(const fs::path& dir, const SweepPoint& point) {
+  write_file_atomically(point_file(dir, static_cast<std::size_t>(point.index), ".json").string(),
+                        point.scenario.dump(2) + "\n");
 }
 
 void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& results, std::ostream& out) {
@@ -86,24 +132,249 @@ void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& resu
   }
 }
 
+// A point's process status, by the point's index in the whole sweep.
+struct PointStatus {
+  const SweepPoint* point = nullptr;
+  int exit_status = 0;
+};
+
+// The failed points' error, as the one-machine run reports them: a slice and the merge say the same.
+void throw_if_points_failed(const Sweep& sweep, const std::vector<PointStatus>& statuses, const fs::path& dir) {
+  std::string failures;
+  int worst = 0;
+  for (const auto& s : statuses)
+    if (s.exit_status != 0) {
+      failures += "\n  point " + std::to_string(s.point->index) + ": exit " + std::to_string(s.exit_status) + ", see " +
+                  point_file(dir, static_cast<std::size_t>(s.point->index), ".log").string();
+      worst = std::max(worst, s.exit_status);
+    }
+  if (failures.empty()) return;
+  const std::string message = sweep.file + ": points failed:" + failures;
+  if (worst == kExitPlanning) throw PlanningError(message);
+  throw InputError(message);
+}
+
+std::vector<SweepPointResult> read_point_results(const std::vector<PointStatus>& statuses, const fs::path& dir) {
+  std::vector<SweepPointResult> results;
+  for (const auto& s : statuses) {
+    const auto i = static_cast<std::size_t>(s.point->index);
+    const std::string text = read_input_file(point_file(dir, i, ".results.json").string(), kMaxResultsFileBytes);
+    results.push_back({s.point, point_file(dir, i, ".json").string(), nlohmann::ordered_json::parse(text)});
+  }
+  return results;
+}
+
+// Runs `points` (each's scenario written to DIR first), --jobs at a time.
+std::vector<PointStatus> run_points(const Sweep& sweep, const std::vector<const SweepPoint*>& points,
+                                    const fs::path& dir, int jobs) {
+  const std::string exe = self_executable();
+  std::vector<ChildCommand> commands;
+  for (const SweepPoint* point : points) {
+    write_point_scenario(dir, *point);
+    const auto i = static_cast<std::size_t>(point->index);
+    commands.push_back({{exe, sweep.mode, point_file(dir, i, ".json").string(), "--json",
+                         point_file(dir, i, ".results.json").string(), "--quiet"},
+                        point_file(dir, i, ".log").string()});
+  }
+  const std::vector<int> status =
+      run_children(commands, jobs, [](std::size_t done, std::size_t total) { print_progress(done, total, "points"); });
+  std::vector<PointStatus> statuses;
+  for (std::size_t k = 0; k < points.size(); ++k) statuses.push_back({points[k], status[k]});
+  return statuses;
+}
+
+// The last step of every sweep, on one machine or merged from slices: DIR holds every point's scenario, log and
+// (where it ran) results exactly as the one-machine run leaves them, so both write the same bytes from here.
+void finish_sweep(const Sweep& sweep, const std::vector<PointStatus>& statuses, const fs::path& dir,
+                  const fs::path& csv, const fs::path& json, bool quiet, std::ostream& out) {
+  throw_if_points_failed(sweep, statuses, dir);
+  const std::vector<SweepPointResult> results = read_point_results(statuses, dir);
+  std::vector<std::string> written;
+  write_output(csv.string(), sweep_results_to_csv(sweep, results), written);
+  write_output(json.string(), sweep_results_to_json(sweep, results).dump(2) + "\n", written);
+  if (!quiet) {
+    print_summary(sweep, results, out);
+    out << "wrote " << csv.string() << " and " << json.string() << "\n";
+  }
+}
+
+fs::path default_out(const Sweep& sweep) {
+  return fs::path(fs::path(sweep.file).stem().string() + ".out");
+}
+
+void create_out(const fs::path& dir) {
+  std::error_code made;
+  fs::create_directories(dir, made);
+  if (made) throw InputError(dir.string() + ": cannot create the output folder: " + made.message());
+}
+
+struct CsvJsonOutputs {
+  fs::path csv;
+  fs::path json;
+};
+
+CsvJsonOutputs csv_json_outputs(const po::variables_map& vm, const fs::path& dir) {
+  return {vm.count("csv") ? fs::path(vm["csv"].as<std::string>()) : dir / "sweep.csv",
+          vm.count("json") ? fs::path(vm["json"].as<std::string>()) : dir / "sweep.json"};
+}
+
+// Slice K of N: its points run as in the one-machine sweep, then DIR/shard.json records what merge needs.
+void run_shard(const Sweep& sweep, const Json& sweep_document, const std::vector<SweepPoint>& points,
+               const SweepShard& shard, const fs::path& dir, int jobs, bool quiet, std::ostream& out) {
+  const fs::path manifest_file = dir / kSweepShardFile;
+  // A manifest left by an earlier run must not vouch for this one's points should this run not finish.
+  std::error_code ignored;
+  fs::remove(manifest_file, ignored);
+  std::vector<const SweepPoint*> mine;
+  for (const auto& point : points)
+    if (in_sweep_shard(static_cast<std::size_t>(point.index), shard)) mine.push_back(&point);
+  const std::vector<PointStatus> statuses = run_points(sweep, mine, dir, jobs);
+
+  SweepShardManifest manifest;
+  manifest.sweep_file = sweep.file;
+  manifest.sweep_digest = sweep_digest(sweep_document, points);
+  manifest.shard = shard;
+  manifest.points_total = static_cast<int>(points.size());
+  manifest.sweep = sweep_document;
+  for (const auto& s : statuses)
+    manifest.points.push_back({s.point->index, s.exit_status, scenario_digest(s.point->scenario)});
+  write_file_atomically(manifest_file.string(), shard_manifest_to_json(manifest).dump(2) + "\n");
+
+  throw_if_points_failed(sweep, statuses, dir);
+  if (quiet) return;
+  if (!statuses.empty()) print_summary(sweep, read_point_results(statuses, dir), out);
+  out << "slice " << shard.index << " of " << shard.count << ": " << statuses.size() << " of " << points.size()
+      << " points; wrote " << manifest_file.string() << " (merge the " << shard.count
+      << " slices with `lcsim sweep merge`)\n";
+}
+
+void run_merge_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description hidden;
+  hidden.add_options()("dir", po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(merge_options()).add(hidden);
+  po::positional_options_description positional;
+  positional.add("dir", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("sweep merge: ") + e.what(), merge_help());
+  }
+  if (vm.count("help")) {
+    out << merge_help();
+    return;
+  }
+  if (!vm.count("dir")) throw UsageError("sweep merge: no slice folders given", merge_help());
+
+  std::vector<SweepShardFolder> slices;
+  for (const auto& folder : vm["dir"].as<std::vector<std::string>>()) {
+    const std::string file = (fs::path(folder) / kSweepShardFile).string();
+    std::error_code error;
+    if (!fs::is_directory(folder, error)) throw InputError(folder + ": not a folder (expected a slice's --out DIR)");
+    if (!fs::exists(file, error))
+      throw InputError(folder + ": no " + std::string(kSweepShardFile) +
+                       ": not the folder of `lcsim sweep --shard K/N`, or its run did not finish");
+    slices.push_back({folder, shard_manifest_from_json(parse_json_file(file), file)});
+  }
+  check_sweep_shards(slices);
+
+  const SweepShardManifest& reference = slices.front().manifest;
+  const Sweep sweep = sweep_from_json(reference.sweep, reference.sweep_file);
+  if (sweep_point_count(sweep) != static_cast<std::size_t>(reference.points_total))
+    throw InputError(slices.front().folder + ": " + kSweepShardFile + " counts " +
+                     std::to_string(reference.points_total) + " points, its sweep has " +
+                     std::to_string(sweep_point_count(sweep)));
+
+  // Every point's scenario back from the slice that ran it, checked against the digest the slice recorded.
+  std::vector<SweepPoint> points(static_cast<std::size_t>(reference.points_total));
+  std::vector<const SweepShardFolder*> owner(points.size());
+  std::vector<int> exit_status(points.size());
+  for (const auto& slice : slices)
+    for (const auto& recorded : slice.manifest.points) {
+      const auto i = static_cast<std::size_t>(recorded.index);
+      const std::string file = point_file(slice.folder, i, ".json").string();
+      SweepPoint& point = points[i];
+      point.index = recorded.index;
+      point.coordinates = sweep_point_coordinates(sweep, i);
+      point.scenario = parse_json_file(file);
+      if (scenario_digest(point.scenario) != recorded.scenario_digest)
+        throw InputError(file + ": not the scenario that " + slice.folder + " ran for point " + std::to_string(i) +
+                         " (changed after the run?)");
+      owner[i] = &slice;
+      exit_status[i] = recorded.exit_status;
+    }
+  if (sweep_digest(reference.sweep, points) != reference.sweep_digest)
+    throw InputError(slices.front().folder + ": the points' scenarios do not make up the sweep its " + kSweepShardFile +
+                     " names (" + reference.sweep_digest + ")");
+
+  const fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : default_out(sweep);
+  for (const auto& slice : slices) {
+    std::error_code error;
+    if (fs::equivalent(dir, slice.folder, error))
+      throw UsageError("sweep merge: --out " + dir.string() + " is the slice folder " + slice.folder +
+                           "; merge into a folder of its own",
+                       merge_help());
+  }
+  create_out(dir);
+  const CsvJsonOutputs outputs = csv_json_outputs(vm, dir);
+  std::vector<std::string> inputs;
+  for (const auto& slice : slices) inputs.push_back((fs::path(slice.folder) / kSweepShardFile).string());
+  check_output_files({{"--csv", outputs.csv.string()}, {"--json", outputs.json.string()}}, inputs);
+
+  // DIR as the one-machine run leaves it; a point's results name its scenario file, which is now DIR's.
+  std::vector<PointStatus> statuses;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const fs::path from = owner[i]->folder;
+    write_point_scenario(dir, points[i]);
+    write_file_atomically(point_file(dir, i, ".log").string(),
+                          read_input_file(point_file(from, i, ".log").string(), kMaxResultsFileBytes));
+    if (exit_status[i] == 0) {
+      const std::string file = point_file(from, i, ".results.json").string();
+      nlohmann::ordered_json results = nlohmann::ordered_json::parse(read_input_file(file, kMaxResultsFileBytes));
+      if (!results.is_object() || !results.contains("scenario_file"))
+        throw InputError(file + ": not a results file (schema lcsim-results/1)");
+      results["scenario_file"] = point_file(dir, i, ".json").string();
+      write_file_atomically(point_file(dir, i, ".results.json").string(), results.dump(2) + "\n");
+    }
+    statuses.push_back({&points[i], exit_status[i]});
+  }
+  finish_sweep(sweep, statuses, dir, outputs.csv, outputs.json, vm.count("quiet") > 0, out);
+}
+
 }  // namespace
 
 void run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
+  if (!args.empty() && args.front() == "merge") {
+    run_merge_command(std::vector<std::string>(args.begin() + 1, args.end()), out);
+    return;
+  }
   const auto parsed = parse_file_command("sweep", "SWEEP", args, sweep_options(), sweep_help(), out);
   if (!parsed) return;
   const po::variables_map& vm = parsed->options;
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 1) throw UsageError("sweep: --jobs must be at least 1, got " + std::to_string(jobs), sweep_help());
+  std::optional<SweepShard> shard;
+  if (vm.count("shard")) {
+    const std::string text = vm["shard"].as<std::string>();
+    shard = parse_sweep_shard(text);
+    if (!shard)
+      throw UsageError(
+          "sweep: --shard expects K/N with 1 <= K <= N (K 1-based, like SLURM_ARRAY_TASK_ID), got \"" + text + "\"",
+          sweep_help());
+    if (vm.count("csv") || vm.count("json"))
+      throw UsageError("sweep: --csv and --json are written by `lcsim sweep merge`, not by a --shard slice",
+                       sweep_help());
+  }
 
-  const Sweep sweep = load_sweep(parsed->file);
+  const Json sweep_document = parse_json_file(parsed->file);
+  const Sweep sweep = sweep_from_json(sweep_document, parsed->file);
   const std::vector<SweepPoint> points = expand_sweep(sweep);
-  const fs::path dir =
-      vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path(fs::path(sweep.file).stem().string() + ".out");
-  std::error_code made;
-  fs::create_directories(dir, made);
-  if (made) throw InputError(dir.string() + ": cannot create the output folder: " + made.message());
-  const fs::path csv = vm.count("csv") ? fs::path(vm["csv"].as<std::string>()) : dir / "sweep.csv";
-  const fs::path json = vm.count("json") ? fs::path(vm["json"].as<std::string>()) : dir / "sweep.json";
+  fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : default_out(sweep);
+  if (shard && !vm.count("out")) dir /= "shard-" + std::to_string(shard->index);
+  create_out(dir);
+  const CsvJsonOutputs outputs = csv_json_outputs(vm, dir);
   std::vector<std::string> inputs{sweep.file, sweep.base_file};
   for (const auto& point : points) {
     const Json& doc = point.scenario;
@@ -111,50 +382,16 @@ void run_sweep_command(const std::vector<std::string>& args, std::ostream& out) 
     if (doc.contains("dataset") && doc["dataset"].contains("trace") && doc["dataset"]["trace"].is_string())
       inputs.push_back(doc["dataset"]["trace"].get<std::string>());
   }
-  check_output_files({{"--csv", csv.string()}, {"--json", json.string()}}, inputs);
-  const std::string exe = self_executable();
-
-  const auto name_of = [&](std::size_t i, const char* suffix) {
-    std::ostringstream name;
-    name << "point-" << std::setw(4) << std::setfill('0') << i << suffix;
-    return dir / name.str();
-  };
-  for (std::size_t i = 0; i < points.size(); ++i) write_text(name_of(i, ".json"), points[i].scenario.dump(2) + "\n");
-
-  std::vector<ChildCommand> commands;
-  for (std::size_t i = 0; i < points.size(); ++i)
-    commands.push_back(
-        {{exe, sweep.mode, name_of(i, ".json").string(), "--json", name_of(i, ".results.json").string(), "--quiet"},
-         name_of(i, ".log").string()});
-  const std::vector<int> status =
-      run_children(commands, jobs, [](std::size_t done, std::size_t total) { print_progress(done, total, "points"); });
-
-  std::string failures;
-  int worst = 0;
-  for (std::size_t i = 0; i < points.size(); ++i)
-    if (status[i] != 0) {
-      failures += "\n  point " + std::to_string(i) + ": exit " + std::to_string(status[i]) + ", see " +
-                  name_of(i, ".log").string();
-      worst = std::max(worst, status[i]);
-    }
-  if (!failures.empty()) {
-    const std::string message = sweep.file + ": points failed:" + failures;
-    if (worst == kExitPlanning) throw PlanningError(message);
-    throw InputError(message);
+  if (shard) {
+    check_output_files({{"--out", (dir / kSweepShardFile).string()}}, inputs);
+    run_shard(sweep, sweep_document, points, *shard, dir, jobs, vm.count("quiet") > 0, out);
+    return;
   }
+  check_output_files({{"--csv", outputs.csv.string()}, {"--json", outputs.json.string()}}, inputs);
 
-  std::vector<SweepPointResult> results;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const std::string text = read_input_file(name_of(i, ".results.json").string(), kMaxResultsFileBytes);
-    results.push_back({&points[i], name_of(i, ".json").string(), nlohmann::ordered_json::parse(text)});
-  }
-  std::vector<std::string> written;
-  write_output(csv.string(), sweep_results_to_csv(sweep, results), written);
-  write_output(json.string(), sweep_results_to_json(sweep, results).dump(2) + "\n", written);
-  if (!vm.count("quiet")) {
-    print_summary(sweep, results, out);
-    out << "wrote " << csv.string() << " and " << json.string() << "\n";
-  }
+  std::vector<const SweepPoint*> all;
+  for (const auto& point : points) all.push_back(&point);
+  finish_sweep(sweep, run_points(sweep, all, dir, jobs), dir, outputs.csv, outputs.json, vm.count("quiet") > 0, out);
 }
 
 }  // namespace lcsim

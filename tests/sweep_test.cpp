@@ -127,6 +127,18 @@ TEST(Sweep, StrictFileAndImpossiblePoints) {
   EXPECT_NE(message.find("dataset.distribution"), std::string::npos) << message;
 }
 
+TEST(Sweep, TooManyPointsAreRefusedBeforeExpanding) {
+  Json gpus = Json::array(), lengths = Json::array();
+  for (int i = 1; i <= 400; ++i) {
+    gpus.push_back(8 * i);
+    lengths.push_back(1024 * i);
+  }
+  const Json axes = Json::array(
+      {Json{{"name", "gpus"}, {"values", gpus}}, Json{{"name", "context_length_tokens"}, {"values", lengths}}});
+  EXPECT_NE(error_of(sweep_doc(axes)).find("s.json: axes: more than 100000 points"), std::string::npos);
+  EXPECT_EQ(sweep_point_count(sweep_from_json(sweep_doc(Json::array({axes[0]})), "s.json")), 400U);
+}
+
 // Every shipped sweep expands (each point passes the scenario parser), and the scaling sweeps reach from 8 to 1024
 // GPUs with one node of the base per 8 GPUs and a batch that grows with the GPU count.
 TEST(Sweep, ShippedSweepsExpandAndScalingSweepsSpan8To1024Gpus) {

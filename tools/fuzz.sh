@@ -9,12 +9,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-60}
 build=build-asan
-targets=(scenario profile length_trace sweep measurements)
+targets=(scenario profile length_trace sweep sweep_shard measurements)
 declare -A seeds=(
   [scenario]="scenarios"
   [profile]="calibrate/profiles"
   [length_trace]="fuzz/seeds/length_trace"
   [sweep]="scenarios/sweeps"
+  [sweep_shard]="fuzz/seeds/sweep_shard"
   [measurements]="calibrate/profiles"
 )
 mkdir -p "$build/fuzz-findings"

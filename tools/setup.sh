@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Prepares a Debian 12 machine and builds lcsim into build/: installs the build dependencies that are missing
 # (apt-get runs only then), configures, builds. Idempotent: a second run installs nothing and rebuilds only what
-# changed. Extra arguments go to the CMake configure step (e.g. tools/setup.sh -DLCSIM_WITH_CUDA=OFF).
+# changed. --with-slurm also installs Debian's slurm-wlm and munge, so that tests/slurm_sweep_test.cpp runs a local
+# one-node Slurm cluster instead of skipping (daemons, key and ports of its own, started and stopped by the test).
+# Other arguments go to the CMake configure step (e.g. tools/setup.sh -DLCSIM_WITH_CUDA=OFF).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(build-essential cmake pkg-config libsimgrid-dev nlohmann-json3-dev libboost-program-options-dev
           libgtest-dev libbenchmark-dev python3-matplotlib coinor-libcbc-dev)
+cmake_args=()
+for arg in "$@"; do
+  if [[ "$arg" == --with-slurm ]]; then
+    packages+=(slurm-wlm munge)
+  else
+    cmake_args+=("$arg")
+  fi
+done
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
@@ -22,5 +32,5 @@ if ((${#missing[@]} > 0)); then
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S . -B build "$@"
+cmake -S . -B build "${cmake_args[@]}"
 cmake --build build -j"$(nproc)"

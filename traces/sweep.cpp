@@ -154,6 +154,9 @@ Sweep sweep_from_json(const Json& document, const std::string& file) {
     item.finish();
     sweep.axes.push_back(std::move(axis));
   }
+  if (sweep_point_count(sweep) > kMaxSweepPoints)
+    root.fail("axes", "more than " + std::to_string(kMaxSweepPoints) +
+                          " points (the product of the axes' sizes), the most a sweep may have");
   root.finish();
   return sweep;
 }
@@ -162,24 +165,37 @@ Sweep load_sweep(const std::string& file) {
   return sweep_from_json(parse_json_file(file), file);
 }
 
+std::size_t sweep_point_count(const Sweep& sweep) {
+  // Stops growing past the limit, so that no product of many long axes overflows.
+  std::size_t total = 1;
+  for (const auto& axis : sweep.axes)
+    if (total <= kMaxSweepPoints) total *= axis.values.size();
+  return total;
+}
+
+std::vector<std::pair<std::string, Json>> sweep_point_coordinates(const Sweep& sweep, std::size_t index) {
+  std::size_t rest = index;
+  std::vector<std::size_t> digits(sweep.axes.size());
+  for (std::size_t a = sweep.axes.size(); a-- > 0;) {
+    digits[a] = rest % sweep.axes[a].values.size();
+    rest /= sweep.axes[a].values.size();
+  }
+  std::vector<std::pair<std::string, Json>> coordinates;
+  for (std::size_t a = 0; a < sweep.axes.size(); ++a)
+    coordinates.emplace_back(sweep.axes[a].name, sweep.axes[a].values[digits[a]]);
+  return coordinates;
+}
+
 std::vector<SweepPoint> expand_sweep(const Sweep& sweep) {
   const Json base = scenario_with_absolute_paths(parse_json_file(sweep.base_file), sweep.base_file);
-  std::size_t total = 1;
-  for (const auto& axis : sweep.axes) total *= axis.values.size();
+  const std::size_t total = sweep_point_count(sweep);
 
   std::vector<SweepPoint> points;
   points.reserve(total);
   for (std::size_t flat = 0; flat < total; ++flat) {
     SweepPoint point;
     point.index = static_cast<int>(flat);
-    std::size_t rest = flat;
-    std::vector<std::size_t> digits(sweep.axes.size());
-    for (std::size_t a = sweep.axes.size(); a-- > 0;) {
-      digits[a] = rest % sweep.axes[a].values.size();
-      rest /= sweep.axes[a].values.size();
-    }
-    for (std::size_t a = 0; a < sweep.axes.size(); ++a)
-      point.coordinates.emplace_back(sweep.axes[a].name, sweep.axes[a].values[digits[a]]);
+    point.coordinates = sweep_point_coordinates(sweep, flat);
 
     const std::string where = sweep.file + ": point " + std::to_string(flat) + " (" + describe(point.coordinates) + ")";
     point.scenario = base;

@@ -21,12 +21,17 @@
 //   bucket_size_tokens     training.bucket_size_tokens
 //   dataset                dataset = {"distribution": value}
 //   model                  model = value (a built-in model name)
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace lcsim {
+
+/// Most points a sweep may have: every point is a process and files of its own, and expanding them holds every
+/// point's scenario in memory (about 10 KB each), so a larger product of axes is a mistake, refused up front.
+inline constexpr std::size_t kMaxSweepPoints = 100000;
 
 struct SweepAxis {
   std::string name;
@@ -60,6 +65,11 @@ nlohmann::json scenario_with_absolute_paths(nlohmann::json doc, const std::strin
 void set_dotted_path(nlohmann::json& doc, const std::string& path, const nlohmann::json& value);
 /// The axis names a sweep may use.
 const std::vector<std::string>& sweep_axis_names();
+
+/// How many points the sweep has (the product of its axes' sizes; past kMaxSweepPoints, some larger number).
+std::size_t sweep_point_count(const Sweep& sweep);
+/// Point `index`'s axis values, in axis order (row-major: the last axis varies fastest).
+std::vector<std::pair<std::string, nlohmann::json>> sweep_point_coordinates(const Sweep& sweep, std::size_t index);
 
 /// Every point, in row-major order of the axes (the last axis varies fastest). Each point's scenario is checked
 /// by the scenario parser, so an impossible combination (e.g. a GPU count the layout does not divide) is an
