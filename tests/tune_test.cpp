@@ -1,0 +1,216 @@
+// `lcsim tune`: the search space it expands, the verdict it draws, and the command end to end -- it must find the
+// optimum an exhaustive in-process enumeration finds, never accept a plan that runs out of memory, and give the
+// same results for any --jobs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "policies/core/errors.hpp"
+#include "policies/core/json_reader.hpp"
+#include "tests/command_run_support.hpp"
+#include "traces/evaluation.hpp"
+#include "traces/scenario.hpp"
+#include "traces/scenario_loader.hpp"
+#include "traces/sweep.hpp"
+#include "traces/tune.hpp"
+
+namespace lcsim {
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+/// The default scenario (32 H100, Qwen2.5-0.5B) with its paths absolute, `iterations` batches and `tune`.
+Json default_document(int iterations, const Json& tune = nullptr) {
+  const std::string file = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
+  Json doc = scenario_with_absolute_paths(parse_json_file(file), file);
+  doc["training"]["iterations"] = iterations;
+  if (!tune.is_null()) doc["tune"] = tune;
+  return doc;
+}
+
+std::string tune_error(const Json& tune) {
+  try {
+    scenario_from_json(default_document(1, tune), "s.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TuneSpec, IsReadStrictlyAndNamesTheKey) {
+  EXPECT_EQ(tune_error({{"layout", {{"cp", {1, 2}}}}, {"simulate_top", 2}}), "");
+  EXPECT_NE(tune_error({{"colour", 1}}).find("tune.colour"), std::string::npos);
+  EXPECT_NE(tune_error({{"layout", {{"dp", {1}}}}}).find("tune.layout.dp"), std::string::npos);
+  EXPECT_NE(tune_error({{"layout", {{"cp", {2, 2}}}}}).find("duplicate degree 2"), std::string::npos);
+  EXPECT_NE(tune_error({{"keys", {{"training.zero_stage", Json::array()}}}}).find("non-empty array"),
+            std::string::npos);
+  EXPECT_NE(tune_error({{"keys", {{"options.algorithm", {"isf"}}}}}).find("under \"policies\""), std::string::npos);
+  EXPECT_NE(tune_error({{"keys", {{"parallel.cp", {1}}}}}).find("under \"layout\""), std::string::npos);
+  EXPECT_NE(tune_error({{"policies", {{"nobody", {{"options.x", {1}}}}}}}).find("tune.policies.nobody"),
+            std::string::npos);
+}
+
+TEST(TuneSpace, LayoutsDivideTheClusterWithTensorParallelismInsideANode) {
+  const Scenario s = scenario_from_json(default_document(1), "s.json");
+  const auto layouts = tune_layouts(s, TuneSpec{});
+  ASSERT_FALSE(layouts.empty());
+  for (const auto& l : layouts) {
+    EXPECT_EQ(l.gpus(), 32);
+    EXPECT_EQ(8 % l.tp, 0);
+    EXPECT_EQ(s.model.layers % l.pp, 0);
+  }
+  // cp 1..32, tp 1..8 and pp 1, 2, 4 with cp tp pp dividing 32: 6 + 5 + 4 + 3 (pp 1), 5 + 4 + 3 + 2 (pp 2),
+  // 4 + 3 + 2 + 1 (pp 4) = 42.
+  EXPECT_EQ(layouts.size(), 42u);
+  TuneSpec spec;
+  spec.cp = {4, 8};
+  spec.tp = {1};
+  spec.pp = {1};
+  const auto chosen = tune_layouts(s, spec);
+  ASSERT_EQ(chosen.size(), 2u);
+  EXPECT_EQ(chosen[0].dp, 8);
+  EXPECT_EQ(chosen[1].dp, 4);
+}
+
+TEST(TuneSpace, CandidatesCarryTheirSettingsAndSkipWhatAPolicyRefuses) {
+  const Json doc = default_document(1, {{"layout", {{"cp", {4, 8}}, {"tp", {1, 2}}, {"pp", {1}}}},
+                                        {"policies",
+                                         {{"skrull", {{"training.bucket_size_tokens", {8192, 16384}}}},
+                                          {"packing", {{"options.packing_length_tokens", {131072}}}}}}});
+  const Scenario s = scenario_from_json(doc, "s.json");
+  const TuneSpace space = expand_tune_space(s, doc, s.tune, {"skrull", "packing"});
+  // Skrull takes tp = 1 only: 2 layouts x 2 sizes; the tp = 2 ones are refused without planning.
+  int skrull = 0, packing = 0;
+  for (const auto& c : space.candidates) {
+    if (c.policy == "skrull") {
+      ++skrull;
+      EXPECT_EQ(c.layout.tp, 1);
+      EXPECT_EQ(c.scenario["training"]["bucket_size_tokens"], c.settings.at(0).second);
+    } else {
+      ++packing;
+      EXPECT_EQ(c.scenario["policies"][0]["options"]["packing_length_tokens"], 131072);
+    }
+    // Only the tuned policy and the baseline run; the layout is the candidate's.
+    EXPECT_EQ(c.scenario["policies"].size(), 2u);
+    EXPECT_EQ(c.scenario["parallel"]["cp"], c.layout.cp);
+    EXPECT_EQ(c.scenario["parallel"]["dp"], c.layout.dp);
+    EXPECT_FALSE(c.scenario.contains("tune"));
+  }
+  EXPECT_EQ(skrull, 4);
+  EXPECT_EQ(packing, 4);
+  EXPECT_EQ(space.refused.at("skrull"), 4);
+  EXPECT_EQ(space.knob_names.at("skrull").back(), "training.bucket_size_tokens");
+}
+
+TEST(TuneVerdict, OutOfMemoryIsNeverBestAndSimulationOutranksTheEstimate) {
+  TuneSpace space;
+  for (int i = 0; i < 4; ++i) {
+    TuneCandidate c;
+    c.index = i;
+    c.policy = "p";
+    c.layout = {4 / (1 << (i % 2)), 1 << (i % 2), 1, 1};
+    c.settings = {{"training.bucket_size_tokens", 1000 * (i / 2 + 1)}};
+    space.candidates.push_back(c);
+  }
+  space.knob_names["p"] = {"cp", "tp", "pp", "training.bucket_size_tokens"};
+  std::vector<TuneOutcome> o(4);
+  for (auto& x : o) x.estimated = true;
+  o[0].estimate_tokens_per_s = 100;
+  o[1].estimate_tokens_per_s = 300, o[1].oom_iterations = 1;  // fastest, but out of memory
+  o[2].estimate_tokens_per_s = 200;
+  o[3].estimate_tokens_per_s = 150;
+  EXPECT_EQ(most_promising(space.candidates, o, "p", 2), (std::vector<int>{2, 3}));
+  TuneVerdict v = judge_tune(space, o, {"p"});
+  ASSERT_TRUE(v.policies[0].best);
+  EXPECT_EQ(*v.policies[0].best, 2);
+  EXPECT_EQ(*v.policies[0].runner_up, 3);
+  EXPECT_EQ(v.policies[0].rejected_oom, 1);
+  // Around the best (cp 1, size 2000): moving cp to 2 gives candidate 3 (0.75x); moving the size gives 0 (0.50x).
+  ASSERT_EQ(v.policies[0].sensitivity.size(), 4u);
+  EXPECT_EQ(v.policies[0].sensitivity[0].values,
+            (std::vector<std::pair<std::string, std::string>>{{"1", "1.00x"}, {"2", "0.75x"}}));
+  EXPECT_EQ(v.policies[0].sensitivity[3].knob, "bucket_size_tokens");
+  EXPECT_EQ(v.policies[0].sensitivity[3].values,
+            (std::vector<std::pair<std::string, std::string>>{{"1000", "0.50x"}, {"2000", "1.00x"}}));
+  // A simulated candidate outranks estimated ones by its simulated figure.
+  o[3].simulated = true, o[3].simulated_tokens_per_s = 120;
+  v = judge_tune(space, o, {"p"});
+  EXPECT_EQ(*v.policies[0].best, 3);
+}
+
+/// The catalogue-free end-to-end case: one node of 8 GPUs, deepspeed and skrull, 2 batches, every CP degree and
+/// four BucketSizes (the largest run out of memory), estimates only (simulate_top 0) so the in-process enumeration
+/// below is the same quantity.
+Json small_tune_document() {
+  Json doc =
+      default_document(2, {{"layout", {{"tp", {1}}, {"pp", {1}}}},
+                           {"policies", {{"skrull", {{"training.bucket_size_tokens", {8192, 16384, 26624, 65536}}}}}},
+                           {"simulate_top", 0}});
+  doc["cluster"]["nodes"] = 1;
+  doc["parallel"] = {{"dp", 1}, {"cp", 8}, {"tp", 1}, {"pp", 1}};
+  doc["training"]["global_batch_sequences"] = 64;
+  doc["policies"] = {{{"kind", "deepspeed"}}, {{"kind", "skrull"}}};
+  return doc;
+}
+
+TEST(TuneCli, FindsTheExhaustiveOptimumRejectsOomAndIgnoresJobs) {
+  const fs::path dir = fs::temp_directory_path() / ("lcsim-tune-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const Json doc = small_tune_document();
+  const fs::path file = dir / "small.json";
+  std::ofstream(file) << doc.dump(2);
+  const auto one = testing::run_lcsim("tune '" + file.string() + "' --jobs 1 --json '" + (dir / "1.json").string() +
+                                      "' --csv '" + (dir / "1.csv").string() + "'");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_TRUE(testing::contains(one.output, "winner"));
+  const auto two = testing::run_lcsim("tune '" + file.string() + "' --jobs 2 --quiet --json '" +
+                                      (dir / "2.json").string() + "' --csv '" + (dir / "2.csv").string() + "'");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_EQ(testing::read_file(dir / "1.json"), testing::read_file(dir / "2.json"));
+  EXPECT_EQ(testing::read_file(dir / "1.csv"), testing::read_file(dir / "2.csv"));
+
+  // Enumerate every candidate in process and find each policy's best plan that fits in memory.
+  const Scenario s = scenario_from_json(doc, file.string());
+  const TuneSpace space = expand_tune_space(s, doc, s.tune, {});
+  std::map<std::string, std::pair<double, int>> best;  // policy -> (tokens/s, candidate)
+  bool an_oom_was_faster = false;
+  for (const auto& c : space.candidates) {
+    const LoadedScenario loaded = load_and_prepare(c.scenario, file.string());
+    const RunResults r = evaluate_plans(loaded, {c.policy}, nullptr);
+    for (const auto& p : r.policies) {
+      if (p.label != c.policy) continue;
+      if (p.oom_iterations > 0) {
+        an_oom_was_faster = an_oom_was_faster || p.tokens_per_s > best[c.policy].first;
+        continue;
+      }
+      if (p.tokens_per_s > best[c.policy].first) best[c.policy] = {p.tokens_per_s, c.index};
+    }
+  }
+  EXPECT_TRUE(an_oom_was_faster) << "the test needs an out-of-memory plan faster than an accepted one";
+  std::ifstream in(dir / "1.json");
+  const Json results = Json::parse(in);
+  for (const auto& p : results["policies"]) {
+    const std::string label = p["policy"];
+    ASSERT_TRUE(p["best"].is_number()) << label;
+    EXPECT_EQ(p["best"].get<int>(), best.at(label).second) << label;
+    const Json& chosen = results["candidates"][p["best"].get<std::size_t>()];
+    EXPECT_EQ(chosen["oom_iterations"], 0);
+    EXPECT_GT(chosen["headroom_GiB"].get<double>(), 0);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(TuneCli, BadCommandLinesAreUsageErrors) {
+  const std::string file = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
+  EXPECT_EQ(testing::run_lcsim("tune '" + file + "' --jobs 0").exit_code, 2);
+  EXPECT_EQ(testing::run_lcsim("tune '" + file + "' --policy nobody").exit_code, 2);
+  EXPECT_EQ(testing::run_lcsim("tune '" + file + "' --budget-s -1").exit_code, 2);
+  EXPECT_TRUE(testing::contains(testing::run_lcsim("tune --help").output, "Usage: lcsim tune SCENARIO"));
+}
+
+}  // namespace
+}  // namespace lcsim
