@@ -95,12 +95,15 @@ std::string fixed(double v, int precision) {
   return s.str();
 }
 
-void print_verdict(const Scenario& s, const TuneSpace& space, const std::vector<TuneOutcome>& outcomes,
+void print_verdict(const LoadedScenario& base, const TuneSpace& space, const std::vector<TuneOutcome>& outcomes,
                    const TuneVerdict& verdict, double seconds, bool budget_hit, std::ostream& out) {
+  const Scenario& s = base.scenario;
   int estimated = 0, simulated = 0, refused = 0;
   for (const auto& o : outcomes) estimated += o.estimated, simulated += o.simulated;
   for (const auto& [label, n] : space.refused) refused += n;
   out << "tune      " << s.name << " (" << s.file << ")\n";
+  out << "dataset   " << base.dataset_label << "\n";
+  out << "profile   " << base.profile.label() << "\n";
   out << "searched  " << space.candidates.size() << " candidates of " << verdict.policies.size()
       << " policies: " << estimated << " estimated (lcsim plan), " << simulated << " simulated (lcsim simulate); "
       << refused << " refused (a layout or setting the policy or scenario cannot take); " << fixed(seconds, 1) << " s"
@@ -262,10 +265,10 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::vector<std::string> written;
   if (vm.count("json"))
-    write_output(vm["json"].as<std::string>(), tune_to_json(scenario, space, outcomes, verdict).dump(1) + "\n",
+    write_output(vm["json"].as<std::string>(), tune_to_json(scenario, base.profile.label(), base.dataset_label, space, outcomes, verdict).dump(1) + "\n",
                  written);
   if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), tune_to_csv(space, outcomes), written);
-  if (!vm.count("quiet")) print_verdict(scenario, space, outcomes, verdict, seconds, budget_hit, out);
+  if (!vm.count("quiet")) print_verdict(base, space, outcomes, verdict, seconds, budget_hit, out);
 }
 
 }  // namespace lcsim

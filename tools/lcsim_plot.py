@@ -9,6 +9,9 @@
       scenario's declared paper figures drawn beside the simulated bars
   lcsim_plot.py scaling SWEEP.json --out scaling.png [--x gpus] [--y tokens_per_s|mean_iteration_s|speedup_vs_baseline]
       one line per policy over a sweep axis, from `lcsim sweep --json`
+  lcsim_plot.py tune TUNE.json --out tune.png
+      the search landscape of `lcsim tune --json`: one row per policy, every candidate's estimated tokens/s over
+      its CP degree (accepted dots, out-of-memory crosses), the best ringed
 
 Every figure's caption repeats the results' profile and dataset labels, so a plot of uncalibrated or synthetic
 numbers says so. Uses Debian's python3-matplotlib with the headless Agg backend.
@@ -209,6 +212,40 @@ def plot_scaling(sweep_path, out, x="gpus", y="tokens_per_s"):
     return fig, ax
 
 
+def plot_tune(tune_path, out):
+    tune = load_json(tune_path)
+    candidates, policies = tune.get("candidates"), tune.get("policies")
+    if tune.get("schema") != "lcsim-tune/1" or not isinstance(candidates, list) or not isinstance(policies, list) \
+            or not policies:
+        raise PlotError(f"{tune_path}: expected an lcsim-tune/1 document with candidates and policies")
+    fig, axes = plt.subplots(len(policies), 1, figsize=(6, 1.9 * len(policies) + 0.6), squeeze=False, sharex=True)
+    for ax, verdict in zip(axes[:, 0], policies):
+        name = verdict["policy"]
+        mine = [c for c in candidates if c["policy"] == name and c["estimated"] and not c["failed"]]
+        ok = [c for c in mine if c["oom_iterations"] == 0]
+        oom = [c for c in mine if c["oom_iterations"] > 0]
+        ax.scatter([c["layout"]["cp"] for c in ok], [c["estimate_tokens_per_s"] for c in ok], s=12,
+                   color="#4C72B0", label="fits")
+        ax.scatter([c["layout"]["cp"] for c in oom], [c["estimate_tokens_per_s"] for c in oom], s=14, marker="x",
+                   color="#C44E52", label="OOM (rejected)")
+        if verdict.get("best") is not None:
+            best = candidates[verdict["best"]]
+            ax.scatter([best["layout"]["cp"]], [best["estimate_tokens_per_s"]], s=90, facecolors="none",
+                       edgecolors="black", linewidths=1.2, label="best")
+        ax.set_xscale("log", base=2)
+        ax.set_ylabel("tokens/s", fontsize=7)
+        ax.set_title(name, fontsize=8, loc="left")
+        ax.tick_params(labelsize=7)
+    axes[0, 0].legend(fontsize=6, loc="best")
+    axes[-1, 0].set_xlabel("CP degree (estimate, every candidate)")
+    profile = tune.get("profile", {})
+    fig.suptitle(f"{tune.get('scenario', '')} (tune)\n{tune.get('dataset', '')} | "
+                 f"{profile.get('label', '') if isinstance(profile, dict) else profile}", fontsize=7)
+    fig.tight_layout()
+    save_figure(fig, out)
+    return fig, axes
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -225,12 +262,17 @@ def main(argv):
     c.add_argument("--out", required=True)
     c.add_argument("--x", default="gpus")
     c.add_argument("--y", default="tokens_per_s")
+    u = sub.add_parser("tune", help="the search landscape of lcsim tune")
+    u.add_argument("tune")
+    u.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     try:
         if args.command == "timeline":
             plot_timeline(args.trace, args.out, args.policy, args.iteration)
         elif args.command == "speedup":
             plot_speedup(args.results, args.out)
+        elif args.command == "tune":
+            plot_tune(args.tune, args.out)
         else:
             plot_scaling(args.sweep, args.out, args.x, args.y)
     except PlotError as e:

@@ -93,6 +93,24 @@ class PlotTest(unittest.TestCase):
         lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
         self.assertEqual(lines, {"deepspeed": [1.0, 1.0, 1.0], "skrull": [2.0, 3.0, 4.0]})
 
+    def test_tune_has_one_row_per_policy_and_rings_the_best(self):
+        def candidate(i, policy, cp, tokens, oom=0):
+            return {"index": i, "policy": policy, "layout": {"dp": 8 // cp, "cp": cp, "tp": 1, "pp": 1},
+                    "estimated": True, "failed": "", "estimate_tokens_per_s": tokens, "oom_iterations": oom}
+        doc = {"schema": "lcsim-tune/1", "scenario": "t", "dataset": "synthetic wikipedia",
+               "profile": {"label": "uncalibrated (derived from public figures)"},
+               "candidates": [candidate(0, "a", 1, 100), candidate(1, "a", 2, 300, oom=1), candidate(2, "a", 4, 200),
+                              candidate(3, "b", 8, 50)],
+               "policies": [{"policy": "a", "best": 2}, {"policy": "b", "best": 3}]}
+        fig, axes = lcsim_plot.plot_tune(self.write("tune.json", doc), self.path("u.png"))
+        self.assert_png(self.path("u.png"))
+        self.assertEqual(len(axes), 2)
+        fits, oom, best = axes[0, 0].collections
+        self.assertEqual([list(p) for p in fits.get_offsets()], [[1, 100], [4, 200]])
+        self.assertEqual([list(p) for p in oom.get_offsets()], [[2, 300]])
+        self.assertEqual([list(p) for p in best.get_offsets()], [[4, 200]])
+        self.assertIn("uncalibrated", fig._suptitle.get_text())
+
     def test_bad_input_names_the_file_and_exits_two(self):
         bad = self.write("bad.json", {"policies": []})
         run = subprocess.run([sys.executable, lcsim_plot.__file__, "speedup", bad, "--out", self.path("x.png")],

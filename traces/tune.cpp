@@ -315,13 +315,16 @@ std::string describe_settings(const TuneCandidate& c) {
   return s.str();
 }
 
-nlohmann::ordered_json tune_to_json(const Scenario& scenario, const TuneSpace& space,
+nlohmann::ordered_json tune_to_json(const Scenario& scenario, const std::string& profile_label,
+                                    const std::string& dataset_label, const TuneSpace& space,
                                     const std::vector<TuneOutcome>& outcomes, const TuneVerdict& verdict) {
   using OJson = nlohmann::ordered_json;
   OJson j;
   j["schema"] = "lcsim-tune/1";
   j["scenario"] = scenario.name;
   j["scenario_file"] = scenario.file;
+  j["dataset"] = dataset_label;
+  j["profile"] = {{"label", profile_label}};
   OJson candidates = OJson::array();
   for (const auto& c : space.candidates) {
     const TuneOutcome& o = outcomes[static_cast<std::size_t>(c.index)];

@@ -121,7 +121,9 @@ TuneVerdict judge_tune(const TuneSpace& space, const std::vector<TuneOutcome>& o
 std::string describe_settings(const TuneCandidate& candidate);
 
 /// Results file (schema lcsim-tune/1): every candidate with its settings and outcome, and the verdict.
-nlohmann::ordered_json tune_to_json(const Scenario& scenario, const TuneSpace& space,
+/// `profile_label` and `dataset_label` say whether the figures are calibrated and the lengths synthetic.
+nlohmann::ordered_json tune_to_json(const Scenario& scenario, const std::string& profile_label,
+                                    const std::string& dataset_label, const TuneSpace& space,
                                     const std::vector<TuneOutcome>& outcomes, const TuneVerdict& verdict);
 /// One CSV row per candidate.
 std::string tune_to_csv(const TuneSpace& space, const std::vector<TuneOutcome>& outcomes);
