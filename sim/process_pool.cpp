@@ -7,9 +7,12 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <stdexcept>
+
+#include "policies/core/errors.hpp"
 
 extern char** environ;
 
@@ -73,6 +76,33 @@ void print_progress(std::size_t done, std::size_t total, const std::string& what
   std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
             << std::string(static_cast<std::size_t>(kWidth - filled), '.') << "] " << done << "/" << total << " "
             << what << (done == total ? "\n" : "") << std::flush;
+}
+
+WorkFolder::WorkFolder(const std::optional<std::string>& dir, const std::string& prefix) {
+  if (dir) {
+    path_ = *dir;
+    std::error_code made;
+    std::filesystem::create_directories(path_, made);
+    if (made) throw InputError(path_.string() + ": cannot create the work folder: " + made.message());
+    return;
+  }
+  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data())) throw InputError(pattern + ": cannot create a temporary folder");
+  path_ = pattern;
+  remove_ = true;
+}
+
+WorkFolder::~WorkFolder() {
+  std::error_code ignored;
+  if (remove_) std::filesystem::remove_all(path_, ignored);
+}
+
+std::string last_line_of(const std::filesystem::path& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last;
 }
 
 }  // namespace lcsim

@@ -66,14 +66,6 @@ std::string tune_help() {
   return text.str();
 }
 
-std::string last_line_of(const fs::path& log) {
-  std::ifstream in(log);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  return last;
-}
-
 /// The tuned policy's figures from a results file (lcsim-results/1).
 void read_results(const Json& results, const std::string& label, bool simulated, TuneOutcome& o) {
   for (const auto& p : results.at("policies")) {
@@ -187,26 +179,9 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
   const double capacity_gib = base.cost->capacity_bytes() / (1024.0 * 1024 * 1024);
   for (auto& o : outcomes) o.capacity_gib = capacity_gib;
 
-  const bool keep = vm.count("work") > 0;
-  fs::path dir;
-  if (keep) {
-    dir = vm["work"].as<std::string>();
-    std::error_code made;
-    fs::create_directories(dir, made);
-    if (made) throw InputError(dir.string() + ": cannot create the work folder: " + made.message());
-  } else {
-    std::string pattern = (fs::temp_directory_path() / "lcsim-tune-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw InputError(pattern + ": cannot create a temporary folder");
-    dir = pattern;
-  }
-  struct RemoveUnlessKept {
-    fs::path dir;
-    bool remove;
-    ~RemoveUnlessKept() {
-      std::error_code ignored;
-      if (remove) fs::remove_all(dir, ignored);
-    }
-  } cleanup{dir, !keep};
+  const WorkFolder work(vm.count("work") ? std::optional<std::string>(vm["work"].as<std::string>()) : std::nullopt,
+                        "lcsim-tune");
+  const fs::path& dir = work.path();
   const auto name_of = [&](int i, const char* suffix) {
     std::ostringstream name;
     name << "candidate-" << std::setw(5) << std::setfill('0') << i << suffix;
@@ -265,8 +240,10 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::vector<std::string> written;
   if (vm.count("json"))
-    write_output(vm["json"].as<std::string>(), tune_to_json(scenario, base.profile.label(), base.dataset_label, space, outcomes, verdict).dump(1) + "\n",
-                 written);
+    write_output(
+        vm["json"].as<std::string>(),
+        tune_to_json(scenario, base.profile.label(), base.dataset_label, space, outcomes, verdict).dump(1) + "\n",
+        written);
   if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), tune_to_csv(space, outcomes), written);
   if (!vm.count("quiet")) print_verdict(base, space, outcomes, verdict, seconds, budget_hit, out);
 }

@@ -143,14 +143,6 @@ std::string fitted_by_profiles(const ValidationEntry& entry, const std::string& 
   return out;
 }
 
-std::string last_line_of(const fs::path& log) {
-  std::ifstream in(log);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  return last;
-}
-
 std::string fixed(double value, int precision) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(precision) << value;
@@ -277,28 +269,10 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
     }
   }
 
-  // A run's folder: --work, or a fresh temporary one.
-  const bool keep = vm.count("work") > 0;
-  fs::path dir;
-  if (keep) {
-    dir = vm["work"].as<std::string>();
-    std::error_code made;
-    fs::create_directories(dir, made);
-    if (made) throw InputError(dir.string() + ": cannot create the work folder: " + made.message());
-  } else {
-    std::string pattern = (fs::temp_directory_path() / "lcsim-validate-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw InputError(pattern + ": cannot create a temporary folder");
-    dir = pattern;
-  }
-  // A temporary folder goes when validate ends, however it ends, unless a run failed (its log is the evidence).
-  struct RemoveUnlessKept {
-    fs::path dir;
-    bool remove;
-    ~RemoveUnlessKept() {
-      std::error_code ignored;
-      if (remove) fs::remove_all(dir, ignored);
-    }
-  } cleanup{dir, !keep};
+  // A run's folder: --work, or a fresh temporary one kept only when a run failed.
+  WorkFolder work(vm.count("work") ? std::optional<std::string>(vm["work"].as<std::string>()) : std::nullopt,
+                  "lcsim-validate");
+  const fs::path& dir = work.path();
   const auto name_of = [&](std::size_t i, const char* suffix) {
     std::ostringstream name;
     name << "run-" << std::setw(4) << std::setfill('0') << i << suffix;
@@ -370,7 +344,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
   if (!vm.count("quiet")) print_table(catalogue, outcomes, summary, profile_note, out);
 
   if (any_failed) {
-    cleanup.remove = false;
+    work.keep();
     std::string failures;
     for (const auto& f : run_failure)
       if (!f.empty()) failures += "\n  " + f;

@@ -34,8 +34,8 @@ struct TuneKnob {
 };
 
 struct TuneSpec {
-  std::vector<int> cp, tp, pp;  ///< empty: the default space for that degree
-  std::vector<TuneKnob> keys;   ///< free for every policy
+  std::vector<int> cp, tp, pp;                            ///< empty: the default space for that degree
+  std::vector<TuneKnob> keys;                             ///< free for every policy
   std::map<std::string, std::vector<TuneKnob>> policies;  ///< by policy label, on top of `keys`
   int simulate_top = 3;
 };
@@ -45,7 +45,7 @@ TuneSpec tune_spec_from_json(const nlohmann::json& tune, const std::string& file
 
 /// One point of the search: a policy under one layout and one value of each of its knobs.
 struct TuneCandidate {
-  int index = 0;  ///< position in expand order (deterministic)
+  int index = 0;       ///< position in expand order (deterministic)
   std::string policy;  ///< label
   ParallelLayout layout;
   std::vector<std::pair<std::string, nlohmann::json>> settings;  ///< knob path -> value, in knob order
@@ -68,7 +68,7 @@ std::vector<ParallelLayout> tune_layouts(const Scenario& scenario, const TuneSpe
 struct TuneSpace {
   std::vector<TuneCandidate> candidates;
   std::map<std::string, std::vector<std::string>> knob_names;  ///< by policy: "cp", "tp", "pp", then knob paths
-  std::map<std::string, int> refused;                           ///< by policy
+  std::map<std::string, int> refused;                          ///< by policy
 };
 TuneSpace expand_tune_space(const Scenario& scenario, const nlohmann::json& document, const TuneSpec& spec,
                             const std::vector<std::string>& labels);
@@ -80,9 +80,9 @@ struct TuneOutcome {
   std::string failed;  ///< why a run gave no result (its last log line)
   double estimate_tokens_per_s = 0;
   double simulated_tokens_per_s = 0;
-  double p99_iteration_s = 0;   ///< of the simulation when simulated, else of the estimate
-  double peak_gib = 0;          ///< the largest per-GPU peak over the iterations
-  double capacity_gib = 0;      ///< usable GPU memory
+  double p99_iteration_s = 0;  ///< of the simulation when simulated, else of the estimate
+  double peak_gib = 0;         ///< the largest per-GPU peak over the iterations
+  double capacity_gib = 0;     ///< usable GPU memory
   int oom_iterations = 0;
   bool accepted() const { return estimated && failed.empty() && oom_iterations == 0; }
   /// The figure candidates are ranked by: simulated throughput when simulated, else the estimate.

@@ -28,7 +28,9 @@ class SkrullPolicy : public Policy {
 };
 
 std::unique_ptr<Policy> make_skrull_policy(const PolicySpec& spec, Variant variant);
-inline std::unique_ptr<Policy> make_skrull(const PolicySpec& spec) { return make_skrull_policy(spec, Variant::Skrull); }
+inline std::unique_ptr<Policy> make_skrull(const PolicySpec& spec) {
+  return make_skrull_policy(spec, Variant::Skrull);
+}
 inline std::unique_ptr<Policy> make_skrull_dacp(const PolicySpec& spec) {
   return make_skrull_policy(spec, Variant::DacpOnly);
 }
