@@ -16,6 +16,7 @@ std::string main_usage() {
          "  lcsim validate [--catalogue FILE] [--json FILE] [--csv FILE] [--jobs N] [--only ID]... [--work DIR]\n"
          "                 [--profile FILE]...\n"
          "  lcsim tune SCENARIO [--policy LABEL]... [--jobs N] [--budget-s S] [--json FILE] [--csv FILE] [--quiet]\n"
+         "             [--shard K/N --slice FILE | --merge FILE...]\n"
          "  lcsim list models|gpus|distributions|policies|finetuning\n"
          "  lcsim COMMAND --help\n"
          "  lcsim --help | --version\n"

@@ -21,6 +21,7 @@
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
 #include "traces/sweep.hpp"
+#include "traces/sweep_shard.hpp"
 #include "traces/tune.hpp"
 
 namespace lcsim {
@@ -45,6 +46,12 @@ po::options_description tune_options() {
        "stop starting estimates after S seconds; the candidates not reached are reported as not run")                 //
       ("json", po::value<std::string>()->value_name("FILE"), "write every candidate and the verdict (lcsim-tune/1)")  //
       ("csv", po::value<std::string>()->value_name("FILE"), "write one row per candidate")                            //
+      ("shard", po::value<std::string>()->value_name("K/N"),
+       "estimate only slice K of N of the candidates (1-based, like SLURM_ARRAY_TASK_ID) into --slice FILE")   //
+      ("slice", po::value<std::string>()->value_name("FILE"), "with --shard: where the slice's estimates go")  //
+      ("merge", po::value<std::vector<std::string>>()->composing()->value_name("FILE"),
+       "take the estimates from the slice files 1..N of --shard runs (repeatable) instead of running them; then "
+       "simulate and judge as one machine does")  //
       ("work", po::value<std::string>()->value_name("DIR"),
        "keep every candidate's scenario, results and log in DIR (default: a temporary folder, removed at the end)")  //
       ("quiet,q", "do not print the verdict");
@@ -61,7 +68,9 @@ std::string tune_help() {
           "estimated by `lcsim plan`; the most promising of each policy (tune.simulate_top, default 3) are\n"
           "simulated. A candidate with an iteration out of memory is never accepted. Prints per policy the best\n"
           "and runner-up settings with tokens/s, p99 iteration time and memory headroom, each knob's effect around\n"
-          "the best, and the winning policy with its margin; results do not depend on --jobs.\n\n"
+          "the best, and the winning policy with its margin; results do not depend on --jobs. On many machines:\n"
+          "`--shard K/N --slice FILE` for K = 1..N (e.g. a Slurm job array), then `--merge FILE...` gives the\n"
+          "one-machine results.\n\n"
        << tune_options();
   return text.str();
 }
@@ -158,6 +167,18 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
     if (!(*budget > 0)) throw UsageError("tune: --budget-s must be positive", tune_help());
   }
   const auto labels = vm.count("policy") ? vm["policy"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  std::optional<SweepShard> shard;
+  if (vm.count("shard")) {
+    shard = parse_sweep_shard(vm["shard"].as<std::string>());
+    if (!shard)
+      throw UsageError("tune: --shard expects K/N with 1 <= K <= N, got \"" + vm["shard"].as<std::string>() + "\"",
+                       tune_help());
+    if (!vm.count("slice")) throw UsageError("tune: --shard needs --slice FILE for its estimates", tune_help());
+    for (const char* other : {"merge", "json", "csv"})
+      if (vm.count(other)) throw UsageError(std::string("tune: --shard writes a slice, not --") + other, tune_help());
+  } else if (vm.count("slice")) {
+    throw UsageError("tune: --slice goes with --shard K/N", tune_help());
+  }
   const auto started = std::chrono::steady_clock::now();
 
   Json document = scenario_with_absolute_paths(parse_json_file(parsed->file), parsed->file);
@@ -172,7 +193,9 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<std::string> policies;
   for (const auto& p : scenario.policies)
     if (labels.empty() || std::find(labels.begin(), labels.end(), p.label) != labels.end()) policies.push_back(p.label);
-  check_output_files(output_options(vm, {"json", "csv"}), scenario_inputs(base));
+  check_output_files(output_options(vm, {"json", "csv", "slice"}), scenario_inputs(base));
+  // What makes two runs the same search: the scenario as run, and the policies tuned.
+  const std::string digest = scenario_digest(Json{{"scenario", document}, {"policies", labels}});
 
   const TuneSpace space = expand_tune_space(scenario, document, scenario.tune, labels);
   std::vector<TuneOutcome> outcomes(space.candidates.size());
@@ -205,23 +228,45 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
                  c.policy, sim, o);
   };
 
-  // Estimate every candidate, in chunks so that --budget-s can stop between them.
-  for (const auto& c : space.candidates) write_file_atomically(name_of(c.index, ".json").string(), c.scenario.dump(1));
+  // Estimate every candidate (of this slice; none when merging slices), in chunks so that --budget-s can stop
+  // between them.
+  std::vector<const TuneCandidate*> mine;
+  if (vm.count("merge")) {
+    std::vector<std::pair<std::string, TuneSlice>> slices;
+    for (const auto& file : vm["merge"].as<std::vector<std::string>>())
+      slices.emplace_back(file, tune_slice_from_json(parse_json_file(file), file));
+    outcomes = merge_tune_slices(slices, digest, space.candidates.size());
+    for (auto& o : outcomes) o.capacity_gib = capacity_gib;
+  } else {
+    for (const auto& c : space.candidates)
+      if (!shard || in_sweep_shard(static_cast<std::size_t>(c.index), *shard)) mine.push_back(&c);
+  }
+  for (const auto* c : mine) write_file_atomically(name_of(c->index, ".json").string(), c->scenario.dump(1));
   bool budget_hit = false;
   const std::size_t chunk = static_cast<std::size_t>(jobs) * 8;
-  for (std::size_t first = 0; first < space.candidates.size(); first += chunk) {
+  for (std::size_t first = 0; first < mine.size(); first += chunk) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (budget && elapsed > *budget) {
       budget_hit = true;
       break;
     }
-    const std::size_t last = std::min(space.candidates.size(), first + chunk);
+    const std::size_t last = std::min(mine.size(), first + chunk);
     std::vector<ChildCommand> commands;
-    for (std::size_t i = first; i < last; ++i) commands.push_back(command(space.candidates[i], "plan"));
+    for (std::size_t i = first; i < last; ++i) commands.push_back(command(*mine[i], "plan"));
     const auto status = run_children(commands, jobs, [&](std::size_t done, std::size_t) {
-      print_progress(first + done, space.candidates.size(), "candidates estimated");
+      print_progress(first + done, mine.size(), "candidates estimated");
     });
-    for (std::size_t i = first; i < last; ++i) collect(space.candidates[i], status[i - first], false);
+    for (std::size_t i = first; i < last; ++i) collect(*mine[i], status[i - first], false);
+  }
+  if (shard) {
+    TuneSlice slice{digest, shard->index, shard->count, static_cast<int>(space.candidates.size()), {}};
+    for (const auto* c : mine) slice.estimates.emplace_back(c->index, outcomes[static_cast<std::size_t>(c->index)]);
+    std::vector<std::string> written;
+    write_output(vm["slice"].as<std::string>(), tune_slice_to_json(slice).dump(1) + "\n", written);
+    if (!vm.count("quiet"))
+      out << "tune      slice " << shard->index << "/" << shard->count << ": " << mine.size() << " of "
+          << space.candidates.size() << " candidates estimated into " << vm["slice"].as<std::string>() << "\n";
+    return;
   }
 
   // Simulate the most promising candidates of each policy.

@@ -204,6 +204,41 @@ TEST(TuneCli, FindsTheExhaustiveOptimumRejectsOomAndIgnoresJobs) {
   fs::remove_all(dir);
 }
 
+TEST(TuneCli, SlicesMergedAreTheOneMachineSearch) {
+  const fs::path dir = fs::temp_directory_path() / ("lcsim-tune-slices-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / "small.json";
+  std::ofstream(file) << small_tune_document().dump(2);
+  const std::string scenario = "tune '" + file.string() + "' --quiet";
+  ASSERT_EQ(testing::run_lcsim(scenario + " --json '" + (dir / "one.json").string() + "'").exit_code, 0);
+  for (int k = 1; k <= 3; ++k) {
+    const auto run = testing::run_lcsim(scenario + " --shard " + std::to_string(k) + "/3 --slice '" +
+                                        (dir / ("slice-" + std::to_string(k) + ".json")).string() + "'");
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+  }
+  const auto slice = [&](int k) {
+    return " --merge '" + (dir / ("slice-" + std::to_string(k) + ".json")).string() + "'";
+  };
+  // In any order, the merged search is the one-machine search, byte for byte.
+  const auto merged = testing::run_lcsim(scenario + slice(3) + slice(1) + slice(2) + " --json '" +
+                                         (dir / "merged.json").string() + "'");
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  EXPECT_EQ(testing::read_file(dir / "merged.json"), testing::read_file(dir / "one.json"));
+  // A missing or repeated slice, or a slice of another search, is named.
+  const auto missing = testing::run_lcsim(scenario + slice(1) + slice(3));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(testing::contains(missing.output, "slice 2/3 is missing"));
+  const auto twice = testing::run_lcsim(scenario + slice(1) + slice(1) + slice(2) + slice(3));
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_TRUE(testing::contains(twice.output, "slice 1/3 again"));
+  const auto other = testing::run_lcsim(scenario + " --iterations 1" + slice(1) + slice(2) + slice(3));
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_TRUE(testing::contains(other.output, "a slice of another search"));
+  EXPECT_EQ(testing::run_lcsim(scenario + " --shard 4/3 --slice x.json").exit_code, 2);
+  EXPECT_EQ(testing::run_lcsim(scenario + " --shard 1/3").exit_code, 2);
+  fs::remove_all(dir);
+}
+
 TEST(TuneCli, BadCommandLinesAreUsageErrors) {
   const std::string file = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
   EXPECT_EQ(testing::run_lcsim("tune '" + file + "' --jobs 0").exit_code, 2);

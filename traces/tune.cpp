@@ -394,4 +394,89 @@ std::string tune_to_csv(const TuneSpace& space, const std::vector<TuneOutcome>& 
   return s.str();
 }
 
+nlohmann::ordered_json tune_slice_to_json(const TuneSlice& slice) {
+  using OJson = nlohmann::ordered_json;
+  OJson j;
+  j["schema"] = "lcsim-tune-slice/1";
+  j["search_digest"] = slice.search_digest;
+  j["shard"] = slice.shard;
+  j["shards"] = slice.shards;
+  j["candidates_total"] = slice.candidates_total;
+  OJson estimates = OJson::array();
+  for (const auto& [index, o] : slice.estimates) {
+    estimates.push_back({{"index", index},
+                         {"estimated", o.estimated},
+                         {"failed", o.failed},
+                         {"estimate_tokens_per_s", o.estimate_tokens_per_s},
+                         {"p99_iteration_s", o.p99_iteration_s},
+                         {"peak_GiB", o.peak_gib},
+                         {"oom_iterations", o.oom_iterations}});
+  }
+  j["estimates"] = std::move(estimates);
+  return j;
+}
+
+TuneSlice tune_slice_from_json(const Json& document, const std::string& file) {
+  JsonObjectReader r(document, file);
+  if (r.required<std::string>("schema") != "lcsim-tune-slice/1")
+    r.fail("schema", "expected \"lcsim-tune-slice/1\" (a file of lcsim tune --shard K/N --slice FILE)");
+  TuneSlice slice;
+  slice.search_digest = r.required<std::string>("search_digest");
+  slice.shards = static_cast<int>(r.integer_in("shards", 1, 1 << 20));
+  slice.shard = static_cast<int>(r.integer_in("shard", 1, slice.shards));
+  slice.candidates_total = static_cast<int>(r.integer_in("candidates_total", 0, 1 << 24));
+  const Json& estimates = r.value("estimates");
+  if (!estimates.is_array()) r.fail("estimates", "expected an array");
+  for (std::size_t i = 0; i < estimates.size(); ++i) {
+    JsonObjectReader e = r.child(estimates[i], r.path("estimates[" + std::to_string(i) + "]"));
+    TuneOutcome o;
+    const int index = static_cast<int>(e.integer_in("index", 0, slice.candidates_total - 1));
+    o.estimated = e.required<bool>("estimated");
+    o.failed = e.required<std::string>("failed");
+    o.estimate_tokens_per_s = e.required<double>("estimate_tokens_per_s");
+    o.p99_iteration_s = e.required<double>("p99_iteration_s");
+    o.peak_gib = e.required<double>("peak_GiB");
+    o.oom_iterations = static_cast<int>(e.integer_in("oom_iterations", 0, 1 << 24));
+    e.finish();
+    slice.estimates.emplace_back(index, std::move(o));
+  }
+  r.finish();
+  return slice;
+}
+
+std::vector<TuneOutcome> merge_tune_slices(const std::vector<std::pair<std::string, TuneSlice>>& slices,
+                                           const std::string& digest, std::size_t candidates) {
+  if (slices.empty()) throw InputError("--merge: no slice files");
+  const int n = slices.front().second.shards;
+  std::vector<std::string> file_of(static_cast<std::size_t>(n) + 1);
+  std::vector<TuneOutcome> out(candidates);
+  std::vector<bool> seen(candidates, false);
+  for (const auto& [file, slice] : slices) {
+    if (slice.search_digest != digest || static_cast<std::size_t>(slice.candidates_total) != candidates)
+      throw InputError(file + ": a slice of another search (a different scenario, --iterations or --policy)");
+    if (slice.shards != n)
+      throw InputError(file + ": slice of " + std::to_string(slice.shards) + ", but " + slices.front().first +
+                       " is a slice of " + std::to_string(n));
+    auto& owner = file_of[static_cast<std::size_t>(slice.shard)];
+    if (!owner.empty())
+      throw InputError(file + ": slice " + std::to_string(slice.shard) + "/" + std::to_string(n) + " again (also " +
+                       owner + ")");
+    owner = file;
+    for (const auto& [index, o] : slice.estimates) {
+      const auto i = static_cast<std::size_t>(index);
+      if (index % n + 1 != slice.shard || seen[i])
+        throw InputError(file + ": candidate " + std::to_string(index) + " does not belong to slice " +
+                         std::to_string(slice.shard) + "/" + std::to_string(n) + " or is listed twice");
+      seen[i] = true;
+      out[i] = o;
+    }
+  }
+  for (int k = 1; k <= n; ++k)
+    if (file_of[static_cast<std::size_t>(k)].empty())
+      throw InputError("--merge: slice " + std::to_string(k) + "/" + std::to_string(n) + " is missing");
+  for (std::size_t i = 0; i < candidates; ++i)
+    if (!seen[i]) throw InputError("--merge: no slice holds candidate " + std::to_string(i));
+  return out;
+}
+
 }  // namespace lcsim

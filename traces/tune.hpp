@@ -128,4 +128,22 @@ nlohmann::ordered_json tune_to_json(const Scenario& scenario, const std::string&
 /// One CSV row per candidate.
 std::string tune_to_csv(const TuneSpace& space, const std::vector<TuneOutcome>& outcomes);
 
+// ---- Slices: the estimates of one search on many machines (`lcsim tune --shard K/N --slice FILE`, then
+// `lcsim tune --merge FILE...`), candidate i in slice (i mod N) + 1 as for sweeps (traces/sweep_shard.hpp) ----
+
+/// A slice file (schema lcsim-tune-slice/1): the search's digest (scenario document after --iterations, and the
+/// --policy labels), K, N, the number of candidates of the whole search, and the estimates of the slice's own.
+struct TuneSlice {
+  std::string search_digest;
+  int shard = 1, shards = 1;
+  int candidates_total = 0;
+  std::vector<std::pair<int, TuneOutcome>> estimates;  ///< candidate index -> its estimate
+};
+nlohmann::ordered_json tune_slice_to_json(const TuneSlice& slice);
+TuneSlice tune_slice_from_json(const nlohmann::json& document, const std::string& file);
+/// The estimates of the whole search from its slices, in candidate order. InputError naming the files unless they
+/// are slices 1..N of this search (`digest`, `candidates`), each once, each holding exactly its own candidates.
+std::vector<TuneOutcome> merge_tune_slices(const std::vector<std::pair<std::string, TuneSlice>>& slices,
+                                           const std::string& digest, std::size_t candidates);
+
 }  // namespace lcsim
