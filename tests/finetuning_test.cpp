@@ -12,6 +12,7 @@
 #include "policies/hydraulis/hydraulis_view.hpp"
 #include "policies/skrull/skrull_view.hpp"
 #include "tests/policy_test_fixtures.hpp"
+#include "tests/scenario_test_support.hpp"
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
@@ -169,17 +170,8 @@ TEST(Finetuning, HydraulisMaxLenFollowsWhatIsTrained) {
 
 TEST(Finetuning, ScenarioKeyIsReadStrictly) {
   const std::string file = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
-  nlohmann::json base = nlohmann::json::parse(std::ifstream(file));
-  const auto error_of = [&](const nlohmann::json& finetuning) {
-    nlohmann::json doc = base;
-    doc["training"]["finetuning"] = finetuning;
-    try {
-      load_and_prepare(doc, file, 1);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const nlohmann::json base = nlohmann::json::parse(std::ifstream(file));
+  const auto& error_of = testing::finetuning_error;
   EXPECT_EQ(error_of({{"method", "full"}}), "");
   EXPECT_EQ(error_of({{"method", "lora"}, {"rank", 16}}), "");
   EXPECT_NE(error_of({{"method", "lora"}, {"rank", 0}}).find("training.finetuning.rank"), std::string::npos);

@@ -14,6 +14,7 @@
 #include "policies/skrull/skrull_view.hpp"
 #include "program/iteration_program.hpp"
 #include "tests/policy_test_fixtures.hpp"
+#include "tests/scenario_test_support.hpp"
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
@@ -240,17 +241,8 @@ TEST(Frozen, FreezingMovesTheOomEdgeOut) {
 TEST(Frozen, ScenarioKeyIsReadStrictly) {
   // default.json: Qwen2.5-0.5B, 24 layers, embeddings tied to the LM head.
   const std::string file = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
-  nlohmann::json base = nlohmann::json::parse(std::ifstream(file));
-  const auto error_of = [&](const nlohmann::json& finetuning) {
-    nlohmann::json doc = base;
-    doc["training"]["finetuning"] = finetuning;
-    try {
-      load_and_prepare(doc, file, 1);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const nlohmann::json base = nlohmann::json::parse(std::ifstream(file));
+  const auto& error_of = testing::finetuning_error;
   const auto names = [](const std::string& error, const std::string& key) {
     return error.find(key) != std::string::npos;
   };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -14,8 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "policies/core/errors.hpp"
-#include "traces/scenario.hpp"
 #include "tests/command_run_support.hpp"
+#include "traces/scenario.hpp"
+#include "traces/scenario_loader.hpp"
 
 namespace lcsim::testing {
 
@@ -78,5 +80,19 @@ struct ScratchDir {
   ScratchDir& operator=(const ScratchDir&) = delete;
   std::filesystem::path path;
 };
+
+/// The InputError of loading the default scenario (scenarios/default.json) with training.finetuning set to
+/// `finetuning`, or "" when it loads.
+inline std::string finetuning_error(const nlohmann::json& finetuning) {
+  const std::string file = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(file));
+  doc["training"]["finetuning"] = finetuning;
+  try {
+    load_and_prepare(doc, file, 1);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 }  // namespace lcsim::testing
