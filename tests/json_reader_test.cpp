@@ -44,6 +44,14 @@ TEST(JsonParsing, NumbersOutOfRangeNameTheFileAndKey) {
   EXPECT_EQ(error_of("1e999").rfind("s.json: (top level): number out of range", 0), 0u);
 }
 
+TEST(JsonParsing, AFloatBeyondInt64IsNotAnIntegerAndNotUndefined) {
+  // Fuzzing found 2.2e27 for an integer key: the range is checked before the cast (UBSan would report it).
+  const nlohmann::json doc = {{"n", 2.22222e27}, {"m", 4.0}};
+  JsonObjectReader r(doc, "f.json");
+  EXPECT_EQ(r.required<std::int64_t>("m"), 4);
+  EXPECT_THROW(r.required<std::int64_t>("n"), InputError);
+}
+
 TEST(JsonParsing, SyntaxErrorsQuoteAShortPrintableExcerpt) {
   const std::string message = error_of("{\"name\": \"" + std::string(100000, 'x') + "\x01\"}");
   EXPECT_EQ(message.rfind("s.json: not valid JSON: ", 0), 0u) << message;

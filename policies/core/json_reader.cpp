@@ -1,5 +1,7 @@
 #include "policies/core/json_reader.hpp"
 
+#include <cmath>
+
 #include <set>
 #include <vector>
 
@@ -62,7 +64,8 @@ std::int64_t JsonObjectReader::required<std::int64_t>(std::string_view key) {
   if (v.is_number_integer()) return v.get<std::int64_t>();
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (d == static_cast<double>(static_cast<std::int64_t>(d))) return static_cast<std::int64_t>(d);
+    // Range first: casting a double outside int64 is undefined (fuzzing found 2.2e27).
+    if (d >= -9.2e18 && d <= 9.2e18 && d == std::trunc(d)) return static_cast<std::int64_t>(d);
     fail(key, "expected an integer, got " + v.dump());
   }
   fail(key, "expected an integer, got " + json_type_name(v));
