@@ -1,5 +1,7 @@
 #include "sim/command_options.hpp"
 
+#include <filesystem>
+
 #include "sim/cli.hpp"
 
 namespace lcsim {
@@ -49,6 +51,36 @@ std::optional<FileCommand> parse_file_command(const std::string& command, const 
                      help);
   parsed.file = files.front();
   return parsed;
+}
+
+std::string shipped_model_form_file() {
+  return LCSIM_SOURCE_DIR "/scenarios/validation/model-form.json";
+}
+
+void add_uncertainty_options(boost::program_options::options_description& options) {
+  namespace po = boost::program_options;
+  options.add_options()  //
+      ("samples", po::value<int>()->value_name("N")->default_value(kDefaultSamples),
+       "worlds to sample (at most 1000): world 0 is the nominal run, the others draw the dataset, the profile's "
+       "fitted fields and the model form, and give each policy p10-p90 intervals and P(beats the baseline); 1: "
+       "the nominal figures only (docs/uncertainty.md)")  //
+      ("model-form", po::value<std::string>()->value_name("FILE"),
+       "model-form file (schema lcsim-model-form/1, written by `lcsim validate --write-model-form`); default: "
+       "the shipped scenarios/validation/model-form.json");
+}
+
+int samples_option(const boost::program_options::variables_map& vm) {
+  return checked_samples(vm["samples"].as<int>());
+}
+
+ModelForm model_form_option(const boost::program_options::variables_map& vm) {
+  if (vm.count("model-form")) {
+    const std::string file = vm["model-form"].as<std::string>();
+    return load_model_form(file, file);
+  }
+  const std::string shipped = shipped_model_form_file();
+  if (!std::filesystem::exists(shipped)) return {};
+  return load_model_form(shipped, kShippedModelFormName);
 }
 
 }  // namespace lcsim

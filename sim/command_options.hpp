@@ -9,6 +9,7 @@
 
 #include "policies/core/files.hpp"
 #include "traces/scenario_loader.hpp"
+#include "traces/uncertainty.hpp"
 
 namespace lcsim {
 
@@ -31,5 +32,16 @@ std::optional<FileCommand> parse_file_command(const std::string& command, const 
                                               const std::vector<std::string>& args,
                                               const boost::program_options::options_description& options,
                                               const std::string& help, std::ostream& out);
+
+/// The model-form file lcsim ships, in the source tree it was built from, and how results files name it.
+std::string shipped_model_form_file();
+inline constexpr const char* kShippedModelFormName = "scenarios/validation/model-form.json";
+
+/// `--samples` and `--model-form` of plan and simulate (docs/uncertainty.md).
+void add_uncertainty_options(boost::program_options::options_description& options);
+/// --samples (checked), and the model form: --model-form FILE when given, else the shipped file when it exists,
+/// else none (the results say so).
+int samples_option(const boost::program_options::variables_map& vm);
+ModelForm model_form_option(const boost::program_options::variables_map& vm);
 
 }  // namespace lcsim

@@ -11,6 +11,7 @@
 #include "traces/evaluation.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
+#include "traces/uncertainty.hpp"
 
 namespace lcsim {
 namespace {
@@ -28,23 +29,28 @@ po::options_description plan_options() {
        "speedups exist")  //
       ("iterations,n", po::value<int>()->value_name("N"),
        "global batches to plan (at most 10000), overriding training.iterations")                                     //
-      ("json", po::value<std::string>()->value_name("FILE"), "write results JSON (schema lcsim-results/1) to FILE")  //
+      ("json", po::value<std::string>()->value_name("FILE"), "write results JSON (schema lcsim-results/2) to FILE")  //
       ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per policy and iteration to FILE")    //
       ("quiet,q", "do not print the comparison table");
+  add_uncertainty_options(options);
   return options;
 }
 
 std::string plan_help() {
   std::ostringstream text;
-  text << kPlanUsage
-       << "\nEvery policy of SCENARIO plans the same global batches (the scenario's dataset, seed and batch size).\n"
-          "Each plan is checked (every sequence exactly once, valid GPUs and ranks; a plan that exceeds GPU memory\n"
-          "is reported as an OOM iteration), then timed by replaying its iteration program -- the steps the simulator\n"
-          "runs -- without contention between flows. Prints one row per policy: iteration time (mean, p50, p99), "
-          "tokens/s, speedup\n"
-          "over the baseline, HBP balance metrics (DBR, PR, ABR, CR), OOM iterations and planning wall time. A\n"
-          "progress bar (policies planned) goes to stderr when it is a terminal. Limits: docs/robustness.md.\n\n"
-       << plan_options();
+  text
+      << kPlanUsage
+      << "\nEvery policy of SCENARIO plans the same global batches (the scenario's dataset, seed and batch size).\n"
+         "Each plan is checked (every sequence exactly once, valid GPUs and ranks; a plan that exceeds GPU memory\n"
+         "is reported as an OOM iteration), then timed by replaying its iteration program -- the steps the simulator\n"
+         "runs -- without contention between flows. Prints one row per policy: iteration time (mean, p50, p99), "
+         "tokens/s, speedup\n"
+         "over the baseline, HBP balance metrics (DBR, PR, ABR, CR), OOM iterations and planning wall time. A\n"
+         "progress bar (policies planned) goes to stderr when it is a terminal. Limits: docs/robustness.md.\n"
+         "With --samples N above 1 (default 32) the comparison is repeated in N-1 sampled worlds (other data, the\n"
+         "profile's fitted fields within their fit error, the model-form term): each policy gets p10-p90 intervals of\n"
+         "its iteration time and speedup and P(beats the baseline), and the run P(the winner wins).\n\n"
+      << plan_options();
   return text.str();
 }
 
@@ -62,9 +68,15 @@ void run_plan_command(const std::vector<std::string>& args, std::ostream& out) {
   const LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
   const std::vector<OutputOption> outputs = output_options(vm, {"json", "csv"});
   check_output_files(outputs, scenario_inputs(loaded));
-  const RunResults results =
-      evaluate_plans(loaded, labels, [](std::size_t done, std::size_t total, const std::string& label) {
+  const int samples = samples_option(vm);
+  const ModelForm model_form = model_form_option(vm);
+  const RunResults results = evaluate_with_samples(
+      loaded, labels, samples, model_form,
+      [](std::size_t done, std::size_t total, const std::string& label) {
         print_progress(done, total, label.empty() ? "policies planned" : "policies planned (now " + label + ")");
+      },
+      [](int done, int total) {
+        print_progress(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "sampled worlds");
       });
   const std::string warning = out_of_memory_warning(results, loaded);
   if (!warning.empty()) std::cerr << "lcsim: warning: " << warning << '\n';

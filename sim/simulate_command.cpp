@@ -9,6 +9,7 @@
 
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
+#include "sim/process_pool.hpp"
 #include "sim/simulate_scenario.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/model_scaling.hpp"
@@ -34,7 +35,7 @@ po::options_description simulate_options() {
       ("layers", po::value<int>()->value_name("N"),
        "scale the model down to N layers (the prediction for `lcsim-gpu live --layers N`)")  //
       ("json", po::value<std::string>()->value_name("FILE"),
-       "write results JSON (schema lcsim-results/1, mode simulate, with per-GPU busy_s and idle_s) to FILE")       //
+       "write results JSON (schema lcsim-results/2, mode simulate, with per-GPU busy_s and idle_s) to FILE")       //
       ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per policy and iteration to FILE")  //
       ("trace", po::value<std::string>()->value_name("FILE"),
        "write the timeline of every simulated iteration as Chrome trace JSON (open in https://ui.perfetto.dev)")  //
@@ -46,6 +47,7 @@ po::options_description simulate_options() {
        "simulate every collective as flows, even those of groups that have their links to themselves "
        "and are otherwise timed in closed form (same results, slower: to check that)")  //
       ("quiet,q", "do not print the comparison table");
+  add_uncertainty_options(options);
   return options;
 }
 
@@ -59,7 +61,10 @@ std::string simulate_help() {
           "alone), Skrull's overlap, 1F1B pipelines, ZeRO gradient sync and the optimizer step. Prints one\n"
           "row per policy: iteration time (mean, p50, p99), tokens/s, speedup over the baseline, busy time of the\n"
           "busiest and least busy GPU, OOM iterations, the closed-form estimate of the same plans and the wall and\n"
-          "CPU time per simulated iteration. A progress bar goes to stderr when it is a terminal.\n\n"
+          "CPU time per simulated iteration. A progress bar goes to stderr when it is a terminal.\n"
+          "With --samples N above 1 (default 32), N-1 sampled worlds (other data, the profile's fitted fields within\n"
+          "their fit error, the model-form term) give each policy p10-p90 intervals and P(beats the baseline): the\n"
+          "nominal world is simulated, the others estimated and scaled to it (docs/uncertainty.md).\n\n"
        << simulate_options();
   return text.str();
 }
@@ -96,7 +101,15 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   if (vm.count("trace")) settings.trace_file = vm["trace"].as<std::string>();
   if (isatty(STDERR_FILENO)) settings.progress = draw_progress;
 
-  const sim::SimulationReport report = sim::simulate_scenario(loaded, settings);
+  const int samples = samples_option(vm);
+  const ModelForm model_form = model_form_option(vm);
+  if (isatty(STDERR_FILENO))
+    settings.world_progress = [](int done, int total) {
+      print_progress(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "worlds estimated");
+    };
+
+  sim::SimulationReport report = sim::simulate_scenario(loaded, settings);
+  sim::attach_sampled_worlds(report, loaded, settings, samples, model_form);
   const std::string warning = out_of_memory_warning(report.results, loaded);
   if (!warning.empty()) std::cerr << "lcsim: warning: " << warning << '\n';
   std::vector<std::string> written;

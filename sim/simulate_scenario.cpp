@@ -159,19 +159,34 @@ void print_simulation_table(const SimulationReport& report, std::ostream& out) {
   out << "profile   " << r.profile_label << '\n';
 
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup", "busy max s", "busy min s", "OOM iters",
-                  "estimate s", "wall ms/iter", "cpu ms/iter", "build ms/iter"});
+  const bool sampled = r.uncertainty.samples > 1;
+  std::vector<std::string> header{"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup"};
+  if (sampled) header.insert(header.end(), interval_headers().begin(), interval_headers().end());
+  for (const char* column :
+       {"busy max s", "busy min s", "OOM iters", "estimate s", "wall ms/iter", "cpu ms/iter", "build ms/iter"})
+    header.push_back(column);
+  rows.push_back(std::move(header));
   for (std::size_t p = 0; p < r.policies.size(); ++p) {
     const PolicyResult& pr = r.policies[p];
     const SimulatedPolicyExtras& ex = report.extras[p];
     const double iterations = static_cast<double>(std::max<std::size_t>(1, pr.iterations.size()));
-    rows.push_back({pr.label, format("%.4f", pr.mean_iteration_s), format("%.4f", pr.p50_iteration_s),
-                    format("%.4f", pr.p99_iteration_s), format("%.0f", pr.tokens_per_s),
-                    format("%.2fx", pr.speedup_vs_baseline), format("%.4f", ex.busy_max_mean_s),
-                    format("%.4f", ex.busy_min_mean_s),
-                    std::to_string(pr.oom_iterations) + "/" + std::to_string(pr.iterations.size()),
-                    format("%.4f", ex.estimate_mean_s), format("%.3f", 1e3 * ex.wall_s / iterations),
-                    format("%.3f", 1e3 * ex.cpu_s / iterations), format("%.3f", 1e3 * ex.build_cpu_s / iterations)});
+    std::vector<std::string> row{pr.label,
+                                 format("%.4f", pr.mean_iteration_s),
+                                 format("%.4f", pr.p50_iteration_s),
+                                 format("%.4f", pr.p99_iteration_s),
+                                 format("%.0f", pr.tokens_per_s),
+                                 format("%.2fx", pr.speedup_vs_baseline)};
+    if (sampled) {
+      const std::vector<std::string> cells = interval_cells(pr, r.baseline);
+      row.insert(row.end(), cells.begin(), cells.end());
+    }
+    for (std::string cell :
+         {format("%.4f", ex.busy_max_mean_s), format("%.4f", ex.busy_min_mean_s),
+          std::to_string(pr.oom_iterations) + "/" + std::to_string(pr.iterations.size()),
+          format("%.4f", ex.estimate_mean_s), format("%.3f", 1e3 * ex.wall_s / iterations),
+          format("%.3f", 1e3 * ex.cpu_s / iterations), format("%.3f", 1e3 * ex.build_cpu_s / iterations)})
+      row.push_back(std::move(cell));
+    rows.push_back(std::move(row));
   }
   print_aligned_rows(rows, out);
   out << "speedup: tokens/s over " << r.baseline
@@ -181,6 +196,25 @@ void print_simulation_table(const SimulationReport& report, std::ostream& out) {
          "then run it (the CPU time is the wall time on a dedicated core); build ms/iter: the building part of the "
          "CPU\n"
          "time; none is written to files\n";
+  if (sampled)
+    out << "sampled worlds: the nominal world is simulated; worlds 1..N-1 are the estimate's, scaled to it: "
+           "t_sim(w) = t_sim(0) t_est(w) / t_est(0)\n";
+  print_uncertainty_lines(r, out);
+}
+
+void attach_sampled_worlds(SimulationReport& report, const LoadedScenario& loaded, const SimulateSettings& settings,
+                           int samples, const ModelForm& model_form) {
+  RunResults& results = report.results;
+  std::vector<std::vector<WorldFigures>> worlds(results.policies.size());
+  for (std::size_t p = 0; p < results.policies.size(); ++p) worlds[p].push_back(world_figures(results.policies[p]));
+  if (samples > 1) {
+    const auto estimated = estimate_worlds(loaded, settings.policies, samples, settings.world_progress);
+    if (estimated.size() != worlds.size()) throw std::logic_error("simulate: sampled worlds of other policies");
+    for (std::size_t p = 0; p < worlds.size(); ++p)
+      for (int w = 1; w < samples; ++w)
+        worlds[p].push_back(transfer_world(worlds[p][0], estimated[p][0], estimated[p][static_cast<std::size_t>(w)]));
+  }
+  attach_intervals(results, worlds, sampled_sources(loaded), model_form);
 }
 
 }  // namespace lcsim::sim

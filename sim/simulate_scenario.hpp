@@ -14,6 +14,7 @@
 #include "policies/core/results.hpp"
 #include "sim/executor.hpp"
 #include "traces/scenario_loader.hpp"
+#include "traces/uncertainty.hpp"
 
 namespace lcsim::sim {
 
@@ -24,6 +25,8 @@ struct SimulateSettings {
   bool exclusive_closed_form = true;  ///< SimulationOptions::exclusive_closed_form
   /// Called after each simulated iteration with (iterations done, iterations in total, policy label).
   std::function<void(std::size_t, std::size_t, const std::string&)> progress;
+  /// Called as the sampled worlds are estimated (attach_sampled_worlds).
+  WorldProgress world_progress;
 };
 
 /// What the simulation adds to a policy's results, beyond PolicyResult.
@@ -55,5 +58,11 @@ void write_simulation_json(const SimulationReport& report, const std::string& fi
 /// Header lines and one row per policy: mean/p50/p99 iteration seconds, tokens/s, speedup over the baseline,
 /// busiest and least busy GPU's busy seconds, OOM iterations, the estimate and the wall time.
 void print_simulation_table(const SimulationReport& report, std::ostream& out);
+
+/// The intervals of a simulation (`--samples`): world 0 is the simulation; worlds 1..samples-1 are estimated and
+/// scaled to it (transfer_world: t_sim(w) = t_sim(0) t_est(w) / t_est(0)), since simulating every world at
+/// scale would cost samples times the simulation.
+void attach_sampled_worlds(SimulationReport& report, const LoadedScenario& loaded, const SimulateSettings& settings,
+                           int samples, const ModelForm& model_form);
 
 }  // namespace lcsim::sim

@@ -172,9 +172,10 @@ std::vector<PointStatus> run_points(const Sweep& sweep, const std::vector<const 
   for (const SweepPoint* point : points) {
     write_point_scenario(dir, *point);
     const auto i = static_cast<std::size_t>(point->index);
-    commands.push_back({{exe, sweep.mode, point_file(dir, i, ".json").string(), "--json",
-                         point_file(dir, i, ".results.json").string(), "--quiet"},
-                        point_file(dir, i, ".log").string()});
+    commands.push_back(
+        {{exe, sweep.mode, point_file(dir, i, ".json").string(), "--json", point_file(dir, i, ".results.json").string(),
+          "--quiet", "--samples", std::to_string(sweep.samples)},
+         point_file(dir, i, ".log").string()});
   }
   const std::vector<int> status =
       run_children(commands, jobs, [](std::size_t done, std::size_t total) { print_progress(done, total, "points"); });

@@ -75,7 +75,7 @@ std::string tune_help() {
   return text.str();
 }
 
-/// The tuned policy's figures from a results file (lcsim-results/1).
+/// The tuned policy's figures from a results file (lcsim-results/2).
 void read_results(const Json& results, const std::string& label, bool simulated, TuneOutcome& o) {
   for (const auto& p : results.at("policies")) {
     if (p.at("name") != label) continue;
@@ -213,8 +213,11 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
   const std::string exe = self_executable();
   const auto command = [&](const TuneCandidate& c, const char* mode) {
     const bool sim = std::string(mode) == "simulate";
+    // One world per candidate: the search compares nominal figures (an interval per candidate would cost
+    // --samples times the search).
     return ChildCommand{{exe, mode, name_of(c.index, ".json").string(), "--json",
-                         name_of(c.index, sim ? ".sim.json" : ".plan.json").string(), "--quiet", "--policy", c.policy},
+                         name_of(c.index, sim ? ".sim.json" : ".plan.json").string(), "--quiet", "--samples", "1",
+                         "--policy", c.policy},
                         name_of(c.index, sim ? ".sim.log" : ".plan.log").string()};
   };
   const auto collect = [&](const TuneCandidate& c, int status, bool sim) {

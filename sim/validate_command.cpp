@@ -20,7 +20,9 @@
 #include "sim/process_pool.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
+#include "traces/uncertainty.hpp"
 #include "traces/validation.hpp"
+#include "traces/validation_intervals.hpp"
 
 namespace lcsim {
 namespace {
@@ -59,6 +61,12 @@ po::options_description validate_options() {
       ("work", po::value<std::string>()->value_name("DIR"),
        "keep every run's scenario, results and log in DIR (default: a temporary folder, removed unless a run "
        "fails)")  //
+      ("samples", po::value<int>()->default_value(16)->value_name("N"),
+       "sampled worlds per run (lcsim plan|simulate --samples): each held-out entry gets an 80% interval, and "
+       "the summary its coverage and median width (docs/uncertainty.md); 1: no intervals")  //
+      ("write-model-form", po::value<std::string>()->value_name("FILE"),
+       "write each quantity family's model-form log sigma over the whole catalogue to FILE (schema "
+       "lcsim-model-form/1; the shipped one is scenarios/validation/model-form.json)")  //
       ("quiet,q", "do not print the table");
   return options;
 }
@@ -217,6 +225,123 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
     if (!o.entry->not_expressible.empty()) out << "  " << o.entry->id << ": " << o.entry->not_expressible << "\n";
 }
 
+// ---- 80% intervals (traces/validation_intervals.hpp) ----
+
+constexpr int kModelFormDraws = 64;  // model-form draws per world: smooth quantiles from a few worlds
+constexpr const char* kShippedCatalogueName = "scenarios/validation/catalogue.json";
+
+/// A collective's time in every world: the scenario's profile perturbed as `lcsim plan --samples` would.
+std::vector<double> collective_seconds_worlds(const ValidationPoint& point, const std::string& where,
+                                              const std::map<std::string, std::string>& profiles, int samples) {
+  const LoadedScenario loaded = load_and_prepare(scenario_for(point, where, profiles), point.scenario, 1);
+  const CollectiveQuery& q = *point.collective;
+  const LinkClass link =
+      q.group_size <= loaded.scenario.cluster.gpus_per_node ? LinkClass::NvLink : LinkClass::InfiniBand;
+  const CollectiveCall call{q.op, q.group_size, q.bytes, 1.0};
+  std::vector<double> out;
+  for (int w = 0; w < samples; ++w) {
+    const Scenario& s = loaded.scenario;
+    const CostModel cost(s.model, s.cluster, w == 0 ? loaded.profile : world_profile(loaded.profile, s.seed, w),
+                         loaded.cost->options());
+    out.push_back(cost.collective_time(std::span<const CollectiveCall>(&call, 1), link).seconds());
+  }
+  return out;
+}
+
+/// Every held-out entry with a numeric error, predicted in each world of its runs (its combine applied per
+/// world); a world where a point has no prediction (e.g. an idle GPU's unbounded rank gap) is left out.
+std::vector<EntryIntervalInput> interval_inputs(
+    const std::vector<EntryOutcome>& outcomes,
+    const std::map<std::pair<const ValidationEntry*, std::size_t>, std::size_t>& run_of_point,
+    const std::vector<Json>& results, int samples, const std::string& catalogue_file,
+    const std::map<std::string, std::string>& profiles) {
+  std::vector<EntryIntervalInput> inputs;
+  for (const EntryOutcome& o : outcomes) {
+    const ValidationEntry& e = *o.entry;
+    if (entry_status(o) != "held out" || !o.error || family_of(e.quantity) == ModelFormFamily::None) continue;
+    int worlds = samples;
+    std::vector<std::vector<double>> collective(e.points.size());
+    for (std::size_t i = 0; i < e.points.size(); ++i) {
+      if (e.quantity == ValidationQuantity::CollectiveSeconds)
+        collective[i] = collective_seconds_worlds(e.points[i], catalogue_file + ": entry " + e.id, profiles, samples);
+      else
+        worlds = std::min(worlds, results_worlds(results[run_of_point.at({&e, i})]));
+    }
+    EntryIntervalInput input;
+    input.id = e.id;
+    input.quantity = e.quantity;
+    const bool per_point = !e.published.value && !e.published.low;
+    input.checks.resize(per_point ? e.points.size() : 1);
+    for (std::size_t c = 0; c < input.checks.size(); ++c) {
+      IntervalCheck& check = input.checks[c];
+      if (per_point) {
+        check.published = e.points[c].published;
+      } else {
+        check.published = e.published.value;
+        check.low = e.published.low;
+        check.high = e.published.high;
+      }
+    }
+    for (int w = 0; w < worlds; ++w) {
+      std::vector<PointPrediction> predictions;
+      for (std::size_t i = 0; i < e.points.size(); ++i) {
+        PointPrediction p;
+        if (e.quantity == ValidationQuantity::CollectiveSeconds)
+          p.value = collective[i][static_cast<std::size_t>(w)];
+        else
+          p = predict_from_results(e, e.points[i], results_in_world(results[run_of_point.at({&e, i})], w));
+        predictions.push_back(std::move(p));
+      }
+      const EntryOutcome world = evaluate_entry(e, std::move(predictions));
+      if (!world.failed.empty()) continue;
+      for (std::size_t c = 0; c < input.checks.size(); ++c)
+        input.checks[c].worlds.push_back(per_point ? *world.points[c].value : *world.predicted);
+    }
+    inputs.push_back(std::move(input));
+  }
+  return inputs;
+}
+
+nlohmann::ordered_json intervals_to_json(const std::vector<EntryInterval>& intervals, const IntervalSummary& s) {
+  nlohmann::ordered_json j;
+  j["samples"] = s.samples;
+  j["entries"] = s.entries;
+  j["covered"] = results_number(s.covered);
+  j["coverage"] = results_number(s.coverage);
+  j["median_relative_width"] = results_number(s.median_relative_width);
+  j["families"] = nlohmann::ordered_json::object();
+  for (const auto& [family, sigma] : s.families)
+    j["families"][to_string(family)] = {{"entries", sigma.entries}, {"log_sigma", results_number(sigma.log_sigma)}};
+  j["by_entry"] = nlohmann::ordered_json::array();
+  for (const EntryInterval& e : intervals) {
+    nlohmann::ordered_json entry;
+    entry["id"] = e.id;
+    entry["family"] = to_string(e.family);
+    entry["model_form_log_sigma"] = results_number(e.model_form_sigma);
+    entry["sampled_log_sd"] = results_number(std::sqrt(e.sampled_log_var));
+    entry["covered"] = results_number(e.covered);
+    entry["relative_width"] = results_number(e.relative_width);
+    entry["p10_p50_p90"] = nlohmann::ordered_json::array();
+    for (const Quantiles& q : e.quantiles)
+      entry["p10_p50_p90"].push_back({results_number(q.p10), results_number(q.p50), results_number(q.p90)});
+    j["by_entry"].push_back(std::move(entry));
+  }
+  return j;
+}
+
+void print_interval_summary(const IntervalSummary& s, std::ostream& out) {
+  if (s.samples <= 1) return;
+  out << "intervals: 80% (p10-p90) over " << s.samples
+      << " sampled worlds, model form leave-one-out per quantity family (docs/uncertainty.md)\n";
+  out << "coverage: " << fixed(100 * s.coverage, 1) << "% (" << fixed(s.covered, 1) << " of " << s.entries
+      << " held-out numeric entries inside their interval; target 80%)\n";
+  out << "width:    median relative width (p90 - p10) / p50 " << fixed(s.median_relative_width, 3) << "\n";
+  out << "model form (whole catalogue, log sigma):";
+  for (const auto& [family, sigma] : s.families)
+    out << " " << to_string(family) << " " << fixed(sigma.log_sigma, 3) << " (" << sigma.entries << ")";
+  out << "\n";
+}
+
 }  // namespace
 
 void run_validate_command(const std::vector<std::string>& args, std::ostream& out) {
@@ -233,6 +358,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
   }
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 1) throw UsageError("validate: --jobs must be at least 1, got " + std::to_string(jobs), validate_help());
+  const int samples = checked_samples(vm["samples"].as<int>());
 
   const std::string catalogue_file = vm.count("catalogue") ? vm["catalogue"].as<std::string>() : default_catalogue();
   const ValidationCatalogue catalogue = load_catalogue(catalogue_file);
@@ -249,7 +375,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
   for (const auto& [gpu, file] : profiles) inputs.push_back(file);
   for (const auto& e : catalogue.entries)
     for (const auto& point : e.points) inputs.push_back(point.scenario);
-  check_output_files(output_options(vm, {"json", "csv"}), inputs);
+  check_output_files(output_options(vm, {"json", "csv", "write-model-form"}), inputs);
 
   // Every point's run, deduplicated: entries reading the same scenario in the same mode share one process.
   std::vector<Run> runs;
@@ -284,9 +410,9 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
     // Each run's scenario is checked here, so a bad entry is named before anything runs.
     (void)scenario_from_json(runs[i].scenario, runs[i].where);
     write_file_atomically(name_of(i, ".json").string(), runs[i].scenario.dump(2) + "\n");
-    ChildCommand command{
-        {exe, runs[i].mode, name_of(i, ".json").string(), "--json", name_of(i, ".results.json").string(), "--quiet"},
-        name_of(i, ".log").string()};
+    ChildCommand command{{exe, runs[i].mode, name_of(i, ".json").string(), "--json",
+                          name_of(i, ".results.json").string(), "--quiet", "--samples", std::to_string(samples)},
+                         name_of(i, ".log").string()};
     for (const auto& label : runs[i].labels) {
       command.argv.push_back("--policy");
       command.argv.push_back(label);
@@ -333,15 +459,35 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
     if (e->not_expressible.empty()) outcomes.back().fitted = fitted_by_profiles(*e, catalogue_file, profiles, loaded);
   }
   const ValidationSummary summary = summarize_validation(outcomes);
+  IntervalSummary interval_summary;
+  const std::vector<EntryInterval> intervals =
+      entry_intervals(interval_inputs(outcomes, run_of_point, results, samples, catalogue_file, profiles),
+                      kModelFormDraws, interval_summary);
 
   std::vector<std::string> written;
-  if (vm.count("json"))
-    write_output(vm["json"].as<std::string>(), validation_to_json(catalogue, outcomes, summary).dump(2) + "\n",
-                 written);
+  if (vm.count("json")) {
+    nlohmann::ordered_json document = validation_to_json(catalogue, outcomes, summary);
+    document["intervals"] = intervals_to_json(intervals, interval_summary);
+    write_output(vm["json"].as<std::string>(), document.dump(2) + "\n", written);
+  }
+  if (vm.count("write-model-form")) {
+    std::vector<std::string> profile_files;
+    for (const auto& [gpu, file] : profiles) profile_files.push_back(file);
+    const std::string shown_catalogue = vm.count("catalogue") ? catalogue_file : kShippedCatalogueName;
+    std::string command = "lcsim validate --samples " + std::to_string(samples);
+    if (vm.count("catalogue")) command += " --catalogue " + catalogue_file;
+    for (const auto& file : profile_files) command += " --profile " + file;
+    command += " --write-model-form FILE";
+    write_output(vm["write-model-form"].as<std::string>(),
+                 model_form_to_json(interval_summary, shown_catalogue, profile_files, command).dump(2) + "\n", written);
+  }
   if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), validation_to_csv(outcomes), written);
   std::string profile_note;
   for (const auto& p : profile_labels) profile_note += (profile_note.empty() ? "" : "; ") + p;
-  if (!vm.count("quiet")) print_table(catalogue, outcomes, summary, profile_note, out);
+  if (!vm.count("quiet")) {
+    print_table(catalogue, outcomes, summary, profile_note, out);
+    print_interval_summary(interval_summary, out);
+  }
 
   if (any_failed) {
     work.keep();

@@ -63,12 +63,45 @@ TEST_F(CliTest, JsonAndCsvFilesAreDeterministic) {
   EXPECT_EQ(read_file(path("a.csv")), read_file(path("b.csv")));
 
   const auto results = nlohmann::json::parse(json);
-  EXPECT_EQ(results["schema"], "lcsim-results/1");
+  EXPECT_EQ(results["schema"], "lcsim-results/2");
   EXPECT_EQ(results["scenario_file"], kDefaultScenario);
   std::size_t rows = 0;
   for (const auto& p : results["policies"]) rows += p["iterations"].size();
   const std::string csv = read_file(path("a.csv"));
   EXPECT_EQ(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')), rows + 1);
+}
+
+TEST_F(CliTest, SampledWorldsAreDeterministicAndKeepTheNominalFigures) {
+  const std::string base = "plan '" + kDefaultScenario + "' -n 2 --quiet ";
+  for (const char* name : {"a", "b"}) {
+    const CliRun run = run_lcsim(base + "--samples 6 --json '" + path(std::string(name) + ".json") + "' --csv '" +
+                                 path(std::string(name) + ".csv") + "'");
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+  }
+  EXPECT_EQ(read_file(path("a.json")), read_file(path("b.json")));
+  EXPECT_EQ(read_file(path("a.csv")), read_file(path("b.csv")));
+  const CliRun one = run_lcsim(base + "--samples 1 --json '" + path("one.json") + "'");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto sampled = nlohmann::json::parse(read_file(path("a.json")));
+  const auto nominal = nlohmann::json::parse(read_file(path("one.json")));
+  EXPECT_EQ(sampled["uncertainty"]["samples"], 6);
+  EXPECT_EQ(nominal["uncertainty"]["samples"], 1);
+  ASSERT_EQ(sampled["policies"].size(), nominal["policies"].size());
+  for (std::size_t p = 0; p < nominal["policies"].size(); ++p) {
+    // World 0 is the run --samples 1 makes: every nominal figure and iteration is the same.
+    auto a = sampled["policies"][p];
+    auto b = nominal["policies"][p];
+    EXPECT_EQ(a["interval"]["world_iteration_s"][0], b["mean_iteration_s"]);
+    a.erase("interval");
+    b.erase("interval");
+    EXPECT_EQ(a, b);
+    const auto& speedup = sampled["policies"][p]["interval"]["speedup"];
+    EXPECT_LE(speedup["p10"].get<double>(), speedup["p50"].get<double>());
+    EXPECT_LE(speedup["p50"].get<double>(), speedup["p90"].get<double>());
+  }
+  const CliRun bad = run_lcsim(base + "--samples 0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "--samples: must be in [1, 1000], got 0"));
 }
 
 TEST_F(CliTest, PolicyFilterKeepsTheBaseline) {

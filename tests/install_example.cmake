@@ -13,7 +13,7 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/custom-policy -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER} "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build -j2)
-set(COMMAND ${WORK_DIR}/build/lcsim-custom plan examples/custom-policy/scenario.json)
+set(COMMAND ${WORK_DIR}/build/lcsim-custom plan examples/custom-policy/scenario.json --samples 1)
 set(WORKING_DIRECTORY ${SOURCE_DIR})
 set(EXPECTED ${SOURCE_DIR}/examples/custom-policy/expected-plan.txt)
 include(${SOURCE_DIR}/tests/golden_output.cmake)

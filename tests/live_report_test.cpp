@@ -1,5 +1,5 @@
 // `lcsim-gpu live`'s reports (calibrate/host/live_report.hpp) from a made-up measurement: the results file (schema
-// lcsim-results/1, mode live, predicted figures beside the measured ones, null for what was not measured), the
+// lcsim-results/2, mode live, predicted figures beside the measured ones, null for what was not measured), the
 // table (saying how the run was executed and where the prediction comes from) and the Chrome trace.
 #include <gtest/gtest.h>
 
@@ -54,7 +54,7 @@ Fixture fixture() {
 TEST(LiveReport, ResultsFileHoldsMeasuredAndPredictedFigures) {
   const Fixture f = fixture();
   const nlohmann::ordered_json j = live_results_json(f.live, f.prediction, f.execution);
-  EXPECT_EQ(j["schema"], "lcsim-results/1");
+  EXPECT_EQ(j["schema"], "lcsim-results/2");
   EXPECT_EQ(j["mode"], "live");
   EXPECT_EQ(j["live"]["execution"], f.execution.execution);
   EXPECT_EQ(j["live"]["collectives"], "from the profile (rank-serial)");

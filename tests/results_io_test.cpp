@@ -85,17 +85,23 @@ RunResults sample_results() {
 TEST(ResultsIoJson, SchemaKeysInFixedOrder) {
   const auto j = results_to_json(sample_results());
   EXPECT_EQ(keys_of(j), (std::vector<std::string>{"schema", "mode", "scenario", "scenario_file", "seed", "profile",
-                                                  "dataset", "baseline", "paper_figures", "policies"}));
-  EXPECT_EQ(j["schema"], "lcsim-results/1");
+                                                  "dataset", "baseline", "paper_figures", "policies", "uncertainty"}));
+  EXPECT_EQ(j["schema"], "lcsim-results/2");
+  EXPECT_EQ(keys_of(j["uncertainty"]), (std::vector<std::string>{"samples", "sources", "model_form_log_sigma",
+                                                                 "model_form_file", "winner", "p_winner"}));
   EXPECT_EQ(j["paper_figures"], nlohmann::ordered_json::array());
   EXPECT_EQ(j["seed"], 42);
   EXPECT_EQ(keys_of(j["profile"]), (std::vector<std::string>{"label", "calibrated"}));
   EXPECT_EQ(j["profile"]["calibrated"], false);
   ASSERT_EQ(j["policies"].size(), 2u);
   const auto& p = j["policies"][0];
-  EXPECT_EQ(keys_of(p), (std::vector<std::string>{"name", "kind", "mean_iteration_s", "p50_iteration_s",
-                                                  "p99_iteration_s", "total_s", "tokens", "tokens_per_s",
-                                                  "speedup_vs_baseline", "oom_iterations", "metrics", "iterations"}));
+  EXPECT_EQ(keys_of(p),
+            (std::vector<std::string>{"name", "kind", "mean_iteration_s", "p50_iteration_s", "p99_iteration_s",
+                                      "total_s", "tokens", "tokens_per_s", "speedup_vs_baseline", "oom_iterations",
+                                      "metrics", "iterations", "interval"}));
+  EXPECT_EQ(keys_of(p["interval"]),
+            (std::vector<std::string>{"samples", "iteration_s", "speedup", "tokens_per_s", "p_beats_baseline",
+                                      "world_iteration_s", "world_speedup", "world_peak_GiB", "world_metrics"}));
   EXPECT_EQ(keys_of(p["metrics"]),
             (std::vector<std::string>{"dbr", "pr", "abr", "abr_work", "cr", "max_min_time_ratio"}));
   const auto& it = p["iterations"][0];
@@ -146,9 +152,10 @@ TEST(ResultsIoCsv, OneRowPerPolicyAndIterationWithQuoting) {
   ASSERT_EQ(lines.size(), 5u);  // header + 2 policies x 2 iterations
   EXPECT_EQ(lines[0],
             "policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,"
-            "max_min_time_ratio");
-  EXPECT_EQ(lines[1], "base,deepspeed,0,\"group, a\",0.25,1000,3,1,3,0.5,0.25,0.125,0,2");
-  EXPECT_EQ(lines[2], "base,deepspeed,1,,0.25,1000,3,0,1.5,0.5,0.25,0.125,0,2");
+            "max_min_time_ratio,samples,iteration_s_p10,iteration_s_p50,iteration_s_p90,speedup_p10,speedup_p50,"
+            "speedup_p90,p_beats_baseline");
+  EXPECT_EQ(lines[1], "base,deepspeed,0,\"group, a\",0.25,1000,3,1,3,0.5,0.25,0.125,0,2,1,0,0,0,0,0,0,0");
+  EXPECT_EQ(lines[2], "base,deepspeed,1,,0.25,1000,3,0,1.5,0.5,0.25,0.125,0,2,1,0,0,0,0,0,0,0");
   EXPECT_EQ(lines[4].substr(0, 13), "fast,sorted,1");
 }
 
@@ -206,6 +213,42 @@ TEST(ResultsIoPipeline, TwoEvaluationsGiveByteIdenticalJson) {
     for (const auto& it : p["iterations"]) EXPECT_EQ(it["busy_s"].size(), 32u);
   }
   EXPECT_EQ(j["policies"][0]["speedup_vs_baseline"], 1.0);
+}
+
+TEST(ResultsIoIntervals, SampledRunsAddIntervalColumnsTheWinnerAndTheSources) {
+  RunResults r = sample_results();
+  r.policies[1].interval.samples = 8;
+  r.policies[1].interval.iteration_s = {0.25, 0.5, 0.75};
+  r.policies[1].interval.speedup = {0.5, 0.7, 1.25};
+  r.policies[1].interval.p_beats_baseline = 0.375;
+  r.policies[1].interval.world_speedup = {0.666666666666, 1.1};
+  r.uncertainty = {8, {"dataset: resampled"}, 0.2, "mf.json", "base", 0.625};
+  std::ostringstream out;
+  print_results_table(r, out);
+  const std::string text = out.str();
+  EXPECT_TRUE(contains(text, "speedup p10-p90  P(>base)"));
+  EXPECT_TRUE(contains(text, "0.2500-0.7500  0.50-1.25x      0.38"));
+  EXPECT_TRUE(contains(text, "winner: base, the highest tokens/s in 62% of 8 sampled worlds (P(winner) = 0.62)"));
+  EXPECT_TRUE(contains(text, "  dataset: resampled\n"));
+  const auto j = results_to_json(r);
+  EXPECT_EQ(j["policies"][1]["interval"]["speedup"].dump(), R"({"p10":0.5,"p50":0.7,"p90":1.25})");
+  EXPECT_EQ(j["policies"][1]["interval"]["world_speedup"].dump(), "[0.666666667,1.1]");
+  EXPECT_EQ(j["uncertainty"]["p_winner"], 0.625);
+  EXPECT_EQ(j["uncertainty"]["model_form_log_sigma"], 0.2);
+  // One world: today's table, no interval columns.
+  r.uncertainty.samples = 1;
+  std::ostringstream one;
+  print_results_table(r, one);
+  EXPECT_FALSE(contains(one.str(), "P(>base)"));
+  EXPECT_FALSE(contains(one.str(), "winner"));
+}
+
+TEST(ResultsIoIntervals, LiveResultsCarryNoSampledWorlds) {
+  RunResults r = sample_results();
+  r.mode = "live";
+  const auto j = results_to_json(r);
+  EXPECT_FALSE(j.contains("uncertainty"));
+  EXPECT_FALSE(j["policies"][0].contains("interval"));
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ TEST_F(SimCliTest, SimulatesTheDefaultScenarioAndWritesResultsAndTimeline) {
 
   std::ifstream in(json);
   const nlohmann::json results = nlohmann::json::parse(in);
-  EXPECT_EQ(results["schema"], "lcsim-results/1");
+  EXPECT_EQ(results["schema"], "lcsim-results/2");
   EXPECT_EQ(results["mode"], "simulate");
   ASSERT_EQ(results["policies"].size(), 2u);
   for (const auto& policy : results["policies"]) {
@@ -63,6 +63,32 @@ TEST_F(SimCliTest, SimulatesTheDefaultScenarioAndWritesResultsAndTimeline) {
   const nlohmann::json timeline = nlohmann::json::parse(trace_in);
   EXPECT_GT(timeline["traceEvents"].size(), 32u);
   EXPECT_TRUE(std::filesystem::file_size(csv) > 0);
+}
+
+TEST_F(SimCliTest, SampledWorldsScaleTheEstimateToTheSimulatedNominalWorld) {
+  const auto a = dir_ / "a.json";
+  const auto b = dir_ / "b.json";
+  const auto one = dir_ / "one.json";
+  const auto plan = dir_ / "plan.json";
+  const std::string base = "'" + kDefaultScenario + "' -n 2 --policy skrull --quiet ";
+  ASSERT_EQ(run_lcsim("simulate " + base + "--samples 5 --json '" + a.string() + "'").exit_code, 0);
+  ASSERT_EQ(run_lcsim("simulate " + base + "--samples 5 --json '" + b.string() + "'").exit_code, 0);
+  ASSERT_EQ(run_lcsim("simulate " + base + "--samples 1 --json '" + one.string() + "'").exit_code, 0);
+  ASSERT_EQ(run_lcsim("plan " + base + "--samples 5 --json '" + plan.string() + "'").exit_code, 0);
+  EXPECT_EQ(file_bytes(a), file_bytes(b));
+  const auto sampled = nlohmann::json::parse(file_bytes(a));
+  const auto nominal = nlohmann::json::parse(file_bytes(one));
+  const auto estimated = nlohmann::json::parse(file_bytes(plan));
+  for (std::size_t p = 0; p < 2; ++p) {
+    const auto& sim = sampled["policies"][p];
+    EXPECT_EQ(sim["mean_iteration_s"], nominal["policies"][p]["mean_iteration_s"]);
+    // World w: t_sim(0) t_est(w) / t_est(0).
+    const auto& est = estimated["policies"][p]["interval"]["world_iteration_s"];
+    for (std::size_t w = 1; w < 5; ++w)
+      EXPECT_NEAR(sim["interval"]["world_iteration_s"][w].get<double>(),
+                  sim["mean_iteration_s"].get<double>() * est[w].get<double>() / est[0].get<double>(),
+                  1e-7 * sim["mean_iteration_s"].get<double>());
+  }
 }
 
 TEST_F(SimCliTest, AllFlowsGivesTheSameResultsAsClosedForm) {

@@ -6,9 +6,11 @@
       compute / communication / idle spans coloured, micro-batch labels on the spans wide enough to hold them
   lcsim_plot.py speedup RESULTS.json --out speedup.png
       one bar per policy (speedup over the baseline) from a results file (`lcsim plan|simulate --json`), with the
-      scenario's declared paper figures drawn beside the simulated bars
+      scenario's declared paper figures drawn beside the simulated bars; a run with sampled worlds (--samples N,
+      lcsim-results/2) draws each bar's 80% interval (p10-p90) as an error bar
   lcsim_plot.py scaling SWEEP.json --out scaling.png [--x gpus] [--y tokens_per_s|mean_iteration_s|speedup_vs_baseline]
-      one line per policy over a sweep axis, from `lcsim sweep --json`
+      one line per policy over a sweep axis, from `lcsim sweep --json`; points run with sampled worlds (the sweep's
+      "samples") carry p10-p90 error bars
   lcsim_plot.py tune TUNE.json --out tune.png
       the search landscape of `lcsim tune --json`: one row per policy, every candidate's estimated tokens/s over
       its CP degree (accepted dots, out-of-memory crosses), the best ringed
@@ -149,20 +151,44 @@ def caption_of(results):
     return f"{results.get('scenario', '')} ({results.get('mode', '')}) | {results.get('dataset', '')} | {label}"
 
 
+# The interval quantiles of a results field (lcsim-results/2, traces/results_io.hpp).
+INTERVAL_OF = {"speedup_vs_baseline": "speedup", "mean_iteration_s": "iteration_s", "tokens_per_s": "tokens_per_s"}
+
+
+def interval_error(policy, field):
+    """(below, above) the nominal value to p10 and p90, or None when the run sampled one world (or lcsim-results/1)."""
+    interval = policy.get("interval")
+    if not isinstance(interval, dict) or interval.get("samples", 1) <= 1 or field not in INTERVAL_OF:
+        return None
+    q = interval.get(INTERVAL_OF[field])
+    value = policy.get(field)
+    if not isinstance(q, dict) or value is None or q.get("p10") is None or q.get("p90") is None:
+        return None
+    # An interval need not hold the nominal world's value (it is one world of many): clip to zero length.
+    return max(0.0, value - q["p10"]), max(0.0, q["p90"] - value)
+
+
 def plot_speedup(results_path, out):
     results = load_json(results_path)
     policies = results.get("policies")
     if not isinstance(policies, list) or not policies:
-        raise PlotError(f"{results_path}: policies: expected a non-empty array (lcsim-results/1)")
+        raise PlotError(f"{results_path}: policies: expected a non-empty array (lcsim-results/2)")
     names = [p["name"] for p in policies]
     values = [p.get("speedup_vs_baseline") or 0.0 for p in policies]
     paper = {f["policy"]: f for f in results.get("paper_figures", [])}
     fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(names) + 1), 4))
     width = 0.38 if paper else 0.7
     xs = list(range(len(names)))
-    bars = ax.bar([x - (width / 2 if paper else 0) for x in xs], values, width, color="#4C72B0", label="lcsim")
-    for bar, value in zip(bars, values):
-        ax.text(bar.get_x() + bar.get_width() / 2, value, f"{value:.2f}x", ha="center", va="bottom", fontsize=7)
+    errors = [interval_error(p, "speedup_vs_baseline") for p in policies]
+    yerr = None
+    if any(e is not None for e in errors):
+        yerr = [[e[0] if e else 0.0 for e in errors], [e[1] if e else 0.0 for e in errors]]
+    label = "lcsim" if yerr is None else f"lcsim (p10-p90, {policies[0]['interval']['samples']} worlds)"
+    bars = ax.bar([x - (width / 2 if paper else 0) for x in xs], values, width, color="#4C72B0", label=label,
+                  yerr=yerr, capsize=3, error_kw={"elinewidth": 0.8})
+    for i, (bar, value) in enumerate(zip(bars, values)):
+        top = value + (yerr[1][i] if yerr else 0.0)
+        ax.text(bar.get_x() + bar.get_width() / 2, top, f"{value:.2f}x", ha="center", va="bottom", fontsize=7)
     if paper:
         px = [x + width / 2 for x, n in zip(xs, names) if n in paper]
         pv = [paper[n]["speedup"] for n in names if n in paper]
@@ -191,11 +217,19 @@ def plot_scaling(sweep_path, out, x="gpus", y="tokens_per_s"):
         for policy in point["results"]["policies"]:
             if y not in policy:
                 raise PlotError(f"{sweep_path}: points[{i}].results.policies: no field '{y}'")
-            lines.setdefault(policy["name"], []).append((xv, policy[y]))
+            error = interval_error(policy, y)
+            lines.setdefault(policy["name"], []).append((xv, policy[y], error))
     fig, ax = plt.subplots(figsize=(6, 4))
+    sampled = False
     for name, pts in lines.items():
-        pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+        pts.sort(key=lambda p: p[0])
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        if any(p[2] is not None for p in pts):
+            sampled = True
+            yerr = [[p[2][0] if p[2] else 0.0 for p in pts], [p[2][1] if p[2] else 0.0 for p in pts]]
+            ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, elinewidth=0.8, label=name)
+        else:
+            ax.plot(xs, ys, marker="o", label=name)
     if x == "gpus":
         ax.set_xscale("log", base=2)
         if y == "tokens_per_s":
@@ -204,7 +238,10 @@ def plot_scaling(sweep_path, out, x="gpus", y="tokens_per_s"):
     ax.set_ylabel(y)
     first = points[0]["results"]
     profile = first.get("profile", {})
-    ax.set_title(f"{sweep.get('sweep', '')} ({first.get('mode', '')})\n{first.get('dataset', '')} | "
+    bars = ""
+    if sampled:
+        bars = f" | error bars: p10-p90 over {first['uncertainty']['samples']} sampled worlds"
+    ax.set_title(f"{sweep.get('sweep', '')} ({first.get('mode', '')}){bars}\n{first.get('dataset', '')} | "
                  f"{profile.get('label', '') if isinstance(profile, dict) else profile}", fontsize=7)
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -9,6 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lcsim_plot  # noqa: E402
+import matplotlib.container  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -32,8 +33,9 @@ def chrome_trace(gpus):
     return {"traceEvents": events}
 
 
-def results(speedups, paper=None):
-    return {
+def results(speedups, paper=None, spread=None):
+    """A results document; with `spread`, lcsim-results/2 intervals of +-spread around each speedup."""
+    doc = {
         "schema": "lcsim-results/1", "mode": "simulate", "scenario": "t", "dataset": "synthetic wikipedia",
         "profile": {"label": "uncalibrated (derived from public figures)", "calibrated": False},
         "baseline": "deepspeed",
@@ -41,6 +43,16 @@ def results(speedups, paper=None):
                       "mean_iteration_s": 1 / s} for n, s in speedups.items()],
         "paper_figures": paper or [],
     }
+    if spread is not None:
+        doc["schema"] = "lcsim-results/2"
+        doc["uncertainty"] = {"samples": 16, "sources": [], "winner": "skrull", "p_winner": 0.9}
+        for p in doc["policies"]:
+            s = p["speedup_vs_baseline"]
+            p["interval"] = {"samples": 16, "speedup": {"p10": s - spread, "p50": s, "p90": s + 2 * spread},
+                             "tokens_per_s": {"p10": 1000 * (s - spread), "p50": 1000 * s,
+                                              "p90": 1000 * (s + 2 * spread)},
+                             "iteration_s": {"p10": 1 / s, "p50": 1 / s, "p90": 1 / s}}
+    return doc
 
 
 class PlotTest(unittest.TestCase):
@@ -92,6 +104,29 @@ class PlotTest(unittest.TestCase):
         self.assert_png(self.path("c.png"))
         lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
         self.assertEqual(lines, {"deepspeed": [1.0, 1.0, 1.0], "skrull": [2.0, 3.0, 4.0]})
+
+    def test_speedup_bars_carry_the_p10_p90_interval(self):
+        doc = results({"deepspeed": 1.0, "skrull": 3.0}, spread=0.25)
+        fig, ax = lcsim_plot.plot_speedup(self.write("r.json", doc), self.path("s.png"))
+        self.assert_png(self.path("s.png"))
+        errorbar = next(c for c in ax.containers if isinstance(c, matplotlib.container.ErrorbarContainer))
+        caps = errorbar.lines[2][0].get_segments()
+        # Error bar of skrull: from p10 2.75 to p90 3.5 (asymmetric, around the nominal 3.0).
+        self.assertEqual([(round(s[0][1], 6), round(s[1][1], 6)) for s in caps], [(0.75, 1.5), (2.75, 3.5)])
+        self.assertIn("p10-p90, 16 worlds", [t.get_text() for t in ax.get_legend().get_texts()][0])
+
+    def test_scaling_lines_carry_error_bars_when_sampled(self):
+        points = []
+        for i, gpus in enumerate([64, 256]):
+            points.append({"index": i, "coordinates": {"gpus": gpus}, "gpus": gpus,
+                           "results": results({"deepspeed": 1.0, "skrull": 2.0 + i}, spread=0.5)})
+        sweep = {"schema": "lcsim-sweep/1", "sweep": "scale", "points": points}
+        fig, ax = lcsim_plot.plot_scaling(self.write("sw.json", sweep), self.path("c.png"), y="speedup_vs_baseline")
+        self.assert_png(self.path("c.png"))
+        bars = {c.get_label(): c for c in ax.containers}
+        segments = bars["skrull"].lines[2][0].get_segments()
+        self.assertEqual([(round(s[0][1], 6), round(s[1][1], 6)) for s in segments], [(1.5, 3.0), (2.5, 4.0)])
+        self.assertIn("p10-p90 over 16 sampled worlds", ax.get_title())
 
     def test_tune_has_one_row_per_policy_and_rings_the_best(self):
         def candidate(i, policy, cp, tokens, oom=0):

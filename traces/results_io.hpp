@@ -25,6 +25,7 @@
 //   policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,max_min_time_ratio
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,7 +33,11 @@
 
 namespace lcsim {
 
-inline constexpr const char* kResultsSchema = "lcsim-results/1";
+inline constexpr const char* kResultsSchema = "lcsim-results/2";
+/// The schema before sampled worlds; readers take it as a run of one world (no "interval", no "uncertainty").
+inline constexpr const char* kResultsSchemaV1 = "lcsim-results/1";
+/// A results document's schema is one lcsim reads (kResultsSchema or kResultsSchemaV1).
+bool known_results_schema(const std::string& schema);
 
 nlohmann::ordered_json results_to_json(const RunResults& results);
 /// Writes results_to_json, indented, with a final newline. Throws InputError when the file cannot be written.
@@ -45,6 +50,13 @@ void write_results_csv(const RunResults& results, const std::string& file);
 /// table), one row per policy with mean/p50/p99 iteration seconds, tokens/s, speedup, DBR, PR, ABR, CR, OOM
 /// iterations and planning milliseconds.
 void print_results_table(const RunResults& results, std::ostream& out);
+
+/// The table's interval columns (with --samples above 1): headers, and a policy's cells ("-" for the baseline's
+/// P(>base)).
+const std::vector<std::string>& interval_headers();
+std::vector<std::string> interval_cells(const PolicyResult& policy, const std::string& baseline);
+/// Below a table, with --samples above 1: the winner and P(winner), what the interval columns mean, the sources.
+void print_uncertainty_lines(const RunResults& results, std::ostream& out);
 
 /// A figure as results files write it: 9 significant digits (enough for any figure lcsim reports, and the
 /// last-bit noise of floating-point summation order never reaches the file), null when not finite. Every writer of

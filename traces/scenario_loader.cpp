@@ -58,7 +58,7 @@ std::size_t window_sequences(const std::vector<GlobalBatch>& batches) {
   return n;
 }
 
-std::vector<GlobalBatch> sample_batches(const Scenario& s) {
+std::vector<GlobalBatch> sample_batches(const Scenario& s, std::uint64_t data_seed) {
   std::vector<MixComponent> mix;
   for (const auto& c : s.dataset.components) mix.push_back({&named_distribution(c.distribution), c.weight});
   const std::string name = s.dataset.components.size() == 1 ? s.dataset.components.front().distribution : "mix";
@@ -67,7 +67,7 @@ std::vector<GlobalBatch> sample_batches(const Scenario& s) {
 
   if (t.global_batch_sequences > 0) {
     const std::size_t count = iterations * static_cast<std::size_t>(t.global_batch_sequences);
-    const Dataset data = sample_dataset(name, mix, count, s.seed);
+    const Dataset data = sample_dataset(name, mix, count, data_seed);
     std::vector<GlobalBatch> batches = cut_global_batches(data.sequences(), t, false);
     if (batches.size() != iterations)
       throw std::logic_error("cut_global_batches made " + std::to_string(batches.size()) + " batches of " +
@@ -85,7 +85,7 @@ std::vector<GlobalBatch> sample_batches(const Scenario& s) {
   for (std::uint64_t chunk = 0; batches_so_far() <= iterations; ++chunk) {
     // Every sequence drawn so far lies in the first `iterations` batches while fewer are closed.
     if (closed < iterations && sequences.size() > static_cast<std::size_t>(kMaxWindowSequences)) window_too_large(s, 0);
-    const std::uint64_t seed = chunk == 0 ? s.seed : Rng(s.seed).split(chunk).next();
+    const std::uint64_t seed = chunk == 0 ? data_seed : Rng(data_seed).split(chunk).next();
     const Dataset part = sample_dataset(name, mix, kChunkSequences, seed, static_cast<std::int64_t>(sequences.size()));
     for (const auto& seq : part.sequences()) {
       if (!sequences.empty() && held + seq.tokens > t.tokens_per_iteration) {
@@ -103,9 +103,19 @@ std::vector<GlobalBatch> sample_batches(const Scenario& s) {
   return batches;
 }
 
-std::vector<GlobalBatch> trace_batches(const Scenario& s) {
+std::vector<GlobalBatch> trace_batches(const Scenario& s, std::optional<std::uint64_t> bootstrap_seed) {
   const Dataset data = load_length_trace(s.dataset.trace_path);
   std::vector<Sequence> sequences = data.sequences();
+  if (bootstrap_seed) {
+    // As many sequences drawn with replacement, numbered anew: a plan must hold every id exactly once.
+    Rng rng(*bootstrap_seed);
+    std::vector<Sequence> drawn(sequences.size());
+    for (std::size_t i = 0; i < drawn.size(); ++i) {
+      drawn[i] = sequences[rng.below(sequences.size())];
+      drawn[i].id = static_cast<std::int64_t>(i);
+    }
+    sequences = std::move(drawn);
+  }
   if (s.dataset.shuffle) {
     Rng rng(s.seed);
     rng.shuffle(sequences);
@@ -168,16 +178,17 @@ void check_ring_fits(const Profile& profile, const Scenario& scenario, const std
 
 }  // namespace
 
-std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& dataset_label) {
+std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& dataset_label,
+                                         std::optional<std::uint64_t> world_data_seed) {
   std::vector<GlobalBatch> batches;
   if (!scenario.dataset.trace_path.empty()) {
     dataset_label =
         "trace " + scenario.dataset.trace_path +
         (scenario.dataset.shuffle ? " (shuffled, seed " + std::to_string(scenario.seed) + ")" : " (file order)");
-    batches = trace_batches(scenario);
+    batches = trace_batches(scenario, world_data_seed);
   } else {
     dataset_label = synthetic_label(scenario);
-    batches = sample_batches(scenario);
+    batches = sample_batches(scenario, world_data_seed.value_or(scenario.seed));
   }
   truncate_to_context(scenario, batches, dataset_label);
   return batches;
@@ -209,8 +220,9 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
     throw InputError(file + ": parallel: layout has " + std::to_string(s.layout.gpus()) + " GPUs, the cluster " +
                      std::to_string(s.cluster.world_size()));
   if (s.cp_attention == CpAttention::Ring) check_ring_fits(loaded.profile, s, file);
-  loaded.cost = std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
-                                            CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning});
+  loaded.cost =
+      std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
+                                  CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning});
   loaded.batches = prepare_batches(s, loaded.dataset_label);
   return loaded;
 }

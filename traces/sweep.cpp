@@ -6,6 +6,7 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/json_reader.hpp"
 #include "traces/scenario.hpp"
+#include "traces/uncertainty.hpp"
 
 namespace lcsim {
 namespace {
@@ -134,6 +135,7 @@ Sweep sweep_from_json(const Json& document, const std::string& file) {
   sweep.mode = root.optional<std::string>("mode", "simulate");
   if (sweep.mode != "simulate" && sweep.mode != "plan") root.fail("mode", "expected \"simulate\" or \"plan\"");
   if (root.has("iterations")) sweep.iterations = static_cast<int>(root.integer_in("iterations", 1, kMaxIterations));
+  if (root.has("samples")) sweep.samples = static_cast<int>(root.integer_in("samples", 1, kMaxSamples));
   const Json& axes = root.value("axes");
   if (!axes.is_array() || axes.empty()) root.fail("axes", "expected a non-empty array of {name, values}");
   for (std::size_t i = 0; i < axes.size(); ++i) {

@@ -51,6 +51,7 @@ struct Sweep {
   std::string base_file;  ///< resolved against the sweep file
   std::string mode = "simulate";
   int iterations = 0;  ///< 0: keep each point's training.iterations
+  int samples = 1;     ///< --samples of every point's run (sampled worlds: error bars in charts)
   std::vector<SweepAxis> axes;
 };
 

@@ -45,7 +45,7 @@ std::string sweep_results_to_csv(const Sweep& sweep, const std::vector<SweepPoin
   out << "point";
   for (const auto& axis : sweep.axes) out << ',' << axis.name;
   out << ",gpus,policy,kind,mean_iteration_s,p50_iteration_s,p99_iteration_s,tokens_per_s,speedup_vs_baseline,"
-         "oom_iterations\n";
+         "oom_iterations,samples,speedup_p10,speedup_p50,speedup_p90,p_beats_baseline\n";
   for (const auto& p : points) {
     for (const auto& policy : p.results.at("policies")) {
       out << p.point->index;
@@ -54,6 +54,15 @@ std::string sweep_results_to_csv(const Sweep& sweep, const std::vector<SweepPoin
       for (const char* key : {"name", "kind", "mean_iteration_s", "p50_iteration_s", "p99_iteration_s", "tokens_per_s",
                               "speedup_vs_baseline", "oom_iterations"})
         out << ',' << csv_value(policy.at(key));
+      // lcsim-results/1 documents (merged slices of an older run) have no interval: empty cells.
+      const auto interval = policy.find("interval");
+      if (interval == policy.end()) {
+        out << ",,,,,";
+      } else {
+        out << ',' << csv_value(interval->at("samples"));
+        for (const char* q : {"p10", "p50", "p90"}) out << ',' << csv_value(interval->at("speedup").at(q));
+        out << ',' << csv_value(interval->at("p_beats_baseline"));
+      }
       out << '\n';
     }
   }

@@ -67,7 +67,8 @@ Prediction predict_from_results(const LivePlans& live, const std::string& file) 
 Prediction predict_from_results(const LivePlans& live, const nlohmann::json& results, const std::string& file) {
   if (!results.is_object()) throw InputError(file + ": expected a results object, got " + json_type_name(results));
   JsonObjectReader r(results, file);
-  if (r.required<std::string>("schema") != kResultsSchema) r.fail("schema", std::string("expected ") + kResultsSchema);
+  if (!known_results_schema(r.required<std::string>("schema")))
+    r.fail("schema", std::string("expected ") + kResultsSchema + " or " + kResultsSchemaV1);
   if (r.required<std::string>("mode") != "simulate")
     r.fail("mode", "expected results of `lcsim simulate --json` (mode simulate)");
   const Scenario& scenario = live.loaded.scenario;
@@ -76,6 +77,7 @@ Prediction predict_from_results(const LivePlans& live, const nlohmann::json& res
   if (r.required<std::int64_t>("seed") != static_cast<std::int64_t>(scenario.seed))
     r.fail("seed", "this run's scenario has seed " + std::to_string(scenario.seed));
   skip(r, {"scenario_file", "profile", "dataset", "baseline", "paper_figures"});
+  if (results.contains("uncertainty")) skip(r, {"uncertainty"});  // lcsim-results/2: the sampled worlds
   const nlohmann::json& policies = r.value("policies");
   if (!policies.is_array()) r.fail("policies", "expected an array, got " + json_type_name(policies));
   r.finish();
@@ -101,6 +103,7 @@ Prediction predict_from_results(const LivePlans& live, const nlohmann::json& res
     if (iterations.size() != policy.plans.size())
       pr.fail("iterations", "holds " + std::to_string(iterations.size()) + " iterations, this run plans " +
                                 std::to_string(policy.plans.size()) + " (same --iterations?)");
+    if (match->contains("interval")) skip(pr, {"interval"});
     pr.finish();
     std::vector<double> seconds(policy.plans.size(), 0.0);
     for (std::size_t i = 0; i < iterations.size(); ++i) {
