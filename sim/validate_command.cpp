@@ -61,7 +61,7 @@ po::options_description validate_options() {
       ("work", po::value<std::string>()->value_name("DIR"),
        "keep every run's scenario, results and log in DIR (default: a temporary folder, removed unless a run "
        "fails)")  //
-      ("samples", po::value<int>()->default_value(16)->value_name("N"),
+      ("samples", po::value<int>()->default_value(8)->value_name("N"),
        "sampled worlds per run (lcsim plan|simulate --samples): each held-out entry gets an 80% interval, and "
        "the summary its coverage and median width (docs/uncertainty.md); 1: no intervals")  //
       ("write-model-form", po::value<std::string>()->value_name("FILE"),

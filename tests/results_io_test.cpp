@@ -227,7 +227,8 @@ TEST(ResultsIoIntervals, SampledRunsAddIntervalColumnsTheWinnerAndTheSources) {
   print_results_table(r, out);
   const std::string text = out.str();
   EXPECT_TRUE(contains(text, "speedup p10-p90  P(>base)"));
-  EXPECT_TRUE(contains(text, "0.2500-0.7500  0.50-1.25x      0.38"));
+  EXPECT_TRUE(contains(text, "0.67x  0.2500-0.7500       0.50-1.25x      0.38  0.500"));
+  EXPECT_TRUE(contains(text, "1.00x  0.0000-0.0000       0.00-0.00x         -  0.500"));  // the baseline's P: -
   EXPECT_TRUE(contains(text, "winner: base, the highest tokens/s in 62% of 8 sampled worlds (P(winner) = 0.62)"));
   EXPECT_TRUE(contains(text, "  dataset: resampled\n"));
   const auto j = results_to_json(r);

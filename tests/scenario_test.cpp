@@ -1,6 +1,7 @@
 // Scenario JSON parsing (strict: every error names file and JSON path) and scenario loading (data window).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -448,6 +449,34 @@ TEST(ScenarioLoader, TraceWindowInFileOrderAndShortTraceError) {
     EXPECT_TRUE(contains(e.what(), "enough for 2 full global batches of 4 sequences"));
     EXPECT_TRUE(contains(e.what(), "asks for 3 iterations"));
   }
+}
+
+TEST(ScenarioLoader, ASampledWorldOfATraceIsABootstrapResampleWithFreshIds) {
+  const ScratchDir scratch;
+  const auto& dir = scratch.path;
+  write_file(dir / "lens.txt", "100\n200\n300\n400\n500\n600\n700\n800\n900\n1000\n");
+  Json doc = minimal();
+  doc["dataset"] = Json{{"trace", (dir / "lens.txt").string()}, {"shuffle", false}};
+  doc["training"]["global_batch_sequences"] = 5;
+  doc["training"]["iterations"] = 2;
+  const Scenario scenario = scenario_from_json(doc, write_scenario(dir, doc));
+  std::string label;
+  const std::vector<GlobalBatch> nominal = prepare_batches(scenario, label);
+  const std::vector<GlobalBatch> world = prepare_batches(scenario, label, 12345);
+  EXPECT_EQ(prepare_batches(scenario, label, 12345), world);  // the same seed draws the same world
+  std::vector<Tokens> drawn;
+  std::int64_t next_id = 0;
+  for (const auto& batch : world)
+    for (const auto& s : batch) {
+      EXPECT_EQ(s.id, next_id++);  // duplicates are new sequences: a plan holds every id once
+      EXPECT_EQ(s.tokens % 100, 0);
+      drawn.push_back(s.tokens);
+    }
+  ASSERT_EQ(drawn.size(), 10u);  // as many sequences as the trace
+  std::sort(drawn.begin(), drawn.end());
+  // With replacement: 10 draws of 10 give a repeat unless the draw is a permutation (10!/10^10, 0.04%).
+  EXPECT_NE(std::adjacent_find(drawn.begin(), drawn.end()), drawn.end());
+  EXPECT_NE(world, nominal);
 }
 
 TEST(ScenarioLoader, TruncateToContextCutsLongSequencesAndSaysHowMany) {

@@ -147,7 +147,9 @@ TEST(Uncertainty, ProfileDrawsScaleOnlyFieldsWithAFitErrorBySigmaFromMape) {
     EXPECT_EQ(p.compute.attention_efficiency.y, nominal.compute.attention_efficiency.y);
     EXPECT_EQ(p.collectives[1].segments[0].latency_us, 80);
     // One z for the whole curve: a systematic shift, not noise per point.
-    if (p.compute.gemm_efficiency.y[1] < 1) EXPECT_NEAR(p.compute.gemm_efficiency.y[1] / 0.75, gemm.back(), 1e-12);
+    if (p.compute.gemm_efficiency.y[1] < 1) {
+      EXPECT_NEAR(p.compute.gemm_efficiency.y[1] / 0.75, gemm.back(), 1e-12);
+    }
   }
   EXPECT_NEAR(log_sd(gemm), sigma_from_mape(0.1), 0.006);
   EXPECT_NEAR(log_sd(latency), sigma_from_mape(0.05), 0.003);
@@ -175,9 +177,11 @@ TEST(Uncertainty, SampledWorldsOfAScenarioAreDeterministicAndWorldZeroIsTheNomin
   EXPECT_EQ(three.policies[1].interval.world_iteration_s[2], four.policies[1].interval.world_iteration_s[2]);
   // And not on which policies are selected.
   const RunResults only = evaluate_with_samples(loaded, {four.policies[1].label}, 4, ModelForm{"m.json", 0.1});
-  for (const auto& p : only.policies)
-    if (p.label == four.policies[1].label)
+  for (const auto& p : only.policies) {
+    if (p.label == four.policies[1].label) {
       EXPECT_EQ(p.interval.iteration_s.p90, four.policies[1].interval.iteration_s.p90);
+    }
+  }
 }
 
 TEST(Uncertainty, SimulatedWorldsAreTheEstimateScaledToTheSimulation) {
@@ -231,10 +235,10 @@ TEST(ValidationIntervals, LeaveOneOutSigmaUsesOnlyTheOtherEntriesOfTheFamily) {
 }
 
 TEST(ValidationIntervals, SampledSpreadIsSubtractedAndTheVarianceNeverNegative) {
-  // Entry "wide" already spreads by its worlds (log values +-0.5: sample variance 0.5): the model form must
+  // Entry "wide" already spreads by its worlds (log values 0 and 1: sample variance 0.5): the model form must
   // not add what the worlds explain. 0.01 error - 0.5 spread < 0: the variance stops at 0.
   const std::vector<EntryIntervalInput> in{
-      entry("wide", ValidationQuantity::Speedup, {check({std::exp(0.5), std::exp(-0.5)}, std::exp(0.1))}),
+      entry("wide", ValidationQuantity::Speedup, {check({1, std::exp(1.0)}, std::exp(0.1))}),
       entry("other", ValidationQuantity::Speedup, {check({1, 1}, 1)}),
   };
   IntervalSummary summary;

@@ -1,10 +1,10 @@
 #pragma once
 // Results files and the comparison table.
 //
-// Results JSON, schema "lcsim-results/1" (keys always in this order; numbers rounded to 9 significant digits, so
+// Results JSON, schema "lcsim-results/2" (keys always in this order; numbers rounded to 9 significant digits, so
 // identical runs give byte-identical files; wall times such as planning time are never written):
-//   { "schema": "lcsim-results/1",
-//     "mode": "plan" | "simulate",
+//   { "schema": "lcsim-results/2",
+//     "mode": "plan" | "simulate" | "live",
 //     "scenario": name, "scenario_file": path as given, "seed": integer,
 //     "profile": { "label": string, "calibrated": bool },
 //     "dataset": string (says "synthetic" for sampled distributions),
@@ -18,11 +18,26 @@
 //                                  iterations; abr_work: ABR over the run, sum of idle over sum of capacity),
 //                     "iterations": [ { "index", "label", "seconds", "tokens", "sequences", "oom": bool,
 //                                       "peak_GiB": largest per-GPU peak (GiB = 2^30 bytes),
-//                                       "metrics": {...}, "busy_s": [ per GPU seconds ] } ] } ] }
+//                                       "metrics": {...}, "busy_s": [ per GPU seconds ] } ],
+//                     "interval": { "samples": worlds (world 0 is the run above; docs/uncertainty.md),
+//                                   "iteration_s", "speedup", "tokens_per_s": { "p10", "p50", "p90" } over the
+//                                        worlds, with the model-form term,
+//                                   "p_beats_baseline": share of worlds with speedup > 1,
+//                                   "world_iteration_s", "world_speedup", "world_peak_GiB": [ per world, before
+//                                        the model-form term ],
+//                                   "world_metrics": { "dbr", "pr", "abr", "abr_work", "cr",
+//                                                      "max_min_time_ratio": [ per world ] } } } ],
+//     "uncertainty": { "samples", "sources": [ what the worlds drew ], "model_form_log_sigma": of a speedup,
+//                      "model_form_file": "" when none, "winner": the highest tokens/s in world 0,
+//                      "p_winner": share of worlds where it is the highest } }
+// Mode "live" (measured once, calibrate/host/live_report) has neither "interval" nor "uncertainty".
+// lcsim-results/1 is the same without them; readers take it as a run of one world.
 // A number that is not finite (e.g. max_min_time_ratio with an idle GPU) is written as null.
 //
 // Results CSV: one row per policy and iteration, header
-//   policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,max_min_time_ratio
+//   policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,max_min_time_ratio,
+//   samples,iteration_s_p10,iteration_s_p50,iteration_s_p90,speedup_p10,speedup_p50,speedup_p90,p_beats_baseline
+// (the interval columns repeat the policy's interval on each of its rows).
 #include <ostream>
 #include <string>
 #include <vector>

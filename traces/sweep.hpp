@@ -7,6 +7,8 @@
 //   "base": "skrull/case-study-dp1.json",          (relative to the sweep file)
 //   "mode": "simulate" | "plan",                    (default "simulate")
 //   "iterations": 5,                                (optional: overrides training.iterations at every point)
+//   "samples": 16,                                  (optional, default 1: every point run with --samples N,
+//                                                    which gives the plots p10-p90 error bars)
 //   "axes": [ {"name": "batch_size_per_dp", "values": [8, 16, 32, 64]}, ... ]
 // }
 //

@@ -1,5 +1,5 @@
 #pragma once
-// A sweep's results: every point's results document (schema lcsim-results/1) merged into one JSON document
+// A sweep's results: every point's results document (schema lcsim-results/2) merged into one JSON document
 // (schema lcsim-sweep/1) and one CSV table with a row per point and policy.
 #include <string>
 #include <vector>
@@ -13,7 +13,7 @@ namespace lcsim {
 struct SweepPointResult {
   const SweepPoint* point = nullptr;
   std::string scenario_file;
-  nlohmann::ordered_json results;  ///< the point's lcsim-results/1 document
+  nlohmann::ordered_json results;  ///< the point's lcsim-results/2 document
 };
 
 /// {schema, sweep, sweep_file, mode, axes[], points[{index, coordinates{}, scenario_file, results}]}

@@ -56,6 +56,8 @@ std::string to_string(ModelFormFamily family) {
       return "time";
     case ModelFormFamily::Balance:
       return "balance";
+    case ModelFormFamily::RankGap:
+      return "rank_gap";
     case ModelFormFamily::PeakGB:
       return "peak_gb";
     case ModelFormFamily::Collective:
@@ -75,8 +77,9 @@ ModelFormFamily family_of(ValidationQuantity quantity) {
     case ValidationQuantity::AbrWork:
     case ValidationQuantity::Cr:
     case ValidationQuantity::Dbr:
-    case ValidationQuantity::RankGap:
       return ModelFormFamily::Balance;
+    case ValidationQuantity::RankGap:
+      return ModelFormFamily::RankGap;
     case ValidationQuantity::PeakGB:
       return ModelFormFamily::PeakGB;
     case ValidationQuantity::CollectiveSeconds:
@@ -186,8 +189,8 @@ std::vector<EntryInterval> entry_intervals(const std::vector<EntryIntervalInput>
   summary.coverage = inputs.empty() ? 0 : summary.covered / static_cast<double>(inputs.size());
   summary.median_relative_width = widths.empty() ? 0 : quantile(widths, 0.5);
   summary.families.clear();
-  for (ModelFormFamily f :
-       {ModelFormFamily::Time, ModelFormFamily::Balance, ModelFormFamily::PeakGB, ModelFormFamily::Collective}) {
+  for (ModelFormFamily f : {ModelFormFamily::Time, ModelFormFamily::Balance, ModelFormFamily::RankGap,
+                            ModelFormFamily::PeakGB, ModelFormFamily::Collective}) {
     FamilySigma s;
     for (const EntryInterval& e : out)
       if (e.family == f && e.usable) ++s.entries;

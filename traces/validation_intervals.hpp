@@ -18,7 +18,8 @@ namespace lcsim {
 /// Quantities whose model errors share one spread (one model-form sigma).
 enum class ModelFormFamily {
   Time,        ///< speedup, iteration_seconds (sigma in units of log(speedup))
-  Balance,     ///< abr, abr_work, cr, dbr, rank_gap
+  Balance,     ///< abr, abr_work, cr, dbr
+  RankGap,     ///< rank_gap: its errors (10x) are of another kind than the balance ratios' (docs/uncertainty.md)
   PeakGB,      ///< peak_gb
   Collective,  ///< collective_seconds
   None,        ///< oom: a yes/no figure, no interval

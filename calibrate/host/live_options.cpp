@@ -100,7 +100,7 @@ const char* live_usage() {
          "      --layers N: the model with N layers (prediction and measurement alike), for GPUs that cannot hold\n"
          "      it whole. --warmup, --repetitions: untimed and timed runs of each distinct compute (rank-serial) or\n"
          "      of each iteration (parallel), median kept (default 2 and 5). --trace: Chrome trace with the\n"
-         "      simulator's track layout; --json: results (schema lcsim-results/1, mode live).\n";
+         "      simulator's track layout; --json: results (schema lcsim-results/2, mode live).\n";
 }
 
 }  // namespace lcsim

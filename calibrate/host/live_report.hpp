@@ -1,6 +1,6 @@
 #pragma once
 // What `lcsim-gpu live` measured, and its reports: the predicted-vs-measured table, the results file (schema
-// lcsim-results/1, mode "live") and the Chrome trace (the simulator's track layout, sim/timeline.hpp).
+// lcsim-results/2, mode "live") and the Chrome trace (the simulator's track layout, sim/timeline.hpp).
 //
 // Results file: `lcsim plan`'s schema with the measured figures in its fields (seconds, busy_s, peak_GiB: static
 // bytes as the plan's plus measured activations; an iteration that ran out of memory has seconds null and oom
