@@ -115,7 +115,7 @@ TEST_F(SimCliTest, EveryShippedScenarioSimulates) {
     SCOPED_TRACE(file);
     const auto json = dir_ / "r.json";
     const CliRun run = run_lcsim("simulate '" + std::string(LCSIM_SOURCE_DIR) + "/scenarios/" + file +
-                                 "' --quiet --json '" + json.string() + "'");
+                                 "' --quiet --samples 1 --json '" + json.string() + "'");
     ASSERT_EQ(run.exit_code, 0) << run.output;
     std::ifstream in(json);
     const nlohmann::json results = nlohmann::json::parse(in);
