@@ -46,7 +46,7 @@ po::options_description validate_options() {
       ("catalogue,c", po::value<std::string>()->value_name("FILE"),
        "catalogue of published figures (default: scenarios/validation/catalogue.json of the source tree)")  //
       ("json", po::value<std::string>()->value_name("FILE"),
-       "write every entry, its points and the summary (schema lcsim-validation/1) to FILE")         //
+       "write every entry, its points and the summary (schema lcsim-validation/2) to FILE")         //
       ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per entry to FILE")  //
       ("jobs,j", po::value<int>()->default_value(default_jobs())->value_name("N"),
        "runs in parallel (processes); results do not depend on it")  //
@@ -196,7 +196,8 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
       {"entry", "source", "status", "published", "predicted", "error", "ordering", "ok"}};
   for (const auto& o : outcomes) {
     const ValidationEntry& e = *o.entry;
-    rows.push_back({e.id, e.source.paper + " " + e.source.where, entry_status(o), shown(o, false), shown(o, true),
+    const std::string status = entry_status(o) + (e.measured.empty() ? "" : ", measured");
+    rows.push_back({e.id, e.source.paper + " " + e.source.where, status, shown(o, false), shown(o, true),
                     o.error ? (*o.error >= 0 ? "+" : "") + fixed(100 * *o.error, 1) + "%" : "-",
                     e.not_expressible.empty() && o.failed.empty() ? (o.ordering == OrderingVerdict::Held     ? "held"
                                                                      : o.ordering == OrderingVerdict::Broken ? "BROKEN"
@@ -205,12 +206,18 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
                     e.not_expressible.empty() && o.failed.empty() ? (o.within_tolerance ? "yes" : "no") : "-"});
   }
   print_aligned_rows(rows, out);
-  out << "\nheld out: " << summary.held_out << " entries; over the " << summary.held_out_numeric
+  out << "\nheld out: " << summary.held_out << " published entries; over the " << summary.held_out_numeric
       << " with a numeric error, MAPE " << fixed(100 * summary.held_out_mape, 1) << "%, median "
       << fixed(100 * summary.held_out_median_ape, 1) << "%; " << summary.held_out_within_tolerance << "/"
       << summary.held_out << " within tolerance (and ordering)\n";
+  const HeldOutErrors& m = summary.measured;
+  if (m.entries > 0)
+    out << "measured: " << m.entries << " entries (real hardware); over the " << m.numeric
+        << " with a numeric error, MAPE " << fixed(100 * m.mape, 1) << "%, median " << fixed(100 * m.median_ape, 1)
+        << "%; " << m.within_tolerance << "/" << m.entries << " within tolerance (and ordering); ordering "
+        << m.ordering_held << "/" << m.ordering_checked << "\n";
   out << "ordering: " << summary.ordering_held << "/" << summary.ordering_checked
-      << " entries keep the published ordering (who wins, which way a trend runs)\n";
+      << " published entries keep the published ordering (who wins, which way a trend runs)\n";
   out << "fitted:   " << summary.fitted << " entries (a free parameter was set from them; not in the MAPE)\n";
   out << "not expressible: " << summary.not_expressible << "; failed: " << summary.failed << "\n";
   for (const auto& o : outcomes)
@@ -247,8 +254,10 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
     if (only.empty() || std::find(only.begin(), only.end(), e.id) != only.end()) entries.push_back(&e);
   std::vector<std::string> inputs{catalogue_file};
   for (const auto& [gpu, file] : profiles) inputs.push_back(file);
-  for (const auto& e : catalogue.entries)
+  for (const auto& e : catalogue.entries) {
     for (const auto& point : e.points) inputs.push_back(point.scenario);
+    if (!e.measured.empty()) inputs.push_back(e.measured);
+  }
   check_output_files(output_options(vm, {"json", "csv"}), inputs);
 
   // Every point's run, deduplicated: entries reading the same scenario in the same mode share one process.

@@ -36,6 +36,7 @@ Json metrics_json(const BalanceMetrics& m, bool over_run) {
   if (over_run) j["abr_work"] = number(m.abr_work);
   j["cr"] = number(m.cr);
   j["max_min_time_ratio"] = number(m.max_min_time_ratio);
+  j["pipeline_gap"] = number(m.pipeline_gap);
   return j;
 }
 
@@ -122,14 +123,15 @@ void write_results_json(const RunResults& results, const std::string& file) {
 
 std::string results_to_csv(const RunResults& results) {
   std::ostringstream out;
-  out << "policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,max_min_time_ratio\n";
+  out << "policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,max_min_time_ratio,"
+         "pipeline_gap\n";
   for (const auto& p : results.policies) {
     for (const auto& it : p.iterations) {
       out << csv_field(p.label) << ',' << csv_field(p.kind) << ',' << it.index << ',' << csv_field(it.label) << ','
           << csv_number(it.seconds) << ',' << it.tokens << ',' << it.sequences << ',' << (it.oom ? 1 : 0) << ','
           << csv_number(it.peak_bytes / kGiB) << ',' << csv_number(it.metrics.dbr) << ',' << csv_number(it.metrics.pr)
           << ',' << csv_number(it.metrics.abr) << ',' << csv_number(it.metrics.cr) << ','
-          << csv_number(it.metrics.max_min_time_ratio) << '\n';
+          << csv_number(it.metrics.max_min_time_ratio) << ',' << csv_number(it.metrics.pipeline_gap) << '\n';
     }
   }
   return out.str();

@@ -14,15 +14,16 @@
 //                     "mean_iteration_s", "p50_iteration_s", "p99_iteration_s", "total_s": seconds,
 //                     "tokens": integer, "tokens_per_s", "speedup_vs_baseline": tokens/s over the baseline's,
 //                     "oom_iterations": integer,
-//                     "metrics": { "dbr", "pr", "abr", "abr_work", "cr", "max_min_time_ratio" }  (mean over
-//                                  iterations; abr_work: ABR over the run, sum of idle over sum of capacity),
+//                     "metrics": { "dbr", "pr", "abr", "abr_work", "cr", "max_min_time_ratio", "pipeline_gap" }
+//                                  (mean over iterations; abr_work: ABR over the run, sum of idle over sum of
+//                                  capacity; pipeline_gap: policies/core/metrics.hpp),
 //                     "iterations": [ { "index", "label", "seconds", "tokens", "sequences", "oom": bool,
 //                                       "peak_GiB": largest per-GPU peak (GiB = 2^30 bytes),
 //                                       "metrics": {...}, "busy_s": [ per GPU seconds ] } ] } ] }
 // A number that is not finite (e.g. max_min_time_ratio with an idle GPU) is written as null.
 //
 // Results CSV: one row per policy and iteration, header
-//   policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,max_min_time_ratio
+//   policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,max_min_time_ratio,pipeline_gap
 #include <ostream>
 #include <string>
 
