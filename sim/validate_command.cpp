@@ -66,15 +66,15 @@ po::options_description validate_options() {
 std::string validate_help() {
   std::ostringstream text;
   text << kValidateUsage
-       << "\nChecks lcsim's predictions against the figures the Skrull, Hydraulis and HBP papers publish. Each entry\n"
-          "of the catalogue names its source, the scenarios (and changes to them) it needs, the quantity (a\n"
-          "speedup, a balance metric, OOM or not, a collective's time), and the published figure. Every distinct\n"
-          "run is one `lcsim plan` or `lcsim simulate` process. Prints, per entry: status (held out, fitted -- the\n"
-          "profile it runs with set a parameter from it -- or not expressible, with the reason), published and\n"
-          "predicted figures, signed error, whether the ordering holds (the same policy wins, the trend runs the\n"
-          "same way) and whether it is within tolerance; then the held-out MAPE. Exit 0 when every run ran, however "
-          "large\n"
-          "the errors: accuracy is a reported number. Catalogue format: docs/validation.md.\n\n"
+       << "\nChecks lcsim's predictions against the figures the Skrull, Hydraulis and HBP papers publish, and against\n"
+          "lcsim's own runs on real GPUs (measured entries: a committed lcsim-gpu live --json file, summarized on a\n"
+          "line of their own). Each entry of the catalogue names its source, the scenarios (and changes to them)\n"
+          "it needs, the quantity (a speedup, a balance metric, OOM or not, a collective's time), and the figure.\n"
+          "Every distinct run is one `lcsim plan` or `lcsim simulate` process. Prints, per entry: status (held out,\n"
+          "fitted -- the profile it runs with set a parameter from it -- or not expressible, with the reason),\n"
+          "published and predicted figures, signed error, whether the ordering holds (the same policy wins, the\n"
+          "trend runs the same way) and whether it is within tolerance; then the held-out MAPE. Exit 0 when every\n"
+          "run ran, however large the errors: accuracy is a reported number. Catalogue format: docs/validation.md.\n\n"
        << validate_options();
   return text.str();
 }
