@@ -19,6 +19,7 @@ IterationEstimate Estimator::estimate(const IterationPlan& plan) {
   estimate.seconds = outcome.seconds;
   estimate.busy_seconds = std::move(outcome.busy_seconds);
   estimate.peak_bytes = std::move(outcome.peak_bytes);
+  estimate.propagation_end_s = std::move(outcome.propagation_end_s);
   const double capacity = cost_.capacity_bytes();
   estimate.oom_gpus = static_cast<int>(
       std::count_if(estimate.peak_bytes.begin(), estimate.peak_bytes.end(), [&](double b) { return b > capacity; }));

@@ -27,7 +27,10 @@ struct IterationOutcome {
   double build_cpu_s = 0;            ///< of cpu_s, building the program (the rest runs it)
   std::vector<double> busy_seconds;  ///< per GPU
   std::vector<double> peak_bytes;    ///< per GPU (0 for GPUs the plan does not use)
-  std::vector<GpuSpan> spans;        ///< when SimulationOptions::record_spans
+  /// Per GPU: when its last micro-batch step (compute, or communication of a micro-batch) ends, from the start of
+  /// the iteration -- its propagation latency, before gradient sync and the optimizer; 0 when it runs none.
+  std::vector<double> propagation_end_s;
+  std::vector<GpuSpan> spans;  ///< when SimulationOptions::record_spans
 };
 
 }  // namespace lcsim::program

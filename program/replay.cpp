@@ -28,6 +28,7 @@ struct GpuState {
   double static_bytes = 0;
   double in_flight = 0;
   double peak = 0;
+  double propagation_end = 0;  // end of its last micro-batch step
 };
 
 class Replay {
@@ -59,6 +60,7 @@ class Replay {
       end = std::max(end, gpu.ready);
       outcome_.busy_seconds.push_back(gpu.busy);
       outcome_.peak_bytes.push_back(gpu.peak);
+      outcome_.propagation_end_s.push_back(std::max(0.0, gpu.propagation_end - outcome_.start_s));
     }
     outcome_.seconds = end - outcome_.start_s;
     // Spans in the executor's order: grouped by GPU.
@@ -170,6 +172,10 @@ class Replay {
   }
 
   void record(int g, double start, double end, WorkKind kind, const Step& step) {
+    if (step.micro_batch >= 0 && end > start) {
+      double& propagation = gpus_[static_cast<std::size_t>(g)].propagation_end;
+      propagation = std::max(propagation, end);
+    }
     if (record_spans_ && end > start) outcome_.spans.push_back({g, start, end, kind, step.replica, step.micro_batch});
   }
 

@@ -54,6 +54,7 @@ class Simulation {
         platform_(platform),
         flows_(platform, std::move(exclusive)),
         gpus_(static_cast<std::size_t>(platform.world_size())),
+        propagation_end_(gpus_.size(), 0.0),
         spans_(options.record_spans ? gpus_.size() : 0),
         wake_(gpus_.size()) {}
 
@@ -174,6 +175,7 @@ class Simulation {
       gpu = GpuState{};
       gpu.ready = sg4::Engine::get_clock();
     }
+    std::fill(propagation_end_.begin(), propagation_end_.end(), 0.0);
     ended_ = 0;
     end_ready_ = sg4::Engine::get_clock();
     current_ = index;
@@ -193,6 +195,7 @@ class Simulation {
       outcome.busy_seconds.push_back(gpu.busy);
       outcome.peak_bytes.push_back(gpu.peak);
     }
+    outcome.propagation_end_s = propagation_end_;
     for (auto& spans : spans_) {
       outcome.spans.insert(outcome.spans.end(), spans.begin(), spans.end());
       spans.clear();
@@ -202,6 +205,10 @@ class Simulation {
   }
 
   void record(int gpu, double start, double end, program::WorkKind kind, const program::Step& step) {
+    if (step.micro_batch >= 0 && end > start) {
+      double& propagation = propagation_end_[static_cast<std::size_t>(gpu)];
+      propagation = std::max(propagation, end - start_);
+    }
     if (options_.record_spans && end > start)
       spans_[static_cast<std::size_t>(gpu)].push_back({gpu, start, end, kind, step.replica, step.micro_batch});
   }
@@ -365,6 +372,7 @@ class Simulation {
   std::vector<CollectiveRun> collectives_;
   std::vector<TransferRun> transfers_;
   std::vector<GpuState> gpus_;
+  std::vector<double> propagation_end_;               // per GPU, this iteration's (IterationOutcome::propagation_end_s)
   std::vector<std::vector<program::GpuSpan>> spans_;  // per GPU, this iteration's (SimulationOptions::record_spans)
   std::vector<sg4::SemaphorePtr> wake_;               // per GPU: a parked actor waits here
 

@@ -36,6 +36,7 @@ IterationResult simulated_iteration(const IterationPlan& plan, std::size_t index
   simulated.seconds = outcome.seconds;
   simulated.busy_seconds = outcome.busy_seconds;
   simulated.peak_bytes = outcome.peak_bytes;
+  simulated.propagation_end_s = outcome.propagation_end_s;
   const double capacity = cost.capacity_bytes();
   simulated.oom_gpus = static_cast<int>(
       std::count_if(outcome.peak_bytes.begin(), outcome.peak_bytes.end(), [&](double b) { return b > capacity; }));

@@ -48,7 +48,7 @@ po::options_description validate_options() {
       ("catalogue,c", po::value<std::string>()->value_name("FILE"),
        "catalogue of published figures (default: scenarios/validation/catalogue.json of the source tree)")  //
       ("json", po::value<std::string>()->value_name("FILE"),
-       "write every entry, its points and the summary (schema lcsim-validation/1) to FILE")         //
+       "write every entry, its points and the summary (schema lcsim-validation/2) to FILE")         //
       ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per entry to FILE")  //
       ("jobs,j", po::value<int>()->default_value(default_jobs())->value_name("N"),
        "runs in parallel (processes); results do not depend on it")  //
@@ -74,15 +74,15 @@ po::options_description validate_options() {
 std::string validate_help() {
   std::ostringstream text;
   text << kValidateUsage
-       << "\nChecks lcsim's predictions against the figures the Skrull, Hydraulis and HBP papers publish. Each entry\n"
-          "of the catalogue names its source, the scenarios (and changes to them) it needs, the quantity (a\n"
-          "speedup, a balance metric, OOM or not, a collective's time), and the published figure. Every distinct\n"
-          "run is one `lcsim plan` or `lcsim simulate` process. Prints, per entry: status (held out, fitted -- the\n"
-          "profile it runs with set a parameter from it -- or not expressible, with the reason), published and\n"
-          "predicted figures, signed error, whether the ordering holds (the same policy wins, the trend runs the\n"
-          "same way) and whether it is within tolerance; then the held-out MAPE. Exit 0 when every run ran, however "
-          "large\n"
-          "the errors: accuracy is a reported number. Catalogue format: docs/validation.md.\n\n"
+       << "\nChecks lcsim's predictions against the figures the Skrull, Hydraulis and HBP papers publish, and against\n"
+          "lcsim's own runs on real GPUs (measured entries: a committed lcsim-gpu live --json file, summarized on a\n"
+          "line of their own). Each entry of the catalogue names its source, the scenarios (and changes to them)\n"
+          "it needs, the quantity (a speedup, a balance metric, OOM or not, a collective's time), and the figure.\n"
+          "Every distinct run is one `lcsim plan` or `lcsim simulate` process. Prints, per entry: status (held out,\n"
+          "fitted -- the profile it runs with set a parameter from it -- or not expressible, with the reason),\n"
+          "published and predicted figures, signed error, whether the ordering holds (the same policy wins, the\n"
+          "trend runs the same way) and whether it is within tolerance; then the held-out MAPE. Exit 0 when every\n"
+          "run ran, however large the errors: accuracy is a reported number. Catalogue format: docs/validation.md.\n\n"
        << validate_options();
   return text.str();
 }
@@ -204,7 +204,8 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
       {"entry", "source", "status", "published", "predicted", "error", "ordering", "ok"}};
   for (const auto& o : outcomes) {
     const ValidationEntry& e = *o.entry;
-    rows.push_back({e.id, e.source.paper + " " + e.source.where, entry_status(o), shown(o, false), shown(o, true),
+    const std::string status = entry_status(o) + (e.measured.empty() ? "" : ", measured");
+    rows.push_back({e.id, e.source.paper + " " + e.source.where, status, shown(o, false), shown(o, true),
                     o.error ? (*o.error >= 0 ? "+" : "") + fixed(100 * *o.error, 1) + "%" : "-",
                     e.not_expressible.empty() && o.failed.empty() ? (o.ordering == OrderingVerdict::Held     ? "held"
                                                                      : o.ordering == OrderingVerdict::Broken ? "BROKEN"
@@ -213,12 +214,18 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
                     e.not_expressible.empty() && o.failed.empty() ? (o.within_tolerance ? "yes" : "no") : "-"});
   }
   print_aligned_rows(rows, out);
-  out << "\nheld out: " << summary.held_out << " entries; over the " << summary.held_out_numeric
+  out << "\nheld out: " << summary.held_out << " published entries; over the " << summary.held_out_numeric
       << " with a numeric error, MAPE " << fixed(100 * summary.held_out_mape, 1) << "%, median "
       << fixed(100 * summary.held_out_median_ape, 1) << "%; " << summary.held_out_within_tolerance << "/"
       << summary.held_out << " within tolerance (and ordering)\n";
+  const HeldOutErrors& m = summary.measured;
+  if (m.entries > 0)
+    out << "measured: " << m.entries << " entries (real hardware); over the " << m.numeric
+        << " with a numeric error, MAPE " << fixed(100 * m.mape, 1) << "%, median " << fixed(100 * m.median_ape, 1)
+        << "%; " << m.within_tolerance << "/" << m.entries << " within tolerance (and ordering); ordering "
+        << m.ordering_held << "/" << m.ordering_checked << "\n";
   out << "ordering: " << summary.ordering_held << "/" << summary.ordering_checked
-      << " entries keep the published ordering (who wins, which way a trend runs)\n";
+      << " published entries keep the published ordering (who wins, which way a trend runs)\n";
   out << "fitted:   " << summary.fitted << " entries (a free parameter was set from them; not in the MAPE)\n";
   out << "not expressible: " << summary.not_expressible << "; failed: " << summary.failed << "\n";
   for (const auto& o : outcomes)
@@ -270,6 +277,7 @@ std::vector<EntryIntervalInput> interval_inputs(
     EntryIntervalInput input;
     input.id = e.id;
     input.quantity = e.quantity;
+    input.measured = !e.measured.empty();
     const bool per_point = !e.published.value && !e.published.low;
     input.checks.resize(per_point ? e.points.size() : 1);
     for (std::size_t c = 0; c < input.checks.size(); ++c) {
@@ -309,6 +317,8 @@ nlohmann::ordered_json intervals_to_json(const std::vector<EntryInterval>& inter
   j["covered"] = results_number(s.covered);
   j["coverage"] = results_number(s.coverage);
   j["median_relative_width"] = results_number(s.median_relative_width);
+  j["measured_entries"] = s.measured_entries;
+  j["measured_covered"] = results_number(s.measured_covered);
   j["families"] = nlohmann::ordered_json::object();
   for (const auto& [family, sigma] : s.families)
     j["families"][to_string(family)] = {{"entries", sigma.entries}, {"log_sigma", results_number(sigma.log_sigma)}};
@@ -334,7 +344,8 @@ void print_interval_summary(const IntervalSummary& s, std::ostream& out) {
   out << "intervals: 80% (p10-p90) over " << s.samples
       << " sampled worlds, model form leave-one-out per quantity family (docs/uncertainty.md)\n";
   out << "coverage: " << fixed(100 * s.coverage, 1) << "% (" << fixed(s.covered, 1) << " of " << s.entries
-      << " held-out numeric entries inside their interval; target 80%)\n";
+      << " held-out numeric entries inside their interval, " << fixed(s.measured_covered, 1) << " of the "
+      << s.measured_entries << " measured ones; target 80%)\n";
   out << "width:    median relative width (p90 - p10) / p50 " << fixed(s.median_relative_width, 3) << "\n";
   out << "model form (whole catalogue, log sigma):";
   for (const auto& [family, sigma] : s.families)
@@ -373,8 +384,10 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
     if (only.empty() || std::find(only.begin(), only.end(), e.id) != only.end()) entries.push_back(&e);
   std::vector<std::string> inputs{catalogue_file};
   for (const auto& [gpu, file] : profiles) inputs.push_back(file);
-  for (const auto& e : catalogue.entries)
+  for (const auto& e : catalogue.entries) {
     for (const auto& point : e.points) inputs.push_back(point.scenario);
+    if (!e.measured.empty()) inputs.push_back(e.measured);
+  }
   check_output_files(output_options(vm, {"json", "csv", "write-model-form"}), inputs);
 
   // Every point's run, deduplicated: entries reading the same scenario in the same mode share one process.

@@ -41,6 +41,11 @@ TEST(Estimate, WithoutOverlapCommunicationAddsToCompute) {
   ASSERT_EQ(e.busy_seconds.size(), 2u);
   EXPECT_NEAR(e.busy_seconds[0], 246.72 + 0.5, kTol);
   EXPECT_NEAR(e.busy_seconds[1], 143.36 + 0.5, kTol);
+  // Propagation ends before the gradient sync: rank 0 at the end of its micro-batch; rank 1 has waited for it in
+  // the all-to-alls, which end with rank 0's, so both pipelines' GPUs end their propagation together.
+  ASSERT_EQ(e.propagation_end_s.size(), 2u);
+  EXPECT_NEAR(e.propagation_end_s[0], 246.72, kTol);
+  EXPECT_LE(e.propagation_end_s[1], e.propagation_end_s[0] + kTol);
 }
 
 TEST(Estimate, OverlapHidesCommunicationBehindLocalCompute) {
@@ -140,6 +145,11 @@ TEST(Estimate, PipelineOneFOneB) {
   EXPECT_NEAR(e.seconds, 271.18, 1e-6);
   EXPECT_NEAR(e.busy_seconds[0], 44.0 + 99.2, kTol);
   EXPECT_NEAR(e.busy_seconds[1], 59.36 + 129.92, kTol);
+  // Propagation latency counts the bubbles busy time leaves out: stage 0 ends with B_B, stage 1 when it has sent
+  // B's gradients (B_B ends at 203.88, the transfer takes 0.1 s).
+  EXPECT_NEAR(e.propagation_end_s[0], 271.18, 1e-6);
+  EXPECT_GE(e.propagation_end_s[1], 203.88 - 1e-6);
+  EXPECT_LE(e.propagation_end_s[1], 203.98 + 1e-6);
   // Stage 0 keeps both micro-batches in flight (8 bytes per token, 30 tokens); stage 1 one (24 per token, 20).
   EXPECT_NEAR(e.peak_bytes[0], 240, kTol);
   EXPECT_NEAR(e.peak_bytes[1], 480, kTol);

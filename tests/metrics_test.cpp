@@ -55,6 +55,23 @@ TEST(MetricsHbp, DistBalanceRatioOverThePlansGpus) {
   EXPECT_DOUBLE_EQ(m.max_min_time_ratio, 4.0);  // busy 2, 1, 4 on the used GPUs
 }
 
+TEST(Metrics, PipelineGapComparesReplicasByPropagationLatencyNotBusyTime) {
+  // Replica 0: a 2-stage pipeline on GPUs 0, 1 whose stages end at 9 and 10 s but were busy 4 and 8 s (bubbles);
+  // replica 1: one GPU ending at 8 s. The pipelines are 10 and 8 s: gap 0.25. Replica 2 holds no micro-batch: it
+  // has no latency and is left out, where the busy-time ratio calls its idle GPU unbounded.
+  IterationPlan plan;
+  plan.replicas = {replica(scheme(1, 2, 1), {0, 1}, {micro_batch({on_rank(1, 100, 0)})}),
+                   replica(scheme(1, 1, 1), {2}, {micro_batch({on_rank(2, 100, 0)})}),
+                   replica(scheme(1, 1, 1), {3}, {})};
+  IterationEstimate e = busy({4, 8, 6, 0});
+  e.propagation_end_s = {9, 10, 8, 0};
+  const BalanceMetrics m = compute_metrics(plan, e, 4);
+  EXPECT_DOUBLE_EQ(m.pipeline_gap, 0.25);
+  EXPECT_TRUE(std::isinf(m.max_min_time_ratio));
+  EXPECT_DOUBLE_EQ(compute_metrics(plan, busy({4, 8, 6, 0}), 4).pipeline_gap, 0);  // no propagation times
+  EXPECT_DOUBLE_EQ(mean_metrics({m, compute_metrics(plan, busy({4, 8, 6, 0}), 4)}).pipeline_gap, 0.125);
+}
+
 TEST(MetricsHbp, PaddingRatio) {
   // Padded {10, 30, 20}: PR = (20 + 0 + 10) / (30 x 3) = 1/3; an unpadded micro-batch of 40 tokens adds 40
   // real tokens and no padding: 30 / (90 + 40).

@@ -103,9 +103,10 @@ TEST(ResultsIoJson, SchemaKeysInFixedOrder) {
             (std::vector<std::string>{"samples", "iteration_s", "speedup", "tokens_per_s", "p_beats_baseline",
                                       "world_iteration_s", "world_speedup", "world_peak_GiB", "world_metrics"}));
   EXPECT_EQ(keys_of(p["metrics"]),
-            (std::vector<std::string>{"dbr", "pr", "abr", "abr_work", "cr", "max_min_time_ratio"}));
+            (std::vector<std::string>{"dbr", "pr", "abr", "abr_work", "cr", "max_min_time_ratio", "pipeline_gap"}));
   const auto& it = p["iterations"][0];
-  EXPECT_EQ(keys_of(it["metrics"]), (std::vector<std::string>{"dbr", "pr", "abr", "cr", "max_min_time_ratio"}));
+  EXPECT_EQ(keys_of(it["metrics"]),
+            (std::vector<std::string>{"dbr", "pr", "abr", "cr", "max_min_time_ratio", "pipeline_gap"}));
   EXPECT_EQ(keys_of(it), (std::vector<std::string>{"index", "label", "seconds", "tokens", "sequences", "oom",
                                                    "peak_GiB", "metrics", "busy_s"}));
   EXPECT_EQ(it["oom"], true);
@@ -127,7 +128,7 @@ TEST(ResultsIoJson, NumbersRoundedAndNonFiniteAsNull) {
   const std::string text = results_to_json(sample_results()).dump();
   EXPECT_TRUE(contains(text, "\"mean_iteration_s\":0.3,"));
   EXPECT_TRUE(contains(text, "\"speedup_vs_baseline\":0.666666667,"));
-  EXPECT_TRUE(contains(text, "\"max_min_time_ratio\":null}"));
+  EXPECT_TRUE(contains(text, "\"max_min_time_ratio\":null,"));
   // Wall time varies between runs: it is printed, never written.
   EXPECT_FALSE(contains(text, "planning"));
   EXPECT_FALSE(contains(text, "12.5"));
@@ -152,10 +153,10 @@ TEST(ResultsIoCsv, OneRowPerPolicyAndIterationWithQuoting) {
   ASSERT_EQ(lines.size(), 5u);  // header + 2 policies x 2 iterations
   EXPECT_EQ(lines[0],
             "policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,"
-            "max_min_time_ratio,samples,iteration_s_p10,iteration_s_p50,iteration_s_p90,speedup_p10,speedup_p50,"
-            "speedup_p90,p_beats_baseline");
-  EXPECT_EQ(lines[1], "base,deepspeed,0,\"group, a\",0.25,1000,3,1,3,0.5,0.25,0.125,0,2,1,0,0,0,0,0,0,0");
-  EXPECT_EQ(lines[2], "base,deepspeed,1,,0.25,1000,3,0,1.5,0.5,0.25,0.125,0,2,1,0,0,0,0,0,0,0");
+            "max_min_time_ratio,pipeline_gap,samples,iteration_s_p10,iteration_s_p50,iteration_s_p90,speedup_p10,"
+            "speedup_p50,speedup_p90,p_beats_baseline");
+  EXPECT_EQ(lines[1], "base,deepspeed,0,\"group, a\",0.25,1000,3,1,3,0.5,0.25,0.125,0,2,0,1,0,0,0,0,0,0,0");
+  EXPECT_EQ(lines[2], "base,deepspeed,1,,0.25,1000,3,0,1.5,0.5,0.25,0.125,0,2,0,1,0,0,0,0,0,0,0");
   EXPECT_EQ(lines[4].substr(0, 13), "fast,sorted,1");
 }
 

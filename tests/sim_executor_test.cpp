@@ -109,6 +109,12 @@ TEST(SimExecutor, OneForwardOneBackwardPipelineIsPacedByItsSlowestStage) {
   // Busy: stage 0 computes 4 x 44 s, stage 1 4 x 59.36 s; pipeline waits are idle.
   EXPECT_NEAR(outcomes[0].busy_seconds[0], 176.0, 1e-6);
   EXPECT_NEAR(outcomes[0].busy_seconds[1], 237.44, 1e-6);
+  // Propagation latency keeps the waits: stage 0 ends with the last backward, the iteration's end (no gradient
+  // sync at shard degree 1); the estimate says the same per GPU.
+  EXPECT_NEAR(outcomes[0].propagation_end_s[0], 281.44, 1e-6);
+  const auto estimate = program::estimate_iteration(plans[0], cost);
+  EXPECT_NEAR(outcomes[0].propagation_end_s[1], estimate.propagation_end_s[1], 1e-6);
+  EXPECT_GT(outcomes[0].propagation_end_s[1], outcomes[0].busy_seconds[1] + 14.4 - 1e-6);
   // 1F1B keeps two micro-batches alive on stage 0 (8 bytes per token), one on stage 1 (8 + 16 bytes of logits
   // per token); the toy has no static bytes. The estimate's peaks agree.
   EXPECT_NEAR(outcomes[0].peak_bytes[0], 2 * 10 * 8, 1e-9);

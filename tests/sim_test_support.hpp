@@ -117,6 +117,7 @@ inline std::vector<program::IterationOutcome> simulate_in_child(const std::vecto
                      {"seconds", o.seconds},
                      {"busy", o.busy_seconds},
                      {"peak", o.peak_bytes},
+                     {"propagation", o.propagation_end_s},
                      {"spans", spans}});
     });
     return out.dump();
@@ -130,6 +131,7 @@ inline std::vector<program::IterationOutcome> simulate_in_child(const std::vecto
     o.seconds = j["seconds"].get<double>();
     o.busy_seconds = j["busy"].get<std::vector<double>>();
     o.peak_bytes = j["peak"].get<std::vector<double>>();
+    o.propagation_end_s = j["propagation"].get<std::vector<double>>();
     for (const auto& s : j["spans"])
       o.spans.push_back({s[0].get<int>(), s[1].get<double>(), s[2].get<double>(),
                          static_cast<program::WorkKind>(s[3].get<int>()), s[4].get<int>(), s[5].get<int>()});

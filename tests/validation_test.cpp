@@ -59,7 +59,7 @@ TEST(ValidationCatalogue, ShippedCatalogueLoadsWithThirtyEntriesAndEveryScenario
   int evaluated = 0;
   for (const ValidationEntry& e : catalogue.entries) {
     SCOPED_TRACE(e.id);
-    papers.insert(e.source.paper);
+    if (e.measured.empty()) papers.insert(e.source.paper);
     if (!e.not_expressible.empty()) continue;
     ++evaluated;
     for (const ValidationPoint& point : e.points) {
@@ -206,6 +206,105 @@ TEST(ValidationMaths, SummaryKeepsFittedAndUnexpressedEntriesOutOfTheHeldOutErro
   EXPECT_EQ(s.ordering_held, 2);
 }
 
+/// A measured results file (lcsim-gpu live --json) of the case-study scenario, in a fresh folder.
+struct MeasuredFile {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("lcsim-measured-test-" + std::to_string(::getpid()));
+  std::filesystem::path file = dir / "run.live.json";
+  explicit MeasuredFile(Json overrides = Json::object()) {
+    std::filesystem::create_directories(dir);
+    Json doc = {{"schema", "lcsim-results/1"},
+                {"mode", "live"},
+                {"scenario", "skrull-case-study-dp1"},
+                {"baseline", "deepspeed"},
+                {"policies",
+                 {{{"name", "deepspeed"}, {"mean_iteration_s", 2.0}, {"speedup_vs_baseline", 1.0}},
+                  {{"name", "skrull"}, {"mean_iteration_s", 1.25}, {"speedup_vs_baseline", 1.6}}}}};
+    for (const auto& [key, value] : overrides.items()) doc[key] = value;
+    std::ofstream(file) << doc.dump(2);
+  }
+  ~MeasuredFile() { std::filesystem::remove_all(dir); }
+};
+
+Json measured_entry(const MeasuredFile& measured, Json overrides = Json::object()) {
+  Json e = entry_json({{"id", "m"},
+                       {"quantity", "iteration_seconds"},
+                       {"reference", nullptr},
+                       {"published", nullptr},
+                       {"mode", "plan"},
+                       {"measured", measured.file.string()}});
+  e.erase("published");
+  for (const auto& [key, value] : overrides.items()) e[key] = value;
+  return e;
+}
+
+std::string catalogue_error(const Json& entry) {
+  try {
+    catalogue_of({entry});
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ValidationCatalogue, AMeasuredEntryTakesItsFigureFromTheMeasuredRun) {
+  const MeasuredFile measured;
+  const auto seconds = catalogue_of({measured_entry(measured)});
+  EXPECT_EQ(entry_kind(seconds.entries[0]), "measured");
+  EXPECT_DOUBLE_EQ(*seconds.entries[0].published.value, 1.25);
+  const auto speedup = catalogue_of({measured_entry(measured, {{"quantity", "speedup"}, {"reference", "deepspeed"}})});
+  EXPECT_DOUBLE_EQ(*speedup.entries[0].published.value, 1.6);
+  EXPECT_EQ(entry_kind(catalogue_of({entry_json({})}).entries[0]), "published");
+
+  // Each way a measured entry can disagree with its file is named.
+  EXPECT_NE(catalogue_error(measured_entry(measured, {{"published", 1.0}})).find("comes from its measured file"),
+            std::string::npos);
+  EXPECT_NE(catalogue_error(measured_entry(measured, {{"quantity", "abr"}})).find("iteration_seconds or speedup"),
+            std::string::npos);
+  EXPECT_NE(catalogue_error(measured_entry(measured, {{"mode", "simulate"}})).find("\"plan\""), std::string::npos);
+  EXPECT_NE(catalogue_error(measured_entry(measured, {{"policy", "rr"}})).find("no policy 'rr'"), std::string::npos);
+  EXPECT_NE(catalogue_error(measured_entry(measured, {{"quantity", "speedup"}, {"reference", "rr"}}))
+                .find("over the run's baseline 'deepspeed'"),
+            std::string::npos);
+  const MeasuredFile planned(Json{{"mode", "plan"}});
+  EXPECT_NE(catalogue_error(measured_entry(planned)).find("mode \"live\""), std::string::npos);
+  const MeasuredFile other(Json{{"scenario", "another-run"}});
+  EXPECT_NE(catalogue_error(measured_entry(other)).find("measured scenario 'another-run'"), std::string::npos);
+  const MeasuredFile oom(Json{{"policies", {{{"name", "skrull"}, {"mean_iteration_s", nullptr}}}}});
+  EXPECT_NE(catalogue_error(measured_entry(oom)).find("no measured mean_iteration_s"), std::string::npos);
+}
+
+TEST(ValidationMaths, MeasuredEntriesAreSummarizedApartFromThePapers) {
+  const MeasuredFile measured;
+  const auto catalogue =
+      catalogue_of({entry_json({{"id", "paper"}, {"published", 2.0}}), measured_entry(measured),
+                    measured_entry(measured, {{"id", "m2"}, {"quantity", "speedup"}, {"reference", "deepspeed"}})});
+  const std::vector<EntryOutcome> outcomes = {evaluate_entry(catalogue.entries[0], {value(3.0)}),
+                                              evaluate_entry(catalogue.entries[1], {value(1.0)}),
+                                              evaluate_entry(catalogue.entries[2], {value(0.8)})};
+  const ValidationSummary s = summarize_validation(outcomes);
+  EXPECT_EQ(s.held_out, 1);
+  EXPECT_DOUBLE_EQ(s.held_out_mape, 0.5);
+  EXPECT_EQ(s.ordering_checked, 1);
+  EXPECT_EQ(s.measured.entries, 2);
+  EXPECT_EQ(s.measured.numeric, 2);
+  EXPECT_DOUBLE_EQ(s.measured.mape, (0.2 + 0.5) / 2);  // |1.0 - 1.25| / 1.25 and |0.8 - 1.6| / 1.6
+  EXPECT_DOUBLE_EQ(s.measured.median_ape, 0.35);
+  EXPECT_EQ(s.measured.ordering_checked, 1);
+  EXPECT_EQ(s.measured.ordering_held, 0);  // the measured run says Skrull wins; 0.8 says it loses
+}
+
+TEST(ValidationCatalogue, ShippedCatalogueHoldsTheH200LiveRunsAsMeasuredEntries) {
+  const ValidationCatalogue catalogue = load_catalogue(kCatalogue);
+  int measured = 0;
+  for (const ValidationEntry& e : catalogue.entries)
+    if (!e.measured.empty()) {
+      ++measured;
+      EXPECT_TRUE(std::filesystem::exists(e.measured)) << e.id;
+    }
+  EXPECT_GE(measured, 4);
+}
+
 TEST(ValidationCatalogue, FittedIsTheProfilesToSayNotTheCatalogues) {
   Profile profile;
   profile.provenance.fitted_on = {{"table5-ag", "collectives.nvlink.all_gather"},
@@ -246,10 +345,10 @@ TEST(ValidateCli, RunsASmallCatalogueAndWritesItsResults) {
   const auto run = testing::run_lcsim("validate --catalogue '" + file.string() + "' --json '" + json.string() +
                                       "' --csv '" + (dir / "out.csv").string() + "' --jobs 2");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("held out: 3 entries"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("held out: 3 published entries"), std::string::npos) << run.output;
   std::ifstream in(json);
   const Json results = Json::parse(in);
-  EXPECT_EQ(results["schema"], "lcsim-validation/1");
+  EXPECT_EQ(results["schema"], "lcsim-validation/2");
   ASSERT_EQ(results["entries"].size(), 3u);
   EXPECT_TRUE(results["entries"][0]["predicted"].is_number());
   EXPECT_TRUE(results["entries"][1]["predicted"].is_boolean());

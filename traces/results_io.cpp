@@ -36,6 +36,7 @@ Json metrics_json(const BalanceMetrics& m, bool over_run) {
   if (over_run) j["abr_work"] = number(m.abr_work);
   j["cr"] = number(m.cr);
   j["max_min_time_ratio"] = number(m.max_min_time_ratio);
+  j["pipeline_gap"] = number(m.pipeline_gap);
   return j;
 }
 
@@ -87,6 +88,7 @@ Json interval_json(const PolicyInterval& in) {
   metrics["abr_work"] = column(&BalanceMetrics::abr_work);
   metrics["cr"] = column(&BalanceMetrics::cr);
   metrics["max_min_time_ratio"] = column(&BalanceMetrics::max_min_time_ratio);
+  metrics["pipeline_gap"] = column(&BalanceMetrics::pipeline_gap);
   j["world_metrics"] = std::move(metrics);
   return j;
 }
@@ -176,7 +178,7 @@ void write_results_json(const RunResults& results, const std::string& file) {
 std::string results_to_csv(const RunResults& results) {
   std::ostringstream out;
   out << "policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,max_min_time_ratio,"
-         "samples,iteration_s_p10,iteration_s_p50,iteration_s_p90,speedup_p10,speedup_p50,speedup_p90,"
+         "pipeline_gap,samples,iteration_s_p10,iteration_s_p50,iteration_s_p90,speedup_p10,speedup_p50,speedup_p90,"
          "p_beats_baseline\n";
   for (const auto& p : results.policies) {
     const PolicyInterval& in = p.interval;
@@ -185,10 +187,10 @@ std::string results_to_csv(const RunResults& results) {
           << csv_number(it.seconds) << ',' << it.tokens << ',' << it.sequences << ',' << (it.oom ? 1 : 0) << ','
           << csv_number(it.peak_bytes / kGiB) << ',' << csv_number(it.metrics.dbr) << ',' << csv_number(it.metrics.pr)
           << ',' << csv_number(it.metrics.abr) << ',' << csv_number(it.metrics.cr) << ','
-          << csv_number(it.metrics.max_min_time_ratio) << ',' << in.samples << ',' << csv_number(in.iteration_s.p10)
-          << ',' << csv_number(in.iteration_s.p50) << ',' << csv_number(in.iteration_s.p90) << ','
-          << csv_number(in.speedup.p10) << ',' << csv_number(in.speedup.p50) << ',' << csv_number(in.speedup.p90) << ','
-          << csv_number(in.p_beats_baseline) << '\n';
+          << csv_number(it.metrics.max_min_time_ratio) << ',' << csv_number(it.metrics.pipeline_gap) << ','
+          << in.samples << ',' << csv_number(in.iteration_s.p10) << ',' << csv_number(in.iteration_s.p50) << ','
+          << csv_number(in.iteration_s.p90) << ',' << csv_number(in.speedup.p10) << ',' << csv_number(in.speedup.p50)
+          << ',' << csv_number(in.speedup.p90) << ',' << csv_number(in.p_beats_baseline) << '\n';
     }
   }
   return out.str();

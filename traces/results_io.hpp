@@ -14,8 +14,9 @@
 //                     "mean_iteration_s", "p50_iteration_s", "p99_iteration_s", "total_s": seconds,
 //                     "tokens": integer, "tokens_per_s", "speedup_vs_baseline": tokens/s over the baseline's,
 //                     "oom_iterations": integer,
-//                     "metrics": { "dbr", "pr", "abr", "abr_work", "cr", "max_min_time_ratio" }  (mean over
-//                                  iterations; abr_work: ABR over the run, sum of idle over sum of capacity),
+//                     "metrics": { "dbr", "pr", "abr", "abr_work", "cr", "max_min_time_ratio", "pipeline_gap" }
+//                                  (mean over iterations; abr_work: ABR over the run, sum of idle over sum of
+//                                  capacity; pipeline_gap: policies/core/metrics.hpp),
 //                     "iterations": [ { "index", "label", "seconds", "tokens", "sequences", "oom": bool,
 //                                       "peak_GiB": largest per-GPU peak (GiB = 2^30 bytes),
 //                                       "metrics": {...}, "busy_s": [ per GPU seconds ] } ],
@@ -26,7 +27,7 @@
 //                                   "world_iteration_s", "world_speedup", "world_peak_GiB": [ per world, before
 //                                        the model-form term ],
 //                                   "world_metrics": { "dbr", "pr", "abr", "abr_work", "cr",
-//                                                      "max_min_time_ratio": [ per world ] } } } ],
+//                                                      "max_min_time_ratio", "pipeline_gap": [ per world ] } } } ],
 //     "uncertainty": { "samples", "sources": [ what the worlds drew ], "model_form_log_sigma": of a speedup,
 //                      "model_form_file": "" when none, "winner": the highest tokens/s in world 0,
 //                      "p_winner": share of worlds where it is the highest } }
@@ -35,7 +36,7 @@
 // A number that is not finite (e.g. max_min_time_ratio with an idle GPU) is written as null.
 //
 // Results CSV: one row per policy and iteration, header
-//   policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,max_min_time_ratio,
+//   policy,kind,iteration,label,seconds,tokens,sequences,oom,peak_GiB,dbr,pr,abr,cr,max_min_time_ratio,pipeline_gap,
 //   samples,iteration_s_p10,iteration_s_p50,iteration_s_p90,speedup_p10,speedup_p50,speedup_p90,p_beats_baseline
 // (the interval columns repeat the policy's interval on each of its rows).
 #include <ostream>

@@ -187,6 +187,7 @@ WorldFigures transfer_world(const WorldFigures& simulated_nominal, const WorldFi
   f.metrics.abr_work = shift(s.abr_work, e0.abr_work, ew.abr_work);
   f.metrics.cr = shift(s.cr, e0.cr, ew.cr);
   f.metrics.max_min_time_ratio = shift(s.max_min_time_ratio, e0.max_min_time_ratio, ew.max_min_time_ratio);
+  f.metrics.pipeline_gap = shift(s.pipeline_gap, e0.pipeline_gap, ew.pipeline_gap);
   return f;
 }
 

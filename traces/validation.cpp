@@ -167,6 +167,46 @@ PublishedFigure read_published(JsonObjectReader& entry_reader, const ValidationE
   entry_reader.fail("published", "expected a number or a range {min, max}");
 }
 
+const Json* find_policy(const Json& results, const std::string& label) {
+  if (!results.contains("policies") || !results["policies"].is_array()) return nullptr;
+  for (const auto& p : results["policies"])
+    if (p.is_object() && p.contains("name") && p["name"] == label) return &p;
+  return nullptr;
+}
+
+/// A measured entry's figure: the policy's mean iteration seconds, or its speedup over the run's baseline, from a
+/// committed `lcsim-gpu live --json` file of the point's scenario.
+PublishedFigure read_measured(JsonObjectReader& reader, const ValidationEntry& entry) {
+  const std::string& file = entry.measured;
+  const auto fail = [&](const std::string& what) { reader.fail("measured", file + ": " + what); };
+  if (entry.quantity != ValidationQuantity::IterationSeconds && entry.quantity != ValidationQuantity::Speedup)
+    reader.fail("quantity", "a measured entry compares iteration_seconds or speedup");
+  if (entry.combine != ValidationCombine::One || entry.points.size() != 1)
+    reader.fail("combine", "a measured entry is one point: the run its file measured");
+  if (entry.mode != "plan") reader.fail("mode", "a measured entry is predicted as live replay predicts it: \"plan\"");
+  const Json results = parse_json_file(file, kMaxResultsFileBytes);
+  if (!results.is_object() || !known_results_schema(results.value("schema", ""))) fail("expected a results file");
+  if (results.value("mode", "") != "live") fail("expected mode \"live\" (an lcsim-gpu live --json file)");
+  const ValidationPoint& point = entry.points.front();
+  const Json scenario = parse_json_file(point.scenario);
+  if (!scenario.is_object() || results.value("scenario", "") != scenario.value("name", ""))
+    fail("measured scenario '" + results.value("scenario", "") + "', but the entry predicts " + point.scenario);
+  const Json* policy = find_policy(results, point.policy);
+  if (!policy) fail("no policy '" + point.policy + "'");
+  const char* key = "mean_iteration_s";
+  if (entry.quantity == ValidationQuantity::Speedup) {
+    if (point.reference.size() != 1 || point.reference.front() != results.value("baseline", ""))
+      reader.fail("reference", "a measured speedup is over the run's baseline '" + results.value("baseline", "") + "'");
+    key = "speedup_vs_baseline";
+  }
+  const Json& value = policy->contains(key) ? policy->at(key) : Json();
+  if (!value.is_number() || !(value.get<double>() > 0) || !std::isfinite(value.get<double>()))
+    fail("policy '" + point.policy + "' has no measured " + key + " (out of memory, or not measured)");
+  PublishedFigure figure;
+  figure.value = value.get<double>();
+  return figure;
+}
+
 ValidationEntry read_entry(JsonObjectReader reader, const std::string& catalogue_file) {
   ValidationEntry entry;
   entry.id = reader.required<std::string>("id");
@@ -207,6 +247,10 @@ ValidationEntry read_entry(JsonObjectReader reader, const std::string& catalogue
     return entry;
   }
 
+  if (reader.has("measured")) {
+    entry.measured = resolve_scenario_path(catalogue_file, reader.required<std::string>("measured"));
+    if (entry.measured.empty()) reader.fail("measured", "must name a file");
+  }
   const auto combine = reader.optional<std::string>("combine", "one");
   const auto* c =
       std::find_if(std::begin(kCombines), std::end(kCombines), [&](const CombineName& n) { return combine == n.name; });
@@ -261,7 +305,12 @@ ValidationEntry read_entry(JsonObjectReader reader, const std::string& catalogue
     if (with_values != 0 && with_values != static_cast<long>(entry.points.size()))
       reader.fail("points", "a series gives a published value on every point or on none");
   }
-  entry.published = read_published(reader, entry);
+  if (!entry.measured.empty()) {
+    if (reader.has("published")) reader.fail("published", "a measured entry's figure comes from its measured file");
+    entry.published = read_measured(reader, entry);
+  } else {
+    entry.published = read_published(reader, entry);
+  }
   reader.finish();
   return entry;
 }
@@ -270,12 +319,6 @@ double metric_of(const Json& policy, const char* key, const std::string& where) 
   const Json& metrics = policy.at("metrics");
   if (!metrics.contains(key) || !metrics[key].is_number()) throw InputError(where + ": results have no metric " + key);
   return metrics[key].get<double>();
-}
-
-const Json* find_policy(const Json& results, const std::string& label) {
-  for (const auto& p : results.at("policies"))
-    if (p.at("name") == label) return &p;
-  return nullptr;
 }
 
 double relative_error(double predicted, const PublishedFigure& figure) {
@@ -361,6 +404,10 @@ std::string fitted_parameters(const Profile& profile, const std::string& id) {
   for (const auto& f : profile.provenance.fitted_on)
     if (f.entry == id) out += (out.empty() ? "" : "; ") + f.parameter;
   return out;
+}
+
+std::string entry_kind(const ValidationEntry& entry) {
+  return entry.measured.empty() ? "published" : "measured";
 }
 
 std::string entry_status(const EntryOutcome& o) {
@@ -449,14 +496,9 @@ PointPrediction predict_from_results(const ValidationEntry& entry, const Validat
     case ValidationQuantity::Dbr:
       prediction.value = metric_of(*policy, "dbr", where);
       break;
-    case ValidationQuantity::RankGap: {
-      const Json& ratio = policy->at("metrics").at("max_min_time_ratio");
-      if (ratio.is_number())
-        prediction.value = ratio.get<double>() - 1;
-      else
-        prediction.failed = "a GPU of '" + point.policy + "' is idle in some iteration: the rank gap is unbounded";
+    case ValidationQuantity::RankGap:
+      prediction.value = metric_of(*policy, "pipeline_gap", where);
       break;
-    }
     case ValidationQuantity::IterationSeconds:
       prediction.value = policy->at("mean_iteration_s").get<double>();
       break;
@@ -549,10 +591,32 @@ EntryOutcome evaluate_entry(const ValidationEntry& entry, std::vector<PointPredi
   return outcome;
 }
 
+namespace {
+
+/// Adds a held-out entry's error to `errors` (median_ape is filled by finish_errors).
+void add_held_out(HeldOutErrors& errors, std::vector<double>& abs_errors, const EntryOutcome& o) {
+  ++errors.entries;
+  if (o.within_tolerance) ++errors.within_tolerance;
+  if (!o.abs_error) return;
+  ++errors.numeric;
+  errors.mape += *o.abs_error;
+  abs_errors.push_back(*o.abs_error);
+}
+
+void finish_errors(HeldOutErrors& errors, std::vector<double>& abs_errors) {
+  if (errors.numeric == 0) return;
+  errors.mape /= errors.numeric;
+  std::sort(abs_errors.begin(), abs_errors.end());
+  const std::size_t n = abs_errors.size();
+  errors.median_ape = n % 2 ? abs_errors[n / 2] : (abs_errors[n / 2 - 1] + abs_errors[n / 2]) / 2;
+}
+
+}  // namespace
+
 ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes) {
   ValidationSummary s;
-  double abs_sum = 0;
-  std::vector<double> errors;
+  HeldOutErrors published;
+  std::vector<double> published_errors, measured_errors;
   for (const auto& o : outcomes) {
     ++s.entries;
     if (!o.entry->not_expressible.empty()) {
@@ -564,27 +628,26 @@ ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes
       continue;
     }
     if (o.ordering != OrderingVerdict::NotApplicable) {
-      ++s.ordering_checked;
-      if (o.ordering == OrderingVerdict::Held) ++s.ordering_held;
+      const bool measured = !o.entry->measured.empty();
+      ++(measured ? s.measured.ordering_checked : s.ordering_checked);
+      if (o.ordering == OrderingVerdict::Held) ++(measured ? s.measured.ordering_held : s.ordering_held);
     }
     if (!o.fitted.empty()) {
       ++s.fitted;
       continue;
     }
-    ++s.held_out;
-    if (o.within_tolerance) ++s.held_out_within_tolerance;
-    if (o.abs_error) {
-      ++s.held_out_numeric;
-      abs_sum += *o.abs_error;
-      errors.push_back(*o.abs_error);
-    }
+    if (o.entry->measured.empty())
+      add_held_out(published, published_errors, o);
+    else
+      add_held_out(s.measured, measured_errors, o);
   }
-  s.held_out_mape = s.held_out_numeric > 0 ? abs_sum / s.held_out_numeric : 0;
-  if (!errors.empty()) {
-    std::sort(errors.begin(), errors.end());
-    const std::size_t n = errors.size();
-    s.held_out_median_ape = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
-  }
+  finish_errors(published, published_errors);
+  finish_errors(s.measured, measured_errors);
+  s.held_out = published.entries;
+  s.held_out_numeric = published.numeric;
+  s.held_out_mape = published.mape;
+  s.held_out_median_ape = published.median_ape;
+  s.held_out_within_tolerance = published.within_tolerance;
   return s;
 }
 
@@ -592,7 +655,7 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
                                           const std::vector<EntryOutcome>& outcomes, const ValidationSummary& summary) {
   using OJson = nlohmann::ordered_json;
   OJson j;
-  j["schema"] = "lcsim-validation/1";
+  j["schema"] = "lcsim-validation/2";
   j["catalogue"] = catalogue.file;
   OJson entries = OJson::array();
   for (const auto& o : outcomes) {
@@ -602,6 +665,8 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
     item["source"] = {{"paper", e.source.paper}, {"where", e.source.where}, {"section", e.source.section}};
     item["claim"] = e.claim;
     item["quantity"] = to_string(e.quantity);
+    item["kind"] = entry_kind(e);
+    if (!e.measured.empty()) item["measured_file"] = e.measured;
     item["status"] = entry_status(o);
     item["mode"] = e.mode;
     item["published"] = published_text(e);
@@ -635,6 +700,13 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
                   {"held_out_mape", results_number(summary.held_out_mape)},
                   {"held_out_median_ape", results_number(summary.held_out_median_ape)},
                   {"held_out_within_tolerance", summary.held_out_within_tolerance},
+                  {"measured_held_out", summary.measured.entries},
+                  {"measured_numeric", summary.measured.numeric},
+                  {"measured_mape", results_number(summary.measured.mape)},
+                  {"measured_median_ape", results_number(summary.measured.median_ape)},
+                  {"measured_within_tolerance", summary.measured.within_tolerance},
+                  {"measured_ordering_checked", summary.measured.ordering_checked},
+                  {"measured_ordering_held", summary.measured.ordering_held},
                   {"ordering_checked", summary.ordering_checked},
                   {"ordering_held", summary.ordering_held}};
   return j;
@@ -643,11 +715,12 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
 std::string validation_to_csv(const std::vector<EntryOutcome>& outcomes) {
   std::ostringstream out;
   out.precision(9);
-  out << "id,paper,where,quantity,status,published,predicted,error,ordering,within_tolerance\n";
+  out << "id,paper,where,quantity,kind,status,published,predicted,error,ordering,within_tolerance\n";
   for (const auto& o : outcomes) {
     const ValidationEntry& e = *o.entry;
     out << csv_field(e.id) << ',' << csv_field(e.source.paper) << ',' << csv_field(e.source.where) << ','
-        << to_string(e.quantity) << ',' << csv_field(entry_status(o)) << ',' << csv_field(published_text(e)) << ',';
+        << to_string(e.quantity) << ',' << entry_kind(e) << ',' << csv_field(entry_status(o)) << ','
+        << csv_field(published_text(e)) << ',';
     if (o.predicted_yes) out << (*o.predicted_yes ? "yes" : "no");
     if (o.predicted) out << *o.predicted;
     out << ',';

@@ -19,7 +19,8 @@ enum class ValidationQuantity {
   AbrWork,            ///< ABR over the run (idle over capacity, iterations weighted by their time)
   Cr,                 ///< HBP's communication ratio of `policy`, mean over iterations
   Dbr,                ///< HBP's DBR of `policy`, mean over iterations
-  RankGap,            ///< (slowest - fastest) / fastest GPU busy time, mean over iterations (Hydraulis Fig. 12b)
+  RankGap,            ///< (slowest - fastest) / fastest pipeline propagation latency, mean over iterations
+                      ///< (Hydraulis Fig. 12b; BalanceMetrics::pipeline_gap)
   IterationSeconds,   ///< mean iteration time of `policy`
   PeakGB,             ///< the largest per-GPU peak memory, mean over iterations, GB (1e9 bytes)
   Oom,                ///< whether `policy` runs out of memory in any iteration (a yes/no figure)
@@ -81,6 +82,9 @@ struct ValidationEntry {
   std::vector<ValidationPoint> points;
   PublishedFigure published;
   double tolerance = 0.25;  ///< relative: within tolerance when |error| <= tolerance
+  /// Non-empty: a measured entry. The figure is a committed measured results file (mode "live", this path resolved
+  /// against the catalogue's folder) rather than a paper; `published` holds the figure read from it.
+  std::string measured;
   /// Non-empty: lcsim cannot express the figure yet (says why); nothing is run.
   std::string not_expressible;
   std::string published_text;  ///< not expressible entries: the published figure as the catalogue gives it
@@ -151,26 +155,41 @@ std::string fitted_parameters(const Profile& profile, const std::string& id);
 /// values differ by more than 5% is ranked the same way. Otherwise not applicable.
 EntryOutcome evaluate_entry(const ValidationEntry& entry, std::vector<PointPrediction> points);
 
+/// Held-out errors of one kind of entry: published figures, or measured runs.
+struct HeldOutErrors {
+  int entries = 0;        ///< evaluated entries that fit nothing
+  int numeric = 0;        ///< ... with a numeric error
+  double mape = 0;        ///< mean of abs_error over those
+  double median_ape = 0;  ///< their median (a few gross misses dominate the mean)
+  int within_tolerance = 0;
+  int ordering_checked = 0;  ///< measured entries only: the summary's ordering counts are the papers'
+  int ordering_held = 0;
+};
+
 struct ValidationSummary {
   int entries = 0;
   int not_expressible = 0;
   int failed = 0;
   int fitted = 0;
-  int held_out = 0;                ///< evaluated entries that fit nothing
+  int held_out = 0;                ///< evaluated published-figure entries that fit nothing
   int held_out_numeric = 0;        ///< ... with a numeric error
   double held_out_mape = 0;        ///< mean of abs_error over those
   double held_out_median_ape = 0;  ///< their median (a few gross misses dominate the mean)
   int held_out_within_tolerance = 0;
-  int ordering_checked = 0;  ///< evaluated entries with an ordering verdict
+  HeldOutErrors measured;    ///< held-out measured entries (real hardware), summarized apart from the papers
+  int ordering_checked = 0;  ///< evaluated published-figure entries with an ordering verdict
   int ordering_held = 0;
 };
 
 ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes);
 
+/// "published" or "measured" (ValidationEntry::measured).
+std::string entry_kind(const ValidationEntry& entry);
+
 /// "held out", "fitted" (a free parameter was set from it), "not expressible" or "failed".
 std::string entry_status(const EntryOutcome& outcome);
 
-/// Results file of `lcsim validate` (schema lcsim-validation/1) and its CSV (one row per entry).
+/// Results file of `lcsim validate` (schema lcsim-validation/2) and its CSV (one row per entry).
 nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
                                           const std::vector<EntryOutcome>& outcomes, const ValidationSummary& summary);
 std::string validation_to_csv(const std::vector<EntryOutcome>& outcomes);

@@ -163,6 +163,8 @@ std::vector<EntryInterval> entry_intervals(const std::vector<EntryIntervalInput>
   summary.entries = static_cast<int>(inputs.size());
   summary.samples = inputs.empty() ? 1 : static_cast<int>(inputs.front().checks.front().worlds.size());
   summary.covered = 0;
+  summary.measured_entries = 0;
+  summary.measured_covered = 0;
   std::vector<double> widths;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     EntryInterval& e = out[i];
@@ -184,6 +186,10 @@ std::vector<EntryInterval> entry_intervals(const std::vector<EntryIntervalInput>
     e.covered = covered / checks;
     e.relative_width = width / checks;
     summary.covered += e.covered;
+    if (inputs[i].measured) {
+      ++summary.measured_entries;
+      summary.measured_covered += e.covered;
+    }
     widths.push_back(e.relative_width);
   }
   summary.coverage = inputs.empty() ? 0 : summary.covered / static_cast<double>(inputs.size());

@@ -49,6 +49,7 @@ struct EntryIntervalInput {
   std::string id;
   ValidationQuantity quantity = ValidationQuantity::Speedup;
   std::vector<IntervalCheck> checks;
+  bool measured = false;  ///< a measured run's figure rather than a paper's (counted apart as well)
 };
 
 struct EntryInterval {
@@ -74,6 +75,8 @@ struct IntervalSummary {
   double covered = 0;  ///< sum of their covered shares
   double coverage = 0;
   double median_relative_width = 0;
+  int measured_entries = 0;  ///< of `entries`, measured runs
+  double measured_covered = 0;
   std::map<ModelFormFamily, FamilySigma> families;  ///< full-catalogue sigma (not leave-one-out)
 };
 

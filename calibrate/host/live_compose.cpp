@@ -64,6 +64,7 @@ MeasuredIteration compose_rank_serial(const program::IterationProgram& program, 
   program::IterationOutcome outcome = program::replay_program(measured, 0, record_spans);
   m.seconds = outcome.seconds;
   m.busy_seconds = std::move(outcome.busy_seconds);
+  m.propagation_end_s = std::move(outcome.propagation_end_s);
   m.spans = std::move(outcome.spans);
   return m;
 }

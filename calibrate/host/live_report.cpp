@@ -83,6 +83,7 @@ RunResults live_results(const LivePlans& live, const LiveExecution& execution,
       timing.busy_seconds = m.busy_seconds;
       timing.busy_seconds.resize(static_cast<std::size_t>(world), 0.0);
       timing.peak_bytes = m.peak_bytes;
+      timing.propagation_end_s = m.propagation_end_s;
       timing.oom_gpus = static_cast<int>(m.oom_gpus.size());
       result.iterations.push_back(iteration_result(policy.plans[i], static_cast<int>(i), timing, world));
       all_measured = all_measured && std::isfinite(m.seconds);

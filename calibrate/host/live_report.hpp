@@ -23,12 +23,13 @@
 namespace lcsim {
 
 struct MeasuredIteration {
-  double seconds = 0;                   ///< NaN when not measured (out of memory)
-  std::vector<double> busy_seconds;     ///< per GPU
-  std::vector<double> peak_bytes;       ///< per GPU: static bytes (as the plan's) + measured activation peak
-  std::vector<int> oom_gpus;            ///< GPUs whose work failed to allocate
-  std::string oom_error;                ///< the first allocation failure's message
-  std::vector<program::GpuSpan> spans;  ///< from time 0 of the iteration
+  double seconds = 0;                     ///< NaN when not measured (out of memory)
+  std::vector<double> busy_seconds;       ///< per GPU
+  std::vector<double> propagation_end_s;  ///< per GPU: end of its last micro-batch step (pipeline_gap)
+  std::vector<double> peak_bytes;         ///< per GPU: static bytes (as the plan's) + measured activation peak
+  std::vector<int> oom_gpus;              ///< GPUs whose work failed to allocate
+  std::string oom_error;                  ///< the first allocation failure's message
+  std::vector<program::GpuSpan> spans;    ///< from time 0 of the iteration
 };
 
 struct LiveExecution {

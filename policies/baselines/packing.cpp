@@ -77,13 +77,7 @@ std::unique_ptr<Policy> make_packing_policy(const PolicySpec& spec) {
   if (reader.has("packs_per_replica"))
     options.packs_per_replica = static_cast<int>(reader.integer_in("packs_per_replica", 1, 1 << 20));
   options.shuffle_packs = reader.optional<bool>("shuffle_packs", true);
-  if (reader.has("isf_iterations"))
-    options.isf.iterations = static_cast<int>(reader.integer_in("isf_iterations", 1, 1 << 20));
-  if (reader.has("isf_fill_threshold")) {
-    options.isf.fill_threshold = reader.required<double>("isf_fill_threshold");
-    if (!(options.isf.fill_threshold > 0 && options.isf.fill_threshold <= 1))
-      reader.fail("isf_fill_threshold", "must be in (0, 1]");
-  }
+  options.isf = read_isf_options(reader);
   reader.finish();
   return std::make_unique<PackingPolicy>(std::move(options));
 }

@@ -248,6 +248,16 @@ std::string packing_algorithm_names() {
   return "isf, ffd, ffs, bfs, random";
 }
 
+IsfOptions read_isf_options(JsonObjectReader& reader) {
+  IsfOptions isf;
+  if (reader.has("isf_iterations")) isf.iterations = static_cast<int>(reader.integer_in("isf_iterations", 1, 1 << 20));
+  if (reader.has("isf_fill_threshold")) {
+    isf.fill_threshold = reader.required<double>("isf_fill_threshold");
+    if (!(isf.fill_threshold > 0 && isf.fill_threshold <= 1)) reader.fail("isf_fill_threshold", "must be in (0, 1]");
+  }
+  return isf;
+}
+
 Tokens pack_tokens(const Pack& pack) {
   Tokens total = 0;
   for (const auto& s : pack) total += s.tokens;

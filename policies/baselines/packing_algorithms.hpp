@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "policies/core/json_reader.hpp"
 #include "policies/core/random.hpp"
 #include "policies/core/workload.hpp"
 
@@ -34,6 +35,9 @@ struct IsfOptions {
   int iterations = 10;
   double fill_threshold = 0.99;  ///< OmniBal's example: llm_thresh 4050 of 4096 tokens
 };
+/// A policy's "isf_iterations" and "isf_fill_threshold" options (every policy that packs with ISF takes them),
+/// defaults where absent; InputError naming the key for a value out of range.
+IsfOptions read_isf_options(JsonObjectReader& reader);
 
 /// The building blocks, in the given order: next fit (one open pack), first fit (the earliest pack that fits),
 /// best fit (the fitting pack with the least free space, ties to the earliest).

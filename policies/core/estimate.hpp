@@ -14,7 +14,10 @@ struct IterationEstimate {
   double seconds = 0;                ///< iteration time: until the last GPU ends
   std::vector<double> busy_seconds;  ///< per GPU: compute + communication not hidden by compute
   std::vector<double> peak_bytes;    ///< per GPU: static + activations in flight
-  int oom_gpus = 0;                  ///< GPUs whose peak exceeds the cost model's capacity
+  /// Per GPU: end of its last micro-batch step from the iteration start (IterationOutcome::propagation_end_s);
+  /// empty when the timing does not say (then metrics leave pipeline_gap at 0).
+  std::vector<double> propagation_end_s;
+  int oom_gpus = 0;  ///< GPUs whose peak exceeds the cost model's capacity
   bool out_of_memory() const { return oom_gpus > 0; }
 };
 

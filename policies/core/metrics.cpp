@@ -9,6 +9,9 @@
 // - CR counts a sharded sequence as communicating only when its CP group has more than one GPU.
 // - max_min_time_ratio = max / min estimated busy time over the plan's GPUs: 1 when all are zero, +infinity
 //   when some GPU has none while another is busy.
+// - pipeline_gap: a replica's propagation latency is when the last of its GPUs ends its last micro-batch step, so a
+//   deep pipeline's bubbles count (busy time leaves them out, which makes its stages look unbalanced when its
+//   pipeline is not). A replica without micro-batches has no latency and is left out, as idle GPUs are by DBR.
 #include "policies/core/metrics.hpp"
 
 #include <algorithm>
@@ -25,6 +28,21 @@ double balance_ratio(const std::vector<double>& values) {
   double gap = 0;
   for (double v : values) gap += top - v;
   return gap / (top * static_cast<double>(values.size()));
+}
+
+double pipeline_gap(const IterationPlan& plan, const std::vector<double>& propagation_end) {
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (const auto& replica : plan.replicas) {
+    if (replica.micro_batches.empty()) continue;
+    double latency = 0;
+    for (int g : replica.gpus)
+      if (g >= 0 && static_cast<std::size_t>(g) < propagation_end.size())
+        latency = std::max(latency, propagation_end[static_cast<std::size_t>(g)]);
+    if (latency <= 0) continue;
+    lo = std::min(lo, latency);
+    hi = std::max(hi, latency);
+  }
+  return hi > 0 ? (hi - lo) / lo : 0;
 }
 
 }  // namespace
@@ -101,6 +119,7 @@ BalanceMetrics compute_metrics(const IterationPlan& plan, const IterationEstimat
     else
       m.max_min_time_ratio = *hi / *lo;
   }
+  m.pipeline_gap = pipeline_gap(plan, estimate.propagation_end_s);
   return m;
 }
 
@@ -114,6 +133,7 @@ BalanceMetrics mean_metrics(const std::vector<BalanceMetrics>& per_iteration) {
     mean.abr += m.abr;
     mean.cr += m.cr;
     mean.max_min_time_ratio += m.max_min_time_ratio;
+    mean.pipeline_gap += m.pipeline_gap;
     mean.attention_idle += m.attention_idle;
     mean.attention_capacity += m.attention_capacity;
   }
@@ -124,6 +144,7 @@ BalanceMetrics mean_metrics(const std::vector<BalanceMetrics>& per_iteration) {
   mean.abr /= n;
   mean.cr /= n;
   mean.max_min_time_ratio /= n;
+  mean.pipeline_gap /= n;
   return mean;
 }
 

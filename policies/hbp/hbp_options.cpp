@@ -94,13 +94,7 @@ std::unique_ptr<Policy> make_hbp_policy(const PolicySpec& spec) {
   if (reader.has("curriculum_iterations"))
     options.curriculum_iterations = static_cast<int>(reader.integer_in("curriculum_iterations", 0, INT32_MAX));
   if (reader.has("tokens_per_batch")) options.tokens_per_batch = reader.integer_in("tokens_per_batch", 1, kMaxTokens);
-  if (reader.has("isf_iterations"))
-    options.isf.iterations = static_cast<int>(reader.integer_in("isf_iterations", 1, 1 << 20));
-  if (reader.has("isf_fill_threshold")) {
-    options.isf.fill_threshold = reader.required<double>("isf_fill_threshold");
-    if (!(options.isf.fill_threshold > 0 && options.isf.fill_threshold <= 1))
-      reader.fail("isf_fill_threshold", "must be in (0, 1]");
-  }
+  options.isf = baselines::read_isf_options(reader);
   reader.finish();
   return std::make_unique<HbpPolicy>(std::move(options));
 }
