@@ -108,8 +108,11 @@ void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& resu
   out << "dataset   " << first.value("dataset", "") << "\n";
   out << "profile   " << first["profile"].value("label", "") << "\n";
   out << std::left << std::setw(44) << "point" << std::setw(20) << "policy" << std::right << std::setw(10) << "mean s"
-      << std::setw(12) << "tokens/s" << std::setw(9) << "speedup" << std::setw(6) << "OOM"
-      << "\n";
+      << std::setw(12) << "tokens/s" << std::setw(9) << "speedup" << std::setw(6) << "OOM";
+  // Points run with sampled worlds (the sweep's "samples"): their speedup's 80% interval.
+  const bool sampled = sweep.samples > 1;
+  if (sampled) out << std::setw(17) << "speedup p10-p90";
+  out << "\n";
   for (const auto& r : results) {
     std::string where;
     for (const auto& [axis, value] : r.point->coordinates)
@@ -127,7 +130,15 @@ void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& resu
       out << std::left << std::setw(44) << where << std::setw(20) << policy.at("name").get<std::string>() << std::right
           << std::setw(10) << number("mean_iteration_s", 4) << std::setw(12) << number("tokens_per_s", 0)
           << std::setw(8) << number("speedup_vs_baseline", 2) << "x" << std::setw(6)
-          << policy.at("oom_iterations").get<int>() << "\n";
+          << policy.at("oom_iterations").get<int>();
+      const auto interval = policy.find("interval");
+      if (sampled && interval != policy.end()) {
+        std::ostringstream cell;
+        cell << std::fixed << std::setprecision(2) << interval->at("speedup").at("p10").get<double>() << "-"
+             << interval->at("speedup").at("p90").get<double>() << "x";
+        out << std::setw(17) << cell.str();
+      }
+      out << "\n";
     }
   }
 }

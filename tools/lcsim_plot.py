@@ -221,11 +221,13 @@ def plot_scaling(sweep_path, out, x="gpus", y="tokens_per_s"):
             lines.setdefault(policy["name"], []).append((xv, policy[y], error))
     fig, ax = plt.subplots(figsize=(6, 4))
     sampled = False
-    for name, pts in lines.items():
+    for k, (name, pts) in enumerate(lines.items()):
         pts.sort(key=lambda p: p[0])
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         if any(p[2] is not None for p in pts):
             sampled = True
+            if x == "gpus":  # side by side, so that the policies' bars at one GPU count do not hide each other
+                xs = [v * 2 ** ((k - (len(lines) - 1) / 2) * 0.05) for v in xs]
             yerr = [[p[2][0] if p[2] else 0.0 for p in pts], [p[2][1] if p[2] else 0.0 for p in pts]]
             ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, elinewidth=0.8, label=name)
         else:
