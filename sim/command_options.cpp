@@ -73,6 +73,12 @@ int samples_option(const boost::program_options::variables_map& vm) {
   return checked_samples(vm["samples"].as<int>());
 }
 
+std::vector<std::string> command_inputs(const boost::program_options::variables_map& vm, const LoadedScenario& loaded) {
+  std::vector<std::string> inputs = scenario_inputs(loaded);
+  if (vm.count("model-form")) inputs.push_back(vm["model-form"].as<std::string>());
+  return inputs;
+}
+
 ModelForm model_form_option(const boost::program_options::variables_map& vm) {
   if (vm.count("model-form")) {
     const std::string file = vm["model-form"].as<std::string>();

@@ -67,7 +67,7 @@ void run_plan_command(const std::vector<std::string>& args, std::ostream& out) {
 
   const LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
   const std::vector<OutputOption> outputs = output_options(vm, {"json", "csv"});
-  check_output_files(outputs, scenario_inputs(loaded));
+  check_output_files(outputs, command_inputs(vm, loaded));
   const int samples = samples_option(vm);
   const ModelForm model_form = model_form_option(vm);
   const RunResults results = evaluate_with_samples(

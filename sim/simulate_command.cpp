@@ -92,7 +92,7 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   if (vm.count("iterations")) iterations = vm["iterations"].as<int>();
   LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
   if (vm.count("layers")) scale_model_layers(loaded, vm["layers"].as<int>());
-  check_output_files(output_options(vm, {"trace", "json", "csv"}), scenario_inputs(loaded));
+  check_output_files(output_options(vm, {"trace", "json", "csv"}), command_inputs(vm, loaded));
 
   sim::SimulateSettings settings;
   if (vm.count("policy")) settings.policies = vm["policy"].as<std::vector<std::string>>();

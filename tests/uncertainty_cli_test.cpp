@@ -75,6 +75,11 @@ TEST_F(UncertaintyCliTest, OneSampleGivesNoIntervalsAndABadModelFormFileIsNamed)
                              path("bad.json") + "'");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_TRUE(contains(bad.output, path("bad.json") + ": families.time: missing"));
+  std::ofstream(path("number.json")) << R"({"schema": 3})";
+  const auto number = run_lcsim("plan '" + std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json' -n 1 " +
+                                "--model-form '" + path("number.json") + "'");
+  EXPECT_EQ(number.exit_code, 2) << number.output;
+  EXPECT_TRUE(contains(number.output, path("number.json") + ": schema: expected \"lcsim-model-form/1\""));
 }
 
 }  // namespace

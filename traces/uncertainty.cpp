@@ -143,7 +143,9 @@ LoadedScenario load_world(const LoadedScenario& nominal, int world) {
 ModelForm load_model_form(const std::string& file, const std::string& shown) {
   const nlohmann::json document = parse_json_file(file);
   const auto fail = [&](const std::string& what) { throw InputError(file + ": " + what); };
-  if (!document.is_object() || document.value("schema", "") != kModelFormSchema)
+  const auto schema = document.is_object() ? document.find("schema") : document.end();
+  if (!document.is_object() || schema == document.end() || !schema->is_string() ||
+      schema->get<std::string>() != kModelFormSchema)
     fail(std::string("schema: expected \"") + kModelFormSchema + "\"");
   const auto families = document.find("families");
   if (families == document.end() || !families->is_object() || !families->contains("time"))
@@ -280,7 +282,16 @@ namespace {
 
 RunResults world_results(const LoadedScenario& loaded, const std::vector<std::string>& only_labels, int world) {
   if (world == 0) return evaluate_plans(loaded, only_labels);
-  return evaluate_plans(load_world(loaded, world), only_labels);
+  // A sampled world can fail where the nominal one did not (a longer sequence, a larger window): say which.
+  const std::string where =
+      "sampled world " + std::to_string(world) + " (--samples; --samples 1 runs the nominal " + "world only): ";
+  try {
+    return evaluate_plans(load_world(loaded, world), only_labels);
+  } catch (const PlanningError& e) {
+    throw PlanningError(where + e.what());
+  } catch (const InputError& e) {
+    throw InputError(where + e.what());
+  }
 }
 
 }  // namespace
