@@ -57,6 +57,37 @@ BENCHMARK_CAPTURE(BM_SkrullPlanGlobalBatch, wikipedia, std::string("wikipedia"))
     ->Repetitions(5)
     ->ReportAggregatesOnly(true);
 
+// GDS at scale: one global batch of 100,000 wikipedia sequences over DP=4, CP=8 (BucketSize 26K), planned by
+// skrull (DACP) or rr (round-robin placement). Both share gds_schedule_rank, whose search over micro-batch counts
+// was O(n) per count tried (issue #32: 2.84 s for rr at 100k sequences) and is now O(n log n) in all.
+void BM_SkrullPlanLargeBatch(benchmark::State& state, const std::string& kind) {
+  const CostModel cost = bench_cost();
+  PlanningContext context;
+  context.cost = &cost;
+  context.layout.dp = 4;
+  context.layout.cp = 8;
+  constexpr std::size_t kSequences = 100000;
+  context.training.global_batch_sequences = kSequences;
+  context.training.bucket_size_tokens = 26 * kKiloTokens;
+  const Dataset data =
+      sample_dataset("wikipedia", {MixComponent{&named_distribution("wikipedia"), 1.0}}, kSequences, 42);
+  const std::vector<GlobalBatch> batches = {GlobalBatch(data.sequences().begin(), data.sequences().end())};
+  PolicySpec spec;
+  spec.kind = kind;
+  auto policy = make_policy(spec);
+  std::size_t micro_batches = 0;
+  for (auto _ : state) {
+    auto plans = policy->plan(context, batches);
+    benchmark::DoNotOptimize(plans);
+    micro_batches = 0;
+    for (const auto& replica : plans.front().replicas) micro_batches += replica.micro_batches.size();
+  }
+  state.counters["micro_batches"] = static_cast<double>(micro_batches);
+  state.SetLabel(kind + ", wikipedia, DP=4 CP=8, one global batch of 100k sequences");
+}
+BENCHMARK_CAPTURE(BM_SkrullPlanLargeBatch, skrull, std::string("skrull"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SkrullPlanLargeBatch, rr, std::string("rr"))->Unit(benchmark::kMillisecond);
+
 // Heuristic / optimum TDACP over 1,000 random feasible micro-batches of up to 12 sequences, CP 2 or 4
 // (chatqa2-long-sft lengths capped at 2 C): reported as counters p50, p90, p99 and max of the ratio.
 void BM_SkrullOptimalityGap(benchmark::State& state) {
