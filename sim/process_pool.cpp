@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 #include <stdexcept>
+#include <string_view>
 
 #include "policies/core/errors.hpp"
 
@@ -69,7 +70,15 @@ pid_t spawn(const ChildCommand& command) {
   posix_spawnattr_setsigdefault(&attributes, &defaults);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv.front(), &actions, &attributes, argv.data(), environ);
+  // LCSIM_CHILD: the parent already removed the stale temporary files of the folders its children write into
+  // (policies/core/files.cpp); each of thousands of children listing a large folder again would cost O(n^2).
+  std::vector<char*> environment;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (!std::string_view(*e).starts_with("LCSIM_CHILD=")) environment.push_back(*e);
+  std::string child_mark = "LCSIM_CHILD=1";
+  environment.push_back(child_mark.data());
+  environment.push_back(nullptr);
+  const int rc = posix_spawn(&pid, argv.front(), &actions, &attributes, argv.data(), environment.data());
   posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::runtime_error("cannot start " + command.argv.front() + ": " + std::strerror(rc));

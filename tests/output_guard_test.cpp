@@ -266,7 +266,7 @@ TEST(OutputGuard, FitRefusesAnOutThatIsTheMeasurementsOrThePrior) {
   const fs::path dir = fs::temp_directory_path() / ("lcsim-guard-fit-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string measurements = (dir / "m.json").string(), prior = (dir / "prior.json").string();
-  lcsim::save_measurements(lcsim::synthetic_measurements(lcsim::named_model("Qwen2.5-7B"), 8), measurements);
+  lcsim::save_measurements(lcsim::testing::synthetic_measurements(lcsim::named_model("Qwen2.5-7B"), 8), measurements);
   fs::copy_file(kSourceDir + "/calibrate/profiles/h100-sxm-default.json", prior);
   const std::string before_m = read_file(measurements), before_p = read_file(prior);
   // Every FILE option of `lcsim-gpu fit` is classified: --out is its only output.

@@ -100,7 +100,7 @@ TEST(Signals, SigtermToSweepStopsItsChildren) {
   std::ofstream(dir / "sw.json") << Json{{"name", "g"},
                                          {"base", kSourceDir + "/scenarios/default.json"},
                                          {"mode", "simulate"},
-                                         {"axes", {{{"name", "gpus"}, {"values", {32, 64, 128, 256}}}}}}
+                                         {"axes", {{{"name", "gpus"}, {"values", {1024, 2048, 4096}}}}}}
                                         .dump();
   const int status = interrupted_run({"sweep", (dir / "sw.json").string(), "--out", (dir / "out").string()}, dir,
                                      dir / "log", SIGTERM, std::chrono::milliseconds(1000));

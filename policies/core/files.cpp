@@ -85,6 +85,7 @@ void remove_stale_temporaries(const fs::path& dir) {
   static std::mutex mutex;
   static std::set<std::string> swept;
   const std::lock_guard lock(mutex);
+  if (std::getenv("LCSIM_CHILD") != nullptr) return;  // a sweep's child: its parent swept the folder
   const fs::path folder = dir.empty() ? fs::path(".") : dir;
   if (!swept.insert(resolved_path(folder.string())).second) return;
   const std::string mine = std::string(kTemporaryPrefix) + host_name() + ".";
