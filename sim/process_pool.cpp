@@ -16,6 +16,7 @@
 #include <map>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "policies/core/errors.hpp"
 
@@ -58,17 +59,14 @@ pid_t spawn(const ChildCommand& command) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, command.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  // The child starts with no signal blocked and default actions for SIGINT and SIGTERM, whatever the parent holds.
+  // The child starts with no signal blocked (run_children blocks them while it waits); exec resets the caught ones
+  // to their default action and keeps the ignored ones ignored.
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
-  sigset_t none, defaults;
+  sigset_t none;
   sigemptyset(&none);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
   posix_spawnattr_setsigmask(&attributes, &none);
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
   // LCSIM_CHILD: the parent already removed the stale temporary files of the folders its children write into
   // (policies/core/files.cpp); each of thousands of children listing a large folder again would cost O(n^2).
@@ -90,20 +88,28 @@ pid_t spawn(const ChildCommand& command) {
 Interrupted::Interrupted(int signal)
     : std::runtime_error(std::string("interrupted by ") + (signal == SIGINT ? "SIGINT" : "SIGTERM")), signal_(signal) {}
 
+namespace {
+
+/// The actions an InterruptScope replaced, restored when it ends.
+struct sigaction g_previous_int {};
+struct sigaction g_previous_term {};
+
+}  // namespace
+
 InterruptScope::InterruptScope() {
   struct sigaction action {};
   action.sa_handler = record_interrupt;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  for (auto [signal, previous] : {std::pair{SIGINT, &g_previous_int}, std::pair{SIGTERM, &g_previous_term}}) {
+    sigaction(signal, nullptr, previous);
+    // A signal the caller ignores (a background job of a script ignores SIGINT) stays ignored, as its children's.
+    if (previous->sa_handler != SIG_IGN) sigaction(signal, &action, nullptr);
+  }
 }
 
 InterruptScope::~InterruptScope() {
-  struct sigaction action {};
-  action.sa_handler = SIG_DFL;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &g_previous_int, nullptr);
+  sigaction(SIGTERM, &g_previous_term, nullptr);
 }
 
 int interrupt_signal() {
