@@ -183,6 +183,12 @@ std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& 
   return batches;
 }
 
+std::vector<std::string> scenario_input_files(const LoadedScenario& loaded) {
+  std::vector<std::string> inputs{loaded.scenario.file, loaded.scenario.profile_path};
+  if (!loaded.scenario.dataset.trace_path.empty()) inputs.push_back(loaded.scenario.dataset.trace_path);
+  return inputs;
+}
+
 LoadedScenario load_and_prepare(const std::string& file, std::optional<int> iterations_override) {
   return load_and_prepare(parse_json_file(file), file, iterations_override);
 }
@@ -209,8 +215,9 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
     throw InputError(file + ": parallel: layout has " + std::to_string(s.layout.gpus()) + " GPUs, the cluster " +
                      std::to_string(s.cluster.world_size()));
   if (s.cp_attention == CpAttention::Ring) check_ring_fits(loaded.profile, s, file);
-  loaded.cost = std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
-                                            CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning});
+  loaded.cost =
+      std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
+                                  CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning});
   loaded.batches = prepare_batches(s, loaded.dataset_label);
   return loaded;
 }
