@@ -16,11 +16,13 @@
 #include "calibrate/gpu/device_info.hpp"
 #include "calibrate/gpu/live_command.hpp"
 #include "calibrate/gpu/selftest.hpp"
+#include "calibrate/host/fit_command.hpp"
 #include "calibrate/host/live_options.hpp"
 #include "calibrate/host/measurements.hpp"
 #include "calibrate/host/profile_fit.hpp"
 #include "kernels/cuda_check.hpp"
 #include "policies/core/errors.hpp"
+#include "policies/core/files.hpp"
 
 namespace {
 
@@ -46,9 +48,7 @@ void usage(std::ostream& out) {
          "      TFLOP/s of the attention kernels on packed causal sequences of the model's shape (default lengths\n"
          "      512,1024,2048,4096,8192,16384, packed to 32768 tokens); calibrate/sdpa_bench.py runs PyTorch's\n"
          "      scaled_dot_product_attention on the same shapes.\n"
-         "  fit --measurements FILE --out FILE [--prior FILE] [--peak-tflops X]\n"
-         "      Refits a profile from a measurements file, without a GPU.\n"
-      << lcsim::live_usage()
+      << lcsim::fit_usage() << lcsim::live_usage()
       << "\n"
          "exit status: 0 success; 1 internal error or failed selftest; 2 bad input or no usable GPU; 3 a policy\n"
          "could not plan (live).\n";
@@ -103,10 +103,6 @@ int parse_int(const std::string& text, const char* what) {
   return v;
 }
 
-double parse_double(const std::string& text, const char* what) {
-  return parse_number(text, what, [](const std::string& t, std::size_t* used) { return std::stod(t, used); });
-}
-
 std::vector<int> parse_list(const std::string& text) {
   std::vector<int> out;
   std::size_t start = 0;
@@ -134,9 +130,10 @@ int calibrate(int argc, char** argv) {
   o.out = a.get("--out") ? *a.get("--out") : "profile-" + o.model + ".json";
   o.measurements = a.get("--measurements") ? *a.get("--measurements") : with_suffix(o.out, ".measurements.json");
   if (a.get("--prior")) o.prior = *a.get("--prior");
-  if (a.get("--peak-tflops")) o.peak_tflops = parse_double(*a.get("--peak-tflops"), "--peak-tflops");
+  if (a.get("--peak-tflops")) o.peak_tflops = lcsim::parse_peak_tflops(*a.get("--peak-tflops"));
   if (a.get("--seed")) o.seed = parse_seed(*a.get("--seed"));
   o.quick = a.flags.count("--quick") > 0;
+  lcsim::check_output_files({{"--out", o.out}, {"--measurements", o.measurements}}, {o.prior});
   lcsim::gpu::visible_gpus();
   lcsim::gpu::run_calibrate(o, std::cout);
   return 0;
@@ -170,18 +167,7 @@ int bench_attention(int argc, char** argv) {
 }
 
 int fit(int argc, char** argv) {
-  const Args a = parse(argc, argv, 2, {"--measurements", "--out", "--prior", "--peak-tflops"}, {});
-  if (!a.get("--measurements") || !a.get("--out"))
-    throw lcsim::InputError("fit: --measurements and --out are required");
-  const std::string file = *a.get("--measurements");
-  const lcsim::Measurements m = lcsim::load_measurements(file);
-  const double peak = a.get("--peak-tflops") ? parse_double(*a.get("--peak-tflops"), "--peak-tflops") : 0;
-  const lcsim::Profile prior =
-      lcsim::gpu::choose_prior(a.get("--prior") ? *a.get("--prior") : "", m.device.gpu_kind, m.device.name, peak);
-  const lcsim::FittedProfile fitted = lcsim::fit_profile(m, lcsim::measured_model(m, file), prior, file);
-  lcsim::gpu::print_report(fitted.report, std::cout);
-  lcsim::save_profile(fitted.profile, *a.get("--out"));
-  std::cout << "wrote " << *a.get("--out") << ": " << fitted.profile.gpu << ", " << fitted.profile.label() << "\n";
+  lcsim::run_fit_command(std::vector<std::string>(argv + 2, argv + argc), std::cout);
   return 0;
 }
 
@@ -218,13 +204,13 @@ int main(int argc, char** argv) {
               << " needs an NVIDIA GPU with a working driver; run it on a GPU node (calibrate/README.md).\n";
     return kUsageError;
   } catch (const lcsim::InputError& e) {
-    std::cerr << "lcsim-gpu: " << e.what() << "\n";
+    std::cerr << "lcsim-gpu: " << lcsim::terminal_text(e.what()) << "\n";
     return kUsageError;
   } catch (const lcsim::PlanningError& e) {
-    std::cerr << "lcsim-gpu: planning failed: " << e.what() << "\n";
+    std::cerr << "lcsim-gpu: planning failed: " << lcsim::terminal_text(e.what()) << "\n";
     return kPlanningError;
   } catch (const std::exception& e) {
-    std::cerr << "lcsim-gpu: error: " << e.what() << "\n";
+    std::cerr << "lcsim-gpu: error: " << lcsim::terminal_text(e.what()) << "\n";
     return kInternalError;
   }
 }

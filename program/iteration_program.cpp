@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <string>
 #include <utility>
 
+#include "policies/core/check.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
 
@@ -864,7 +866,16 @@ void Builder::add_gradient_sync(const std::vector<int>& replicas) {
 IterationProgram build_program(const IterationPlan& plan, const CostModel& cost, const ProgramOptions& options,
                                IterationProgram storage) {
   check_replicas(plan, cost);
-  return Builder(plan, cost, options, std::move(storage)).build();
+  IterationProgram program = Builder(plan, cost, options, std::move(storage)).build();
+  // Every time the simulator, the estimate and the trace read comes from here: a non-finite one would abort
+  // SimGrid or write "dur":inf, so it is a broken invariant (the loaders bound every physical quantity).
+  for (const auto& steps : program.gpus)
+    for (const Step& step : steps) LCSIM_CHECK(std::isfinite(step.seconds) && step.seconds >= 0, "a step's seconds");
+  for (const auto& c : program.collectives)
+    LCSIM_CHECK(std::isfinite(c.time.latency_s) && std::isfinite(c.time.transfer_s), "a collective's time");
+  for (const auto& t : program.transfers)
+    LCSIM_CHECK(std::isfinite(t.time.latency_s) && std::isfinite(t.time.transfer_s), "a transfer's time");
+  return program;
 }
 
 std::vector<FlowGroup> flow_groups(const IterationPlan& plan, const CostModel& cost) {

@@ -241,6 +241,7 @@ void CollectiveRun::run_flows(FlowCache& flows, const program::CollectiveSpec& s
     *cached.busy_until = interval_.end;
     return;
   }
+  LCSIM_CHECK(std::isfinite(interval_.start + delay_s), "a collective's start is not finite");  // SimGrid would abort
   if (interval_.start + delay_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(interval_.start + delay_s);
   const std::vector<FlowPlan::Flow>& ends = cached.flows;
   if (ends.size() == 1) {  // the common case with aggregates: no list of one
@@ -280,6 +281,7 @@ CommInterval TransferRun::receive(const Platform& platform, const program::Trans
   }
   // The latency is paid after the data, on the receiver: alone, the transfer takes L + T.
   if (comm_ != nullptr) comm_->wait();
+  LCSIM_CHECK(std::isfinite(spec.time.latency_s), "a transfer's latency is not finite");  // SimGrid would abort
   if (spec.time.latency_s > 0) sg4::this_actor::sleep_for(spec.time.latency_s);
   return {start_, sg4::Engine::get_clock()};
 }

@@ -16,9 +16,7 @@ std::vector<OutputOption> output_options(const po::variables_map& vm, const std:
 }
 
 std::vector<std::string> scenario_inputs(const LoadedScenario& loaded) {
-  std::vector<std::string> inputs{loaded.scenario.file, loaded.scenario.profile_path};
-  if (!loaded.scenario.dataset.trace_path.empty()) inputs.push_back(loaded.scenario.dataset.trace_path);
-  return inputs;
+  return scenario_input_files(loaded);
 }
 
 std::optional<FileCommand> parse_file_command(const std::string& command, const std::string& what,

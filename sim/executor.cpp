@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <ctime>
 #include <exception>
@@ -9,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "policies/core/check.hpp"
 #include "sim/collectives.hpp"
 #include "sim/platform.hpp"
 #include "sim/simgrid_compat.hpp"
@@ -214,6 +216,7 @@ class Simulation {
   }
 
   static void catch_up(double ready) {
+    LCSIM_CHECK(std::isfinite(ready), "a GPU's ready time is not finite");  // SimGrid would abort
     if (ready > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(ready);
   }
 

@@ -1,16 +1,22 @@
 #include "sim/process_pool.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
 
 #include "policies/core/errors.hpp"
 
@@ -18,6 +24,31 @@ extern char** environ;
 
 namespace lcsim {
 namespace {
+
+/// The signal SIGINT or SIGTERM delivered (0: none yet).
+volatile std::sig_atomic_t g_interrupt = 0;
+
+extern "C" void record_interrupt(int signal) {
+  g_interrupt = signal;
+}
+
+/// Blocks SIGCHLD, SIGINT and SIGTERM while children run, so that sigwaitinfo sees each without a race.
+class BlockedSignals {
+ public:
+  BlockedSignals() {
+    sigemptyset(&set_);
+    for (int s : {SIGCHLD, SIGINT, SIGTERM}) sigaddset(&set_, s);
+    pthread_sigmask(SIG_BLOCK, &set_, &previous_);
+  }
+  ~BlockedSignals() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  BlockedSignals(const BlockedSignals&) = delete;
+  BlockedSignals& operator=(const BlockedSignals&) = delete;
+  const sigset_t& set() const { return set_; }
+
+ private:
+  sigset_t set_{};
+  sigset_t previous_{};
+};
 
 pid_t spawn(const ChildCommand& command) {
   std::vector<std::string> strings = command.argv;
@@ -28,8 +59,25 @@ pid_t spawn(const ChildCommand& command) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, command.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  // The child starts with no signal blocked (run_children blocks them while it waits); exec resets the caught ones
+  // to their default action and keeps the ignored ones ignored.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv.front(), &actions, nullptr, argv.data(), environ);
+  // LCSIM_CHILD: the parent already removed the stale temporary files of the folders its children write into
+  // (policies/core/files.cpp); each of thousands of children listing a large folder again would cost O(n^2).
+  std::vector<char*> environment;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (!std::string_view(*e).starts_with("LCSIM_CHILD=")) environment.push_back(*e);
+  std::string child_mark = "LCSIM_CHILD=1";
+  environment.push_back(child_mark.data());
+  environment.push_back(nullptr);
+  const int rc = posix_spawn(&pid, argv.front(), &actions, &attributes, argv.data(), environment.data());
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::runtime_error("cannot start " + command.argv.front() + ": " + std::strerror(rc));
   return pid;
@@ -37,23 +85,70 @@ pid_t spawn(const ChildCommand& command) {
 
 }  // namespace
 
+Interrupted::Interrupted(int signal)
+    : std::runtime_error(std::string("interrupted by ") + (signal == SIGINT ? "SIGINT" : "SIGTERM")), signal_(signal) {}
+
+namespace {
+
+/// The actions an InterruptScope replaced, restored when it ends.
+struct sigaction g_previous_int {};
+struct sigaction g_previous_term {};
+
+}  // namespace
+
+InterruptScope::InterruptScope() {
+  struct sigaction action {};
+  action.sa_handler = record_interrupt;
+  sigemptyset(&action.sa_mask);
+  for (auto [signal, previous] : {std::pair{SIGINT, &g_previous_int}, std::pair{SIGTERM, &g_previous_term}}) {
+    sigaction(signal, nullptr, previous);
+    // A signal the caller ignores (a background job of a script ignores SIGINT) stays ignored, as its children's.
+    if (previous->sa_handler != SIG_IGN) sigaction(signal, &action, nullptr);
+  }
+}
+
+InterruptScope::~InterruptScope() {
+  sigaction(SIGINT, &g_previous_int, nullptr);
+  sigaction(SIGTERM, &g_previous_term, nullptr);
+}
+
+int interrupt_signal() {
+  return g_interrupt;
+}
+
 std::vector<int> run_children(const std::vector<ChildCommand>& commands, int jobs,
                               const std::function<void(std::size_t, std::size_t)>& progress) {
   if (jobs < 1) throw std::invalid_argument("run_children: jobs must be at least 1");
+  const BlockedSignals blocked;
   std::map<pid_t, std::size_t> running;
   std::vector<int> status(commands.size(), -1);
   std::size_t next = 0, done = 0;
+  // Passes the signal on to every child still running and waits for them, so that none outlives the command.
+  const auto stop_children = [&](int signal) {
+    for (const auto& [pid, index] : running) ::kill(pid, signal);
+    for (const auto& [pid, index] : running) {
+      int ignored = 0;
+      while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
+      }
+    }
+    throw Interrupted(signal);
+  };
   if (progress) progress(0, commands.size());
   while (done < commands.size()) {
+    if (g_interrupt != 0) stop_children(g_interrupt);
     while (next < commands.size() && running.size() < static_cast<std::size_t>(jobs)) {
       running[spawn(commands[next])] = next;
       ++next;
     }
     int wstatus = 0;
-    const pid_t pid = waitpid(-1, &wstatus, 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error(std::string("waitpid failed: ") + std::strerror(errno));
+    const pid_t pid = waitpid(-1, &wstatus, WNOHANG);
+    if (pid < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid failed: ") + std::strerror(errno));
+    if (pid <= 0) {
+      // Nothing ended yet: sleep until a child ends or SIGINT or SIGTERM arrives.
+      siginfo_t info{};
+      if (sigwaitinfo(&blocked.set(), &info) > 0 && (info.si_signo == SIGINT || info.si_signo == SIGTERM))
+        g_interrupt = info.si_signo;
+      continue;
     }
     const auto it = running.find(pid);
     if (it == running.end()) continue;

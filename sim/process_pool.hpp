@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,35 @@ struct ChildCommand {
   std::string log;                ///< stdout and stderr go to this file
 };
 
+/// SIGINT or SIGTERM reached a command that runs children: they were sent the signal too and waited for, and
+/// unwinding removes the temporary work folders. run_main exits 128 + signal (130, 143).
+class Interrupted : public std::runtime_error {
+ public:
+  explicit Interrupted(int signal);
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
+/// While one lives, SIGINT and SIGTERM are recorded instead of ending the process, so that run_children can pass
+/// them on to the children and the command can clean up (sweep, tune and validate hold one).
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+};
+
+/// The signal recorded since the process started (0: none): a command that finished despite a late signal still
+/// exits as interrupted.
+int interrupt_signal();
+
 /// Runs every command, at most `jobs` at a time, calling `progress(done, total)` after each ends. Returns each
 /// command's exit status, in order (128 + signal number when a signal ended it). Throws std::runtime_error when a
-/// process cannot be started.
+/// process cannot be started. On SIGINT or SIGTERM (recorded by an InterruptScope, or arriving while it waits) it
+/// sends that signal to every running child, waits for them and throws Interrupted.
 std::vector<int> run_children(const std::vector<ChildCommand>& commands, int jobs,
                               const std::function<void(std::size_t, std::size_t)>& progress);
 

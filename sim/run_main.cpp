@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "policies/core/errors.hpp"
+#include "policies/core/files.hpp"
 #include "sim/cli.hpp"
+#include "sim/process_pool.hpp"
 
 namespace lcsim {
 
@@ -14,18 +16,26 @@ int run_main(int argc, char** argv) {
   try {
     run_command_line(args, std::cout);
     std::cout.flush();
-    return std::cout ? kExitOk : kExitInternal;
+    if (const int signal = interrupt_signal(); signal != 0) return 128 + signal;  // a signal after the last child
+    if (!std::cout) {
+      std::cerr << "lcsim: error: cannot write the standard output\n";
+      return kExitInternal;
+    }
+    return kExitOk;
+  } catch (const Interrupted& e) {
+    std::cerr << "lcsim: " << e.what() << ": children stopped, temporary folders removed\n";
+    return 128 + e.signal();
   } catch (const UsageError& e) {
-    std::cerr << "lcsim: error: " << e.what() << "\n\n" << e.usage();
+    std::cerr << "lcsim: error: " << terminal_text(e.what()) << "\n\n" << e.usage();
     return kExitBadInput;
   } catch (const InputError& e) {
-    std::cerr << "lcsim: error: " << e.what() << '\n';
+    std::cerr << "lcsim: error: " << terminal_text(e.what()) << '\n';
     return kExitBadInput;
   } catch (const PlanningError& e) {
-    std::cerr << "lcsim: error: " << e.what() << '\n';
+    std::cerr << "lcsim: error: " << terminal_text(e.what()) << '\n';
     return kExitPlanning;
   } catch (const std::exception& e) {
-    std::cerr << "lcsim: internal error: " << e.what() << '\n';
+    std::cerr << "lcsim: internal error: " << terminal_text(e.what()) << '\n';
     return kExitInternal;
   }
 }

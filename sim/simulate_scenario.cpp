@@ -54,6 +54,12 @@ std::string format(const char* spec, double value) {
 SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateSettings& settings) {
   const CostModel& cost = *loaded.cost;
   const int world = loaded.scenario.cluster.world_size();
+  if (world > kMaxSimulatedGpus)
+    throw InputError(loaded.scenario.file + ": cluster.nodes: " + std::to_string(loaded.scenario.cluster.nodes) +
+                     " nodes of " + std::to_string(loaded.scenario.cluster.gpus_per_node) + " GPUs are " +
+                     std::to_string(world) + " GPUs; lcsim simulate takes at most " +
+                     std::to_string(kMaxSimulatedGpus) +
+                     " (docs/robustness.md), `lcsim plan` estimates larger clusters");
   SimulationReport report;
   report.results = results_header(loaded, "simulate");
   report.layers_per_block = settings.program.layers_per_block;

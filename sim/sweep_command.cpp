@@ -96,6 +96,15 @@ fs::path point_file(const fs::path& dir, std::size_t i, const char* suffix) {
   return dir / name.str();
 }
 
+/// The files a sweep writes into its folder for `points`: the guard checks them against every input.
+std::vector<std::string> point_file_names(const std::vector<SweepPoint>& points) {
+  std::vector<std::string> names;
+  for (const auto& point : points)
+    for (const char* suffix : {".json", ".results.json", ".log"})
+      names.push_back(point_file({}, static_cast<std::size_t>(point.index), suffix).string());
+  return names;
+}
+
 void write_point_scenario(const fs::path& dir, const SweepPoint& point) {
   write_file_atomically(point_file(dir, static_cast<std::size_t>(point.index), ".json").string(),
                         point.scenario.dump(2) + "\n");
@@ -165,12 +174,23 @@ void throw_if_points_failed(const Sweep& sweep, const std::vector<PointStatus>& 
   throw InputError(message);
 }
 
+/// A point's results (lcsim-results/1), keys in the order written; a truncated or corrupt file is bad input
+/// naming it.
+nlohmann::ordered_json read_results_file(const std::string& file) {
+  const std::string text = read_input_file(file, kMaxResultsFileBytes);
+  try {
+    return nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::ordered_json::parse_error& e) {
+    throw InputError(file + ": not valid JSON: " + json_error_text(e));
+  }
+}
+
 std::vector<SweepPointResult> read_point_results(const std::vector<PointStatus>& statuses, const fs::path& dir) {
   std::vector<SweepPointResult> results;
   for (const auto& s : statuses) {
     const auto i = static_cast<std::size_t>(s.point->index);
-    const std::string text = read_input_file(point_file(dir, i, ".results.json").string(), kMaxResultsFileBytes);
-    results.push_back({s.point, point_file(dir, i, ".json").string(), nlohmann::ordered_json::parse(text)});
+    results.push_back({s.point, point_file(dir, i, ".json").string(),
+                       read_results_file(point_file(dir, i, ".results.json").string())});
   }
   return results;
 }
@@ -329,11 +349,21 @@ void run_merge_command(const std::vector<std::string>& args, std::ostream& out) 
                            "; merge into a folder of its own",
                        merge_help());
   }
-  create_out(dir);
   const CsvJsonOutputs outputs = csv_json_outputs(vm, dir);
-  std::vector<std::string> inputs;
-  for (const auto& slice : slices) inputs.push_back((fs::path(slice.folder) / kSweepShardFile).string());
-  check_output_files({{"--csv", outputs.csv.string()}, {"--json", outputs.json.string()}}, inputs);
+  OutputGuard guard;
+  guard.add_inputs({reference.sweep_file, sweep.base_file});
+  for (const auto& slice : slices) {
+    guard.add_input((fs::path(slice.folder) / kSweepShardFile).string());
+    for (const auto& recorded : slice.manifest.points)
+      for (const char* suffix : {".json", ".results.json", ".log"})
+        guard.add_input(point_file(slice.folder, static_cast<std::size_t>(recorded.index), suffix).string());
+  }
+  for (const auto& point : points) guard.add_inputs(scenario_document_files(point.scenario));
+  guard.add_folder("--out " + dir.string(), dir.string(), point_file_names(points));
+  guard.add_output("--csv", outputs.csv.string());
+  guard.add_output("--json", outputs.json.string());
+  guard.check();
+  create_out(dir);
 
   // DIR as the one-machine run leaves it; a point's results name its scenario file, which is now DIR's.
   std::vector<PointStatus> statuses;
@@ -344,7 +374,7 @@ void run_merge_command(const std::vector<std::string>& args, std::ostream& out) 
                           read_input_file(point_file(from, i, ".log").string(), kMaxResultsFileBytes));
     if (exit_status[i] == 0) {
       const std::string file = point_file(from, i, ".results.json").string();
-      nlohmann::ordered_json results = nlohmann::ordered_json::parse(read_input_file(file, kMaxResultsFileBytes));
+      nlohmann::ordered_json results = read_results_file(file);
       if (!results.is_object() || !results.contains("scenario_file"))
         throw InputError(file + ": not a results file (schema lcsim-results/1)");
       results["scenario_file"] = point_file(dir, i, ".json").string();
@@ -358,6 +388,7 @@ void run_merge_command(const std::vector<std::string>& args, std::ostream& out) 
 }  // namespace
 
 void run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
+  const InterruptScope interrupts;  // Ctrl-C and SIGTERM reach the children, then the work folders go
   if (!args.empty() && args.front() == "merge") {
     run_merge_command(std::vector<std::string>(args.begin() + 1, args.end()), out);
     return;
@@ -385,21 +416,23 @@ void run_sweep_command(const std::vector<std::string>& args, std::ostream& out) 
   const std::vector<SweepPoint> points = expand_sweep(sweep);
   fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : default_out(sweep);
   if (shard && !vm.count("out")) dir /= "shard-" + std::to_string(shard->index);
-  create_out(dir);
   const CsvJsonOutputs outputs = csv_json_outputs(vm, dir);
-  std::vector<std::string> inputs{sweep.file, sweep.base_file};
-  for (const auto& point : points) {
-    const Json& doc = point.scenario;
-    if (doc.contains("profile") && doc["profile"].is_string()) inputs.push_back(doc["profile"].get<std::string>());
-    if (doc.contains("dataset") && doc["dataset"].contains("trace") && doc["dataset"]["trace"].is_string())
-      inputs.push_back(doc["dataset"]["trace"].get<std::string>());
-  }
+  OutputGuard guard;
+  guard.add_inputs({sweep.file, sweep.base_file});
+  for (const auto& point : points) guard.add_inputs(scenario_document_files(point.scenario));
+  guard.add_folder("--out " + dir.string(), dir.string(), point_file_names(points));
   if (shard) {
-    check_output_files({{"--out", (dir / kSweepShardFile).string()}}, inputs);
+    guard.add_output("--out", (dir / kSweepShardFile).string());
+  } else {
+    guard.add_output("--csv", outputs.csv.string());
+    guard.add_output("--json", outputs.json.string());
+  }
+  guard.check();
+  create_out(dir);
+  if (shard) {
     run_shard(sweep, sweep_document, points, *shard, dir, jobs, vm.count("quiet") > 0, out);
     return;
   }
-  check_output_files({{"--csv", outputs.csv.string()}, {"--json", outputs.json.string()}}, inputs);
 
   std::vector<const SweepPoint*> all;
   for (const auto& point : points) all.push_back(&point);

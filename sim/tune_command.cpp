@@ -75,6 +75,13 @@ std::string tune_help() {
   return text.str();
 }
 
+/// A candidate's file in the work folder: "candidate-00042.plan.json".
+std::string candidate_file_name(int index, const char* suffix) {
+  std::ostringstream name;
+  name << "candidate-" << std::setw(5) << std::setfill('0') << index << suffix;
+  return name.str();
+}
+
 /// The tuned policy's figures from a results file (lcsim-results/2).
 void read_results(const Json& results, const std::string& label, bool simulated, TuneOutcome& o) {
   for (const auto& p : results.at("policies")) {
@@ -156,6 +163,7 @@ void print_verdict(const LoadedScenario& base, const TuneSpace& space, const std
 }  // namespace
 
 void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
+  const InterruptScope interrupts;  // Ctrl-C and SIGTERM reach the children, then the work folders go
   const auto parsed = parse_file_command("tune", "SCENARIO", args, tune_options(), tune_help(), out);
   if (!parsed) return;
   const po::variables_map& vm = parsed->options;
@@ -193,7 +201,6 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<std::string> policies;
   for (const auto& p : scenario.policies)
     if (labels.empty() || std::find(labels.begin(), labels.end(), p.label) != labels.end()) policies.push_back(p.label);
-  check_output_files(output_options(vm, {"json", "csv", "slice"}), scenario_inputs(base));
   // What makes two runs the same search: the scenario as run, and the policies tuned.
   const std::string digest = scenario_digest(Json{{"scenario", document}, {"policies", labels}});
 
@@ -202,14 +209,23 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
   const double capacity_gib = base.cost->capacity_bytes() / (1024.0 * 1024 * 1024);
   for (auto& o : outcomes) o.capacity_gib = capacity_gib;
 
+  OutputGuard guard;
+  guard.add_inputs(scenario_inputs(base));
+  if (vm.count("merge")) guard.add_inputs(vm["merge"].as<std::vector<std::string>>());
+  for (const auto& output : output_options(vm, {"json", "csv", "slice"})) guard.add_output(output.option, output.file);
+  if (vm.count("work")) {
+    std::vector<std::string> names;
+    for (const auto& c : space.candidates)
+      for (const char* suffix : {".json", ".plan.json", ".plan.log", ".sim.json", ".sim.log"})
+        names.push_back(candidate_file_name(c.index, suffix));
+    guard.add_folder("--work " + vm["work"].as<std::string>(), vm["work"].as<std::string>(), names);
+  }
+  guard.check();
+
   const WorkFolder work(vm.count("work") ? std::optional<std::string>(vm["work"].as<std::string>()) : std::nullopt,
                         "lcsim-tune");
   const fs::path& dir = work.path();
-  const auto name_of = [&](int i, const char* suffix) {
-    std::ostringstream name;
-    name << "candidate-" << std::setw(5) << std::setfill('0') << i << suffix;
-    return dir / name.str();
-  };
+  const auto name_of = [&](int i, const char* suffix) { return dir / candidate_file_name(i, suffix); };
   const std::string exe = self_executable();
   const auto command = [&](const TuneCandidate& c, const char* mode) {
     const bool sim = std::string(mode) == "simulate";

@@ -20,6 +20,7 @@
 #include "sim/process_pool.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"
+#include "traces/sweep.hpp"
 #include "traces/uncertainty.hpp"
 #include "traces/validation.hpp"
 #include "traces/validation_intervals.hpp"
@@ -356,9 +357,11 @@ void print_interval_summary(const IntervalSummary& s, std::ostream& out) {
 }  // namespace
 
 void run_validate_command(const std::vector<std::string>& args, std::ostream& out) {
+  const InterruptScope interrupts;  // Ctrl-C and SIGTERM reach the children, then the work folders go
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(validate_options()).run(), vm);
+    // No positional argument: an empty description makes a stray one an error instead of being ignored.
+    po::store(po::command_line_parser(args).options(validate_options()).positional({}).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(std::string("validate: ") + e.what(), validate_help());
@@ -382,13 +385,19 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
       throw InputError("--only: " + catalogue_file + " has no entry '" + id + "'");
   for (const auto& e : catalogue.entries)
     if (only.empty() || std::find(only.begin(), only.end(), e.id) != only.end()) entries.push_back(&e);
-  std::vector<std::string> inputs{catalogue_file};
-  for (const auto& [gpu, file] : profiles) inputs.push_back(file);
+  OutputGuard guard;
+  guard.add_input(catalogue_file);
+  for (const auto& [gpu, file] : profiles) guard.add_input(file);
   for (const auto& e : catalogue.entries) {
-    for (const auto& point : e.points) inputs.push_back(point.scenario);
-    if (!e.measured.empty()) inputs.push_back(e.measured);
+    for (const auto& point : e.points) guard.add_input(point.scenario);
+    if (!e.measured.empty()) guard.add_input(e.measured);
   }
-  check_output_files(output_options(vm, {"json", "csv", "write-model-form"}), inputs);
+  for (const ValidationEntry* e : entries)
+    if (e->not_expressible.empty())
+      for (const auto& point : e->points)
+        guard.add_inputs(scenario_document_files(scenario_for(point, catalogue_file + ": entry " + e->id, profiles)));
+  for (const auto& output : output_options(vm, {"json", "csv", "write-model-form"}))
+    guard.add_output(output.option, output.file);
 
   // Every point's run, deduplicated: entries reading the same scenario in the same mode share one process.
   std::vector<Run> runs;
@@ -407,6 +416,16 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
       run_of_point[{e, i}] = it->second;
     }
   }
+
+  if (vm.count("work")) {
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      for (const char* suffix : {".json", ".results.json", ".log"})
+        names.push_back("run-" + std::string(4 - std::min<std::size_t>(4, std::to_string(i).size()), '0') +
+                        std::to_string(i) + suffix);
+    guard.add_folder("--work " + vm["work"].as<std::string>(), vm["work"].as<std::string>(), names);
+  }
+  guard.check();
 
   // A run's folder: --work, or a fresh temporary one kept only when a run failed.
   WorkFolder work(vm.count("work") ? std::optional<std::string>(vm["work"].as<std::string>()) : std::nullopt,

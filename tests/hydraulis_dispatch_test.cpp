@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "policies/core/random.hpp"
 #include "policies/hydraulis/dispatch.hpp"
@@ -136,6 +137,43 @@ TEST(HydraulisDispatch, RandomBatchesPlaceEverySequenceOnceWhereItFits) {
     EXPECT_EQ(again.per_pipeline, r.per_pipeline);
     EXPECT_LE(r.objective, dispatch(lengths, pipelines, space, 1, seed).objective);
   }
+}
+
+TEST(HydraulisDispatch, GivingUpAtACutoffKeepsEveryResultBelowIt) {
+  // The selection screens and skips candidates with give_up_at: below the cutoff the result must be the one
+  // without it (same objective, same pipelines), at or above it +inf.
+  std::vector<SchemeInfo> schemes{linear(8, 1, 32768, 2e-5, 0.02), linear(4, 2, 16384, 2e-5, 0.01),
+                                  linear(1, 4, 6000, 3e-5, 0.005), linear(1, 1, 4096, 1e-4, 0.03)};
+  const SchemeSpace space(schemes, 64, 8);
+  Rng rng(32);
+  int gave_up = 0;
+  int kept = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<std::size_t> pipelines;
+    const std::size_t kinds = 1 + rng.below(schemes.size());
+    for (std::size_t k = 0; k < kinds; ++k)
+      for (std::uint64_t c = 0, n = 1 + rng.below(3); c < n; ++c) pipelines.push_back(k);
+    std::vector<Tokens> lengths(1 + rng.below(60));
+    for (auto& l : lengths) l = 64 + static_cast<Tokens>(rng.below(40000));
+    const auto seed = rng.next();
+    const int trials = 1 + static_cast<int>(rng.below(20));
+    const DispatchResult full = dispatch(lengths, pipelines, space, trials, seed);
+    // Cutoffs around the objective: just below, equal, just above, far above.
+    for (const double factor : {0.5, 0.999, 1.0, 1.001, 2.0}) {
+      const double cutoff = full.objective * factor;
+      const DispatchResult cut = dispatch(lengths, pipelines, space, trials, seed, cutoff);
+      if (full.objective < cutoff) {
+        ++kept;
+        EXPECT_EQ(cut.objective, full.objective);
+        EXPECT_EQ(cut.per_pipeline, full.per_pipeline);
+      } else {
+        ++gave_up;
+        EXPECT_EQ(cut.objective, std::numeric_limits<double>::infinity());
+      }
+    }
+  }
+  EXPECT_GT(gave_up, 500);
+  EXPECT_GT(kept, 500);
 }
 
 }  // namespace

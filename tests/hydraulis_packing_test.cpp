@@ -145,6 +145,28 @@ TEST(HydraulisPacking, ExactMatchesBruteForceOnTinyInstances) {
   }
 }
 
+TEST(HydraulisPacking, LowerBoundNeverExceedsAPackingAndIsTight) {
+  // The selection skips a strategy when a pipeline's packing_lower_bound already loses: it must never be above
+  // what the heuristic or the MILP finds, sequences over MaxLen included; and close enough to be of use.
+  Rng rng(32);
+  double worst_ratio = 0;
+  for (int round = 0; round < 200; ++round) {
+    const int pp = 1 << rng.below(4);
+    const SchemeInfo s = make_scheme(pp, 12000, 1500, 3e-10, 8e-5, 0.01);
+    std::vector<Tokens> lengths(rng.below(40));
+    for (auto& l : lengths) l = 64 + static_cast<Tokens>(rng.below(rng.below(6) == 0 ? 14000 : 3000));
+    const double bound = packing_lower_bound(lengths, s);
+    const PackingResult heuristic = pack_heuristic(lengths, s);
+    ASSERT_LE(bound, heuristic.cost * (1 + 1e-12)) << "round " << round;
+    if (lengths.size() <= 8) {
+      ASSERT_LE(bound, pack_exact(lengths, s, {}).cost * (1 + 1e-12)) << "round " << round;
+    }
+    if (!lengths.empty()) worst_ratio = std::max(worst_ratio, heuristic.cost / bound);
+  }
+  EXPECT_EQ(packing_lower_bound({}, make_scheme(2, 12000, 1500, 3e-10, 8e-5, 0.01)), 0.0);
+  EXPECT_LT(worst_ratio, 2.0);
+}
+
 TEST(HydraulisPacking, HeuristicGapToExactOnRandomSmallInstances) {
   // 200 random pipelines of 4..10 sequences: the heuristic is never better than the MILP (which starts from
   // it), and its mean gap stays small. The figures are printed and recorded.

@@ -4,6 +4,7 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
 #include "policies/core/validator.hpp"
+#include "policies/hydraulis/dispatch.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"
 #include "policies/hydraulis/hydraulis_view.hpp"
 #include "program/estimate.hpp"
@@ -38,6 +39,39 @@ std::unique_ptr<Policy> hydraulis(nlohmann::json options = nlohmann::json::objec
   spec.file = "test.json";
   spec.path = "policies[0]";
   return make_policy(spec);
+}
+
+TEST(HydraulisPolicy, DispatchAndPackingBoundsNeverExceedTheEstimate) {
+  // The selection skips a finalist once its dispatch objective, or a pipeline's packing_lower_bound plus sync,
+  // reaches the estimate of a plan that fits: both must be lower bounds of the two-stage estimate.
+  Bench s(5, 60000, 6);
+  auto policy = hydraulis();
+  policy->plan(s.context, s.batches);
+  const auto& candidates = dynamic_cast<const HydraulisPolicy&>(*policy).candidates();
+  ASSERT_GT(candidates.size(), 1U);
+  const SchemeSpace space(s.cost, 16, SpaceOptions{});
+  const HydraulisOptions options;
+  int checked = 0;
+  for (std::size_t b = 0; b < s.batches.size(); ++b) {
+    std::vector<Tokens> lengths;
+    for (const auto& seq : s.batches[b]) lengths.push_back(seq.tokens);
+    for (const auto& candidate : candidates) {
+      const auto pipelines = lay_out(candidate, space);
+      std::vector<std::size_t> schemes;
+      for (const auto& p : pipelines) schemes.push_back(p.scheme);
+      const DispatchResult dispatched = dispatch(lengths, schemes, space, options.trials, b);
+      const Assignment a = assign(lengths, pipelines, space, options, b);
+      EXPECT_LE(dispatched.objective, a.estimate * (1 + 1e-12));
+      for (std::size_t p = 0; p < pipelines.size(); ++p) {
+        std::vector<Tokens> sub;
+        for (std::size_t i : dispatched.per_pipeline[p]) sub.push_back(lengths[i]);
+        EXPECT_LE(packing_lower_bound(sub, space[pipelines[p].scheme]) + space[pipelines[p].scheme].sync,
+                  a.estimate * (1 + 1e-12));
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10);
 }
 
 TEST(HydraulisPolicy, PlansAreValidHeterogeneousPipelines) {

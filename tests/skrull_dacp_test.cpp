@@ -3,6 +3,8 @@
 // micro-batch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "policies/core/random.hpp"
@@ -157,6 +159,89 @@ TEST(SkrullDacp, RandomMicroBatchesKeepEquationSevenAndPlaceEverySequenceOnce) {
     }
   }
   EXPECT_GT(scheduled, 1000);  // the generator must exercise the scheduled path, not only failures
+}
+
+// GDS as it was before the Eq. 10 pre-check: every micro-batch count from ceil(Sum / (C N)) up is cut and placed
+// micro-batch by micro-batch until one fails. Kept verbatim as the reference the faster search must match.
+RankSchedule reference_gds_schedule_rank(std::span<const Tokens> lengths, std::span<const double> flops,
+                                         std::span<const std::size_t> subset, const GdsOptions& options) {
+  RankSchedule out;
+  if (subset.empty()) return out;
+  std::vector<std::size_t> sorted(subset.begin(), subset.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [&](std::size_t a, std::size_t b) { return lengths[a] < lengths[b]; });
+  const auto sum_tokens = [&](const std::vector<std::size_t>& members) {
+    Tokens total = 0;
+    for (const std::size_t m : members) total += lengths[m];
+    return total;
+  };
+  const double group_capacity = options.bucket_tokens * options.cp;
+  const auto try_cut = [&](std::size_t count) {
+    std::vector<ScheduledMicroBatch> cut(count);
+    bool within_bucket = true;
+    for (std::size_t j = 0; j < count; ++j) {
+      for (std::size_t pos = j; pos < sorted.size(); pos += count) cut[j].sequences.push_back(sorted[pos]);
+      if (static_cast<double>(sum_tokens(cut[j].sequences)) > group_capacity) return false;
+      CpAssignment placed = place_micro_batch(lengths, flops, cut[j].sequences, options);
+      if (!placed.scheduled) return false;
+      within_bucket = within_bucket && placed.within_bucket;
+      cut[j].ranks = std::move(placed.ranks);
+    }
+    out.micro_batches = std::move(cut);
+    out.within_bucket = within_bucket;
+    return true;
+  };
+  const auto first =
+      static_cast<std::size_t>(std::max(1.0, std::ceil(static_cast<double>(sum_tokens(sorted)) / group_capacity)));
+  for (std::size_t count = std::min(first, sorted.size()); count <= sorted.size(); ++count) {
+    ++out.attempts;
+    if (try_cut(count)) return out;
+  }
+  out.micro_batches.clear();
+  out.within_bucket = true;
+  for (const std::size_t seq : sorted) {
+    const std::size_t alone[] = {seq};
+    CpAssignment placed = place_micro_batch(lengths, flops, alone, options);
+    out.within_bucket = out.within_bucket && placed.scheduled && placed.within_bucket;
+    out.micro_batches.push_back({{seq}, placed.scheduled ? placed.ranks : std::vector<int>{CpAssignment::kSharded}});
+  }
+  return out;
+}
+
+TEST(SkrullGds, SkippingCutsOverEquationTenFindsTheReferenceSchedule) {
+  // Random ranks from easy (one cut fits) to hard (many counts fail, or a sequence longer than C N makes every
+  // count fail), with repeated lengths (stable order), both placers, with and without roll-back.
+  Rng rng(32);
+  int retried = 0;
+  int overflowing = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    GdsOptions options;
+    options.cp = 1 << static_cast<int>(rng.below(4));
+    options.bucket_tokens = static_cast<double>(1 + rng.below(64));
+    options.rollback = rng.below(4) != 0;
+    options.placer = rng.below(2) == 0 ? CpPlacer::Dacp : CpPlacer::RoundRobin;
+    const auto longest =
+        static_cast<std::uint64_t>(options.bucket_tokens * options.cp * (rng.below(3) == 0 ? 1.3 : 1.0));
+    std::vector<Tokens> lengths(1 + rng.below(48));
+    for (auto& s : lengths) s = 1 + static_cast<Tokens>(rng.below(rng.below(2) == 0 ? 4 : longest));
+    std::vector<std::size_t> subset;
+    for (std::size_t i = 0; i < lengths.size(); ++i)
+      if (rng.below(5) != 0) subset.push_back(i);
+    const auto flops = squares(lengths);
+    const RankSchedule expected = reference_gds_schedule_rank(lengths, flops, subset, options);
+    const RankSchedule actual = gds_schedule_rank(lengths, flops, subset, options);
+    ASSERT_EQ(actual.attempts, expected.attempts) << "trial " << trial;
+    ASSERT_EQ(actual.within_bucket, expected.within_bucket) << "trial " << trial;
+    ASSERT_EQ(actual.micro_batches.size(), expected.micro_batches.size()) << "trial " << trial;
+    for (std::size_t j = 0; j < actual.micro_batches.size(); ++j) {
+      ASSERT_EQ(actual.micro_batches[j].sequences, expected.micro_batches[j].sequences) << "trial " << trial;
+      ASSERT_EQ(actual.micro_batches[j].ranks, expected.micro_batches[j].ranks) << "trial " << trial;
+    }
+    retried += expected.attempts > 1 ? 1 : 0;
+    overflowing += expected.within_bucket ? 0 : 1;
+  }
+  // The generator must reach the paths the pre-check changes: several counts tried, and no count fitting.
+  EXPECT_GT(retried, 2000);
+  EXPECT_GT(overflowing, 500);
 }
 
 TEST(SkrullGds, BinPackingBalancesFlops) {

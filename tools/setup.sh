@@ -3,6 +3,8 @@
 # (apt-get runs only then), configures, builds. Idempotent: a second run installs nothing and rebuilds only what
 # changed. --with-slurm also installs Debian's slurm-wlm and munge, so that tests/slurm_sweep_test.cpp runs a local
 # one-node Slurm cluster instead of skipping (daemons, key and ports of its own, started and stopped by the test).
+# --target NAME (repeatable) builds only that target and what it needs: the README's first command builds lcsim
+# alone (its table in a fraction of the time the tests, benchmarks and GPU kernels take), the second everything.
 # Other arguments go to the CMake configure step (e.g. tools/setup.sh -DLCSIM_WITH_CUDA=OFF).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -10,12 +12,22 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 packages=(build-essential cmake pkg-config libsimgrid-dev nlohmann-json3-dev libboost-program-options-dev
           libgtest-dev libbenchmark-dev python3-matplotlib coinor-libcbc-dev)
 cmake_args=()
-for arg in "$@"; do
-  if [[ "$arg" == --with-slurm ]]; then
-    packages+=(slurm-wlm munge)
-  else
-    cmake_args+=("$arg")
-  fi
+build_args=()
+while (($# > 0)); do
+  case "$1" in
+    --with-slurm) packages+=(slurm-wlm munge) ;;
+    --target)
+      if (($# < 2)); then
+        echo "setup: --target needs a target name (e.g. --target lcsim)" >&2
+        exit 2
+      fi
+      build_args+=(--target "$2")
+      shift
+      ;;
+    --target=*) build_args+=(--target "${1#--target=}") ;;
+    *) cmake_args+=("$1") ;;
+  esac
+  shift
 done
 missing=()
 for package in "${packages[@]}"; do
@@ -33,4 +45,4 @@ if ((${#missing[@]} > 0)); then
 fi
 
 cmake -S . -B build "${cmake_args[@]}"
-cmake --build build -j"$(nproc)"
+cmake --build build -j"$(nproc)" "${build_args[@]}"

@@ -1,7 +1,9 @@
 #include "traces/chrome_trace.hpp"
 
+#include <cmath>
 #include <cstdio>
 
+#include "policies/core/check.hpp"
 #include "policies/core/errors.hpp"
 
 namespace lcsim {
@@ -46,6 +48,8 @@ void ChromeTraceWriter::name_thread(int pid, int tid, const std::string& name, i
 }
 
 void ChromeTraceWriter::add(const TraceSpan& span) {
+  // "dur":inf is not JSON: a non-finite time reaching the trace is a bug, not a file to write.
+  LCSIM_CHECK(std::isfinite(span.start_s) && std::isfinite(span.end_s), "a trace span's time: " + span.name);
   begin_event();
   out_ << R"({"name":)" << quoted(span.name) << R"(,"cat":)" << quoted(span.category) << R"(,"ph":"X","pid":)"
        << span.pid << R"(,"tid":)" << span.tid << R"(,"ts":)" << microseconds(span.start_s) << R"(,"dur":)"

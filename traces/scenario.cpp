@@ -8,6 +8,7 @@
 
 #include "policies/core/errors.hpp"
 #include "policies/core/json_reader.hpp"
+#include "policies/core/profile.hpp"
 #include "policies/core/workload.hpp"
 
 namespace lcsim {
@@ -80,10 +81,16 @@ ClusterSpec parse_cluster(JsonObjectReader r) {
   }
   c.nodes = int_in(r, "nodes", 1, 1 << 20);
   c.gpus_per_node = r.has("gpus_per_node") ? int_in(r, "gpus_per_node", 1, 1024) : 8;
-  c.nvlink_GBps = r.has("nvlink_GBps") ? r.positive("nvlink_GBps") : c.gpu.nvlink_GBps;
-  c.nvlink_latency_us = r.has("nvlink_latency_us") ? r.positive("nvlink_latency_us") : 2.0;
-  c.ib_GBps = r.has("ib_GBps") ? r.positive("ib_GBps") : 50.0;
-  c.ib_latency_us = r.has("ib_latency_us") ? r.positive("ib_latency_us") : 5.0;
+  // Positive, then bounded: the range keeps every collective's time finite (SimGrid aborts on an infinite one).
+  const auto physical = [&](std::string_view key, PhysicalRange range, double fallback) {
+    if (!r.has(key)) return fallback;
+    r.positive(key);
+    return r.number_in(key, range.low, range.high);
+  };
+  c.nvlink_GBps = physical("nvlink_GBps", kBandwidthGBpsRange, c.gpu.nvlink_GBps);
+  c.nvlink_latency_us = physical("nvlink_latency_us", kLatencyUsRange, 2.0);
+  c.ib_GBps = physical("ib_GBps", kBandwidthGBpsRange, 50.0);
+  c.ib_latency_us = physical("ib_latency_us", kLatencyUsRange, 5.0);
   c.topology = r.optional<std::string>("topology", "fat-tree");
   if (c.topology != "fat-tree") r.fail("topology", "only \"fat-tree\" is supported, got \"" + c.topology + "\"");
   r.finish();
@@ -121,6 +128,7 @@ DatasetSpec parse_dataset(JsonObjectReader r, const std::string& file) {
     }
   } else {
     d.trace_path = resolve_scenario_path(file, r.required<std::string>("trace"));
+    if (r.required<std::string>("trace").empty()) r.fail("trace", "is empty; give the path of a length trace");
     d.shuffle = r.optional<bool>("shuffle", true);
   }
   d.truncate_to_context = r.optional<bool>("truncate_to_context", false);
@@ -342,6 +350,7 @@ Scenario scenario_from_json(const nlohmann::json& document, const std::string& f
   s.model = parse_model(root);
   s.cluster = parse_cluster(root.object("cluster"));
   s.profile_path = resolve_scenario_path(file, root.required<std::string>("profile"));
+  if (root.required<std::string>("profile").empty()) root.fail("profile", "is empty; give the path of a profile file");
   s.dataset = parse_dataset(root.object("dataset"), file);
   s.training = parse_training(root.object("training"), s.model);
   s.layout = root.has("parallel") ? parse_layout(root.object("parallel"), s.model, s.cluster, s.cp_attention)

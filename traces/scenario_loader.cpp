@@ -194,6 +194,12 @@ std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& 
   return batches;
 }
 
+std::vector<std::string> scenario_input_files(const LoadedScenario& loaded) {
+  std::vector<std::string> inputs{loaded.scenario.file, loaded.scenario.profile_path};
+  if (!loaded.scenario.dataset.trace_path.empty()) inputs.push_back(loaded.scenario.dataset.trace_path);
+  return inputs;
+}
+
 LoadedScenario load_and_prepare(const std::string& file, std::optional<int> iterations_override) {
   return load_and_prepare(parse_json_file(file), file, iterations_override);
 }

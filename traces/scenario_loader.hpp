@@ -34,6 +34,9 @@ LoadedScenario load_and_prepare(const std::string& file, std::optional<int> iter
 LoadedScenario load_and_prepare(const nlohmann::json& document, const std::string& file,
                                 std::optional<int> iterations_override = std::nullopt);
 
+/// The files a loaded scenario was read from (the scenario, its profile, its trace): no output may replace them.
+std::vector<std::string> scenario_input_files(const LoadedScenario& loaded);
+
 /// The data window of a loaded scenario (already applied by load_and_prepare); exposed for tests.
 /// `world_data_seed` draws another data set of the same kind (a sampled world, traces/uncertainty.hpp): a named
 /// distribution sampled with that seed, or a bootstrap resample of the trace's sequences (same count).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include "policies/core/errors.hpp"
 #include "policies/core/json_reader.hpp"
@@ -27,8 +28,11 @@ int int_of(const Json& document, const char* a, const char* b, int fallback) {
 // checks everything else afterwards.
 void apply_axis(Json& doc, const std::string& axis, const Json& value, const std::string& where) {
   const auto need_number = [&]() {
-    if (!value.is_number_integer() || value.get<std::int64_t>() <= 0)
-      throw InputError(where + ": axis " + axis + " takes positive integers, got " + value.dump());
+    // Up to INT_MAX: the scenario's counts are ints, and a larger value must not wrap to a negative one.
+    if (!value.is_number_integer() || value.get<std::int64_t>() <= 0 ||
+        value.get<std::int64_t>() > std::numeric_limits<int>::max())
+      throw InputError(where + ": axis " + axis + " takes positive integers up to " +
+                       std::to_string(std::numeric_limits<int>::max()) + ", got " + excerpt(value.dump()));
   };
   if (axis == "gpus") {
     need_number();
@@ -61,12 +65,16 @@ void apply_axis(Json& doc, const std::string& axis, const Json& value, const std
     need_number();
     doc["training"].erase("global_batch_sequences");
     const auto& cluster = doc["cluster"];
-    doc["training"]["tokens_per_iteration"] =
-        value.get<std::int64_t>() * cluster.value("nodes", 1) * cluster.value("gpus_per_node", 8);
+    const double tokens = static_cast<double>(value.get<std::int64_t>()) * cluster.value("nodes", 1.0) *
+                          cluster.value("gpus_per_node", 8.0);
+    // The scenario parser bounds it further; here the product only must not overflow.
+    if (!(tokens < 9e18))
+      throw InputError(where + ": axis tokens_per_gpu: " + value.dump() + " tokens x GPUs overflows");
+    doc["training"]["tokens_per_iteration"] = static_cast<std::int64_t>(tokens);
   } else if (axis == "batch_size_per_dp") {
     need_number();
     doc["training"].erase("tokens_per_iteration");
-    doc["training"]["global_batch_sequences"] = value.get<int>() * int_of(doc, "parallel", "dp", 1);
+    doc["training"]["global_batch_sequences"] = value.get<std::int64_t>() * int_of(doc, "parallel", "dp", 1);
   } else if (axis == "dataset" || axis == "model") {
     if (!value.is_string()) throw InputError(where + ": axis " + axis + " takes names, got " + value.dump());
     if (axis == "dataset") {
@@ -112,6 +120,16 @@ Json scenario_with_absolute_paths(Json doc, const std::string& base_file) {
   return doc;
 }
 
+std::vector<std::string> scenario_document_files(const Json& doc) {
+  std::vector<std::string> files;
+  if (!doc.is_object()) return files;
+  if (doc.contains("profile") && doc["profile"].is_string()) files.push_back(doc["profile"].get<std::string>());
+  if (doc.contains("dataset") && doc["dataset"].is_object() && doc["dataset"].contains("trace") &&
+      doc["dataset"]["trace"].is_string())
+    files.push_back(doc["dataset"]["trace"].get<std::string>());
+  return files;
+}
+
 const std::vector<std::string>& sweep_axis_names() {
   static const std::vector<std::string> names = {"gpus",
                                                  "context_length_tokens",
@@ -132,6 +150,9 @@ Sweep sweep_from_json(const Json& document, const std::string& file) {
   sweep.name = root.required<std::string>("name");
   sweep.description = root.optional<std::string>("description", "");
   sweep.base_file = resolve_scenario_path(file, root.required<std::string>("base"));
+  std::error_code not_same;
+  if (std::filesystem::equivalent(sweep.base_file, file, not_same))
+    root.fail("base", "is this sweep file itself; name the base scenario the sweep varies");
   sweep.mode = root.optional<std::string>("mode", "simulate");
   if (sweep.mode != "simulate" && sweep.mode != "plan") root.fail("mode", "expected \"simulate\" or \"plan\"");
   if (root.has("iterations")) sweep.iterations = static_cast<int>(root.integer_in("iterations", 1, kMaxIterations));

@@ -63,6 +63,9 @@ Sweep load_sweep(const std::string& file);
 /// A scenario document whose paths (profile, dataset trace), relative to `scenario_file`'s folder, are made
 /// absolute, so that it can be written and run elsewhere.
 nlohmann::json scenario_with_absolute_paths(nlohmann::json doc, const std::string& scenario_file);
+/// The files a scenario document with absolute paths reads (its profile, its dataset trace): inputs that no
+/// output of a run over it may replace.
+std::vector<std::string> scenario_document_files(const nlohmann::json& doc);
 /// Sets the dotted `path` ("training.bucket_size_tokens") of a scenario document to `value`; null removes the key
 /// (the scenario's default). Every object above the last key must exist (InputError naming the path otherwise).
 void set_dotted_path(nlohmann::json& doc, const std::string& path, const nlohmann::json& value);

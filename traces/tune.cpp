@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -161,6 +162,40 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
   const PolicySpec* baseline = nullptr;
   for (const auto& p : scenario.policies)
     if (p.label == scenario.baseline) baseline = &p;
+  for (const auto& [label, knobs] : spec.policies)
+    if (std::none_of(scenario.policies.begin(), scenario.policies.end(),
+                     [&](const auto& p) { return p.label == label; }))
+      throw InputError(scenario.file + ": tune.policies." + label + ": the scenario has no policy labelled \"" + label +
+                       "\"");
+
+  // The candidates are counted before any is built, so that a huge space is refused up front, as sweeps are.
+  std::size_t total = 0;
+  for (const PolicySpec& policy : scenario.policies) {
+    if (!labels.empty() && std::find(labels.begin(), labels.end(), policy.label) == labels.end()) continue;
+    const auto own = spec.policies.find(policy.label);
+    std::size_t count = make_policy(policy)->plans_under_layout() ? layouts.size() : 1;
+    for (const auto* list : {&spec.keys, own != spec.policies.end() ? &own->second : nullptr})
+      if (list)
+        for (const auto& k : *list)
+          if (count <= kMaxTuneCandidates) count *= k.values.size();
+    if (own == spec.policies.end())
+      for (const auto& k : default_policy_knobs(scenario, policy))
+        if (count <= kMaxTuneCandidates) count *= k.values.size();
+    total += std::min(count, kMaxTuneCandidates + 1);
+  }
+  if (total > kMaxTuneCandidates)
+    throw InputError(scenario.file + ": tune: more than " + std::to_string(kMaxTuneCandidates) +
+                     " candidates (layouts x the values of every free key, summed over the policies), the most a "
+                     "search may have; narrow tune.layout, tune.keys or tune.policies");
+
+  // A value the user made free that no candidate could take (a misspelt option, a value out of range) is an
+  // error, not a silently smaller search: by key, value and, for tune.policies, label.
+  struct ValueUse {
+    bool accepted = false;
+    std::string refusal;
+  };
+  std::map<std::string, ValueUse> uses;
+  const auto use_key = [](const std::string& where, const Json& value) { return where + "\n" + value.dump(); };
   for (std::size_t pi = 0; pi < scenario.policies.size(); ++pi) {
     const PolicySpec& policy = scenario.policies[pi];
     if (!labels.empty() && std::find(labels.begin(), labels.end(), policy.label) == labels.end()) continue;
@@ -169,6 +204,8 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
     const std::vector<TuneKnob> policy_knobs =
         own != spec.policies.end() ? own->second : default_policy_knobs(scenario, policy);
     knobs.insert(knobs.end(), policy_knobs.begin(), policy_knobs.end());
+    // The knobs the scenario's "tune" object names (the defaults' values may fail on a scenario without a word).
+    const std::size_t user_knobs = spec.keys.size() + (own != spec.policies.end() ? own->second.size() : 0);
     auto& names = space.knob_names[policy.label];
     names = {"cp", "tp", "pp"};
     for (const auto& k : knobs) names.push_back(k.path);
@@ -211,19 +248,34 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
           doc["policies"].push_back(
               document.at("policies").at(static_cast<std::size_t>(baseline - &scenario.policies[0])));
         doc["baseline"] = baseline ? baseline->label : policy.label;
+        std::vector<std::string> used;
+        for (std::size_t k = 0; k < knobs.size(); ++k)
+          if (k < user_knobs)
+            used.push_back(
+                use_key((k < spec.keys.size() ? "tune.keys." : "tune.policies." + policy.label + ".") + knobs[k].path,
+                        c.settings[k].second));
         try {
           const Scenario checked = scenario_from_json(doc, scenario.file);
           for (const auto& p : checked.policies) make_policy(p);
-        } catch (const InputError&) {
+        } catch (const InputError& e) {
           ++space.refused[policy.label];
+          for (const auto& key : used)
+            if (uses[key].refusal.empty()) uses[key].refusal = e.what();
           continue;
         }
+        for (const auto& key : used) uses[key].accepted = true;
         c.index = static_cast<int>(space.candidates.size());
         c.scenario = std::move(doc);
         space.candidates.push_back(std::move(c));
       }
     }
   }
+  for (const auto& [key, use] : uses)
+    if (!use.accepted) {
+      const std::size_t newline = key.find('\n');
+      throw InputError(scenario.file + ": " + key.substr(0, newline) + ": no candidate can take the value " +
+                       excerpt(key.substr(newline + 1)) + ": " + excerpt(use.refusal, 300));
+    }
   return space;
 }
 

@@ -28,6 +28,9 @@ struct Scenario;
 
 /// One free key and the values it may take: a dotted scenario path ("training.bucket_size_tokens"), or
 /// "options.<name>" for the tuned policy's own option.
+/// The most candidates a search may have (as a sweep's points): each is a process and files of its own.
+inline constexpr std::size_t kMaxTuneCandidates = 100000;
+
 struct TuneKnob {
   std::string path;
   std::vector<nlohmann::json> values;

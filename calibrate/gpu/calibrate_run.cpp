@@ -57,36 +57,6 @@ struct Stream {
 
 }  // namespace
 
-Profile choose_prior(const std::string& file, const std::string& gpu_kind, const std::string& device_name,
-                     double peak_tflops) {
-  Profile prior;
-  if (!file.empty()) {
-    prior = load_profile(file);
-  } else if (!gpu_kind.empty()) {
-    prior = derive_default_profile(named_gpu(gpu_kind));
-  } else {
-    throw InputError("GPU '" + device_name +
-                     "' is not a named kind (H100-SXM, H200, A800): pass --prior FILE with a profile whose priors "
-                     "(peak, static memory, interconnect) suit it, and --peak-tflops if its peak differs");
-  }
-  if (peak_tflops < 0) throw InputError("--peak-tflops must be positive");
-  if (peak_tflops > 0) prior.compute.peak_tflops = peak_tflops;
-  return prior;
-}
-
-void print_report(const std::vector<FitReportLine>& report, std::ostream& out) {
-  out << "# fit summary (held-out MAPE: error on points the fit did not use)\n"
-      << std::left << std::setw(42) << "# fit" << std::right << std::setw(7) << "points" << std::setw(6) << "held"
-      << std::setw(12) << "MAPE"
-      << "  result\n";
-  for (const auto& line : report) {
-    out << std::left << std::setw(42) << ("  " + line.what) << std::right << std::setw(7) << line.points << std::setw(6)
-        << line.held_out << std::setw(12)
-        << (line.held_out_mape ? std::to_string(*line.held_out_mape * 100).substr(0, 5) + " %" : std::string("n/a"))
-        << "  " << line.result << "\n";
-  }
-}
-
 void run_calibrate(const CalibrateOptions& options, std::ostream& out) {
   const DeviceDescription device = describe_devices();
   const ModelConfig& model = named_model(options.model);

@@ -1,10 +1,12 @@
 #pragma once
-// The `lcsim-gpu` commands that need a GPU (calibrate, bench-attention) and the offline refit (fit).
+// The `lcsim-gpu` commands that need a GPU (calibrate, bench-attention); the offline refit (fit) is host code:
+// calibrate/host/fit_command.hpp.
 #include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
+#include "calibrate/host/fit_command.hpp"
 #include "calibrate/host/profile_fit.hpp"
 
 namespace lcsim::gpu {
@@ -27,13 +29,5 @@ void run_calibrate(const CalibrateOptions& options, std::ostream& out);
 /// calibrate/sdpa_bench.py, which runs PyTorch's scaled_dot_product_attention on the same shapes).
 void run_bench_attention(const std::string& model, const std::vector<int>& seqlens, int pack_tokens, int warmup,
                          int repetitions, std::ostream& out);
-
-/// The prior a fit starts from: `file` when given, else the default profile of the GPU kind; a positive
-/// `peak_tflops` replaces its peak. Throws InputError for an unnamed GPU kind without a prior file.
-Profile choose_prior(const std::string& file, const std::string& gpu_kind, const std::string& device_name,
-                     double peak_tflops);
-
-/// Prints the fit summary table.
-void print_report(const std::vector<FitReportLine>& report, std::ostream& out);
 
 }  // namespace lcsim::gpu

@@ -15,6 +15,7 @@ namespace lcsim::gpu {
 void run_live(const std::vector<std::string>& args, std::ostream& out) {
   const LiveOptions options = parse_live_options(args);
   const LivePlans live = plan_live(options);
+  check_live_outputs(options, scenario_input_files(live.loaded));
   const Prediction prediction =
       options.predicted_file.empty() ? predict_by_replay(live) : predict_from_results(live, options.predicted_file);
   const int world = live.loaded.scenario.cluster.world_size();

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "policies/core/errors.hpp"
+#include "policies/core/files.hpp"
 
 namespace lcsim {
 namespace {
@@ -84,6 +85,15 @@ LiveOptions parse_live_options(const std::vector<std::string>& args) {
                                    : "live: expected one SCENARIO file, got " + std::to_string(files.size()));
   o.scenario = files.front();
   return o;
+}
+
+void check_live_outputs(const LiveOptions& options, const std::vector<std::string>& scenario_files) {
+  OutputGuard guard;
+  guard.add_inputs(scenario_files);
+  guard.add_input(options.predicted_file);
+  if (!options.json_file.empty()) guard.add_output("--json", options.json_file);
+  if (!options.trace_file.empty()) guard.add_output("--trace", options.trace_file);
+  guard.check();
 }
 
 const char* live_usage() {

@@ -32,6 +32,10 @@ struct LiveOptions {
 /// missing value, a number that is not one, a count out of range, no or several SCENARIO files).
 LiveOptions parse_live_options(const std::vector<std::string>& args);
 
+/// The output guard of `lcsim-gpu live`: --json and --trace may be neither one of `scenario_files` (the scenario,
+/// its profile and trace), nor --predicted, nor each other. InputError naming the option.
+void check_live_outputs(const LiveOptions& options, const std::vector<std::string>& scenario_files);
+
 /// The help text of `lcsim-gpu live`.
 const char* live_usage();
 

@@ -28,6 +28,10 @@ std::string read_input_file(const std::string& file, std::uintmax_t max_bytes);
 /// bytes that would not print (control characters, anything outside ASCII) written as \xNN.
 std::string excerpt(std::string_view text, std::size_t max_chars = 80);
 
+/// A message as the terminal may show it, whatever input it quotes: control bytes other than newlines (ESC, BEL)
+/// written as \xNN, and every line longer than `max_line` bytes cut with a note of its length.
+std::string terminal_text(std::string_view message, std::size_t max_line = 1000);
+
 /// An output written as a stream (the simulation timeline, which may be large). The text goes to a temporary
 /// file beside `file`; commit() flushes it and renames it over `file`. Destroyed without commit() (the run
 /// failed), the temporary file is removed and any previous `file` stays as it was. A special file (/dev/null,
@@ -65,9 +69,35 @@ struct OutputOption {
   std::string file;
 };
 
-/// InputError when an output would overwrite one of `inputs` or another output (`lcsim plan s.json --json
-/// s.json`). Paths are compared resolved (std::filesystem::weakly_canonical: relative paths, "..", symbolic
-/// links); special files such as /dev/null may be named more than once.
+/// The one check of a run's outputs against its inputs that every command makes before it writes anything
+/// (docs/robustness.md#outputs): no output may be an input of the run or another output, and no file a run
+/// generates inside a folder (a sweep's point-0000.json, validate's run-0000.json) may be one either. Paths are
+/// compared resolved (std::filesystem::weakly_canonical: relative paths, "..", symbolic links) and existing files
+/// also by device and inode; special files such as /dev/null may be named more than once.
+class OutputGuard {
+ public:
+  /// A file the run reads; "" (no such input) is ignored.
+  void add_input(const std::string& file);
+  void add_inputs(const std::vector<std::string>& files);
+  /// A file the run writes, named by `option` ("--json", or "--out DIR" for a file inside it).
+  void add_output(const std::string& option, const std::string& file);
+  /// Files the run writes into `dir` (`option` names the folder's option): DIR/NAME for every name of `names`.
+  void add_folder(const std::string& option, const std::string& dir, std::vector<std::string> names);
+  /// InputError naming the option, the output and the input (or the other output) it would overwrite.
+  void check() const;
+
+ private:
+  struct Folder {
+    std::string option;
+    std::string dir;
+    std::vector<std::string> names;  ///< sorted
+  };
+  std::vector<std::string> inputs_;
+  std::vector<OutputOption> outputs_;
+  std::vector<Folder> folders_;
+};
+
+/// OutputGuard over `outputs` and `inputs`, checked at once.
 void check_output_files(const std::vector<OutputOption>& outputs, const std::vector<std::string>& inputs);
 
 }  // namespace lcsim

@@ -1,6 +1,7 @@
 #include "policies/core/json_reader.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 #include <set>
 #include <vector>
@@ -19,7 +20,8 @@ bool JsonObjectReader::has(std::string_view key) const {
 }
 
 std::string JsonObjectReader::path(std::string_view key) const {
-  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  // A key is input: a misspelt one may be a megabyte of anything, so messages quote it as an excerpt.
+  return path_.empty() ? excerpt(key) : path_ + "." + excerpt(key);
 }
 
 void JsonObjectReader::fail(std::string_view key, std::string_view message) const {
@@ -81,6 +83,16 @@ int JsonObjectReader::required<int>(std::string_view key) {
 double JsonObjectReader::positive(std::string_view key) {
   const double v = required<double>(key);
   if (!(v > 0)) fail(key, "must be positive, got " + value(key).dump());
+  return v;
+}
+
+double JsonObjectReader::number_in(std::string_view key, double lo, double hi) {
+  const double v = required<double>(key);
+  if (!(v >= lo && v <= hi)) {
+    char range[96];
+    std::snprintf(range, sizeof range, "must be in [%g, %g], got ", lo, hi);
+    fail(key, range + excerpt(value(key).dump()) + " (a range that keeps every time derived from it finite)");
+  }
   return v;
 }
 
@@ -192,6 +204,16 @@ class JsonPathTracker {
 
 }  // namespace
 
+std::string json_error_text(const std::exception& error) {
+  // "[json.exception.parse_error.101] parse error at line 1, column 5: ...": the id means nothing to a user.
+  std::string_view text = error.what();
+  if (text.starts_with("[json.exception.")) {
+    const std::size_t end = text.find("] ");
+    if (end != std::string_view::npos) text.remove_prefix(end + 2);
+  }
+  return excerpt(text, 300);
+}
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
   // nlohmann::json keeps the last of duplicate keys without a word: a file that says "seed" twice is ambiguous,
   // so the tracker records the first duplicate.
@@ -205,7 +227,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
     document = nlohmann::json::parse(text, callback);
   } catch (const nlohmann::json::parse_error& e) {
     // The parser quotes what it last read, which may be long or binary: shown as an excerpt.
-    throw InputError(file + ": not valid JSON: " + excerpt(e.what(), 300));
+    throw InputError(file + ": not valid JSON: " + json_error_text(e));
   } catch (const nlohmann::json::out_of_range&) {
     const std::string where = tracker.path();
     throw InputError(file + ": " + (where.empty() ? std::string("(top level)") : where) +

@@ -3,6 +3,7 @@
 // present. Errors are InputError naming the file and the JSON path (e.g. "scenario.json: cluster.nvlink_GBps:
 // expected a number, got string").
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <set>
 #include <string>
@@ -36,6 +37,8 @@ class JsonObjectReader {
 
   /// A positive number (> 0).
   double positive(std::string_view key);
+  /// A number in [lo, hi] (a physical quantity: its range keeps every time derived from it finite).
+  double number_in(std::string_view key, double lo, double hi);
   /// An integer in [lo, hi].
   std::int64_t integer_in(std::string_view key, std::int64_t lo, std::int64_t hi);
 
@@ -81,6 +84,10 @@ int JsonObjectReader::required<int>(std::string_view key);
 /// turning syntax errors, numbers out of range and duplicate keys into InputError naming the file and JSON path.
 nlohmann::json parse_json_file(const std::string& file, std::uintmax_t max_bytes = kMaxJsonFileBytes);
 nlohmann::json parse_json_text(const std::string& text, const std::string& file);
+
+/// A JSON library error as a message may show it: without the library's "[json.exception.parse_error.101]" id,
+/// keeping the line and column, cut to an excerpt (the parser quotes what it last read, which may be binary).
+std::string json_error_text(const std::exception& error);
 
 /// Human name of a JSON value's type ("number", "string", ...), for messages.
 std::string json_type_name(const nlohmann::json& value);

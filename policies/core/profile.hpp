@@ -29,6 +29,25 @@ double bus_factor(CollectiveOp op, int group_size);
 
 /// One collective's time, split: the fixed latency and the size-proportional transfer. The simulator keeps them
 /// apart (a latency does not occupy links; a transfer does).
+/// The ranges of the physical quantities a profile or a scenario's cluster gives, checked when they load: wide enough
+/// for any real hardware, narrow enough that every time derived from them (bytes / bandwidth + latency, FLOPs /
+/// (peak x efficiency)) stays finite, since SimGrid aborts on an infinite duration.
+struct PhysicalRange {
+  double low;
+  double high;
+};
+inline constexpr PhysicalRange kBandwidthGBpsRange{1e-3, 1e6};  ///< 1 MB/s to 1 PB/s
+inline constexpr PhysicalRange kLatencyUsRange{0, 1e6};         ///< up to 1 s
+inline constexpr PhysicalRange kPeakTflopsRange{1e-3, 1e6};
+inline constexpr PhysicalRange kEfficiencyRange{1e-6, 1};
+inline constexpr PhysicalRange kOverheadUsRange{0, 1e6};  ///< per layer, per Mparam
+inline constexpr PhysicalRange kFactorRange{0, 1e3};      ///< attention_backward_ratio, layer_work_overhead
+inline constexpr PhysicalRange kBackwardRatioRange{1e-3, 1e3};
+inline constexpr PhysicalRange kBytesPerUnitRange{0, 1e9};  ///< activation, logits and static bytes
+inline constexpr PhysicalRange kReserveGiBRange{0, 1e6};
+inline constexpr PhysicalRange kCurveTokensRange{1e-3, 1e15};  ///< a curve's x (tokens, sequence tokens)
+inline constexpr PhysicalRange kSegmentBytesRange{1, 1e18};    ///< a collective segment's max_bytes
+
 struct CollectiveTime {
   double latency_s = 0;
   double transfer_s = 0;

@@ -25,6 +25,12 @@ double non_negative(JsonObjectReader& r, std::string_view key) {
   return v;
 }
 
+/// A physical quantity in `range`; a positive one is refused first as "must be positive" when it is not.
+double bounded(JsonObjectReader& r, std::string_view key, PhysicalRange range, bool positive = false) {
+  if (positive) r.positive(key);
+  return r.number_in(key, range.low, range.high);
+}
+
 /// null (not measured) or a MAPE fraction >= 0.
 std::optional<double> read_mape(JsonObjectReader& r, std::string_view key) {
   if (r.value(key).is_null()) return std::nullopt;
@@ -56,17 +62,21 @@ Curve read_curve(JsonObjectReader r, std::string_view x_key, std::string_view y_
   }
   for (std::size_t i = 0; i < curve.x.size(); ++i) {
     if (!(curve.x[i] > 0)) r.fail(indexed(x_key, i), "must be positive");
+    if (!(curve.x[i] >= kCurveTokensRange.low && curve.x[i] <= kCurveTokensRange.high))
+      r.fail(indexed(x_key, i), "must be in [1e-3, 1e15] (a range that keeps every time derived from it finite)");
     if (i > 0 && !(curve.x[i] > curve.x[i - 1])) r.fail(indexed(x_key, i), "must be greater than the previous value");
     if (!(curve.y[i] > 0 && curve.y[i] <= 1)) r.fail(indexed(y_key, i), "an efficiency must be in (0, 1]");
+    if (!(curve.y[i] >= kEfficiencyRange.low))
+      r.fail(indexed(y_key, i), "an efficiency must be at least 1e-6 (a smaller one makes times infinite)");
   }
   return curve;
 }
 
 ActivationCoefficients read_coefficients(JsonObjectReader r) {
   ActivationCoefficients c;
-  c.per_hidden = non_negative(r, "per_hidden");
-  c.per_kv_hidden = non_negative(r, "per_kv_hidden");
-  c.per_ffn = non_negative(r, "per_ffn");
+  c.per_hidden = bounded(r, "per_hidden", kBytesPerUnitRange);
+  c.per_kv_hidden = bounded(r, "per_kv_hidden", kBytesPerUnitRange);
+  c.per_ffn = bounded(r, "per_ffn", kBytesPerUnitRange);
   r.finish();
   return c;
 }
@@ -77,6 +87,7 @@ std::array<double, 4> read_per_stage(JsonObjectReader& r, std::string_view key) 
   std::array<double, 4> out{};
   for (std::size_t i = 0; i < 4; ++i) {
     if (!(values[i] >= 0)) r.fail(indexed(key, i), "must be >= 0");
+    if (!(values[i] <= kBytesPerUnitRange.high)) r.fail(indexed(key, i), "must be at most 1e9 bytes per parameter");
     out[i] = values[i];
   }
   return out;
@@ -119,12 +130,12 @@ CollectiveFit read_collective(JsonObjectReader r) {
       segment.max_bytes = std::numeric_limits<double>::infinity();
     } else {
       if (s.value("max_bytes").is_null()) s.fail("max_bytes", "only the last segment may be open-ended (null)");
-      segment.max_bytes = s.positive("max_bytes");
+      segment.max_bytes = bounded(s, "max_bytes", kSegmentBytesRange, true);
       if (i > 0 && !(segment.max_bytes > fit.segments.back().max_bytes))
         s.fail("max_bytes", "must be greater than the previous segment's");
     }
-    segment.latency_us = non_negative(s, "latency_us");
-    segment.bus_GBps = s.positive("bus_GBps");
+    segment.latency_us = bounded(s, "latency_us", kLatencyUsRange);
+    segment.bus_GBps = bounded(s, "bus_GBps", kBandwidthGBpsRange, true);
     s.finish();
     fit.segments.push_back(segment);
   }
@@ -134,12 +145,10 @@ CollectiveFit read_collective(JsonObjectReader r) {
 
 NetworkReference read_network(JsonObjectReader r) {
   NetworkReference n;
-  n.nvlink_GBps = r.positive("nvlink_GBps");
-  n.nvlink_latency_us = r.required<double>("nvlink_latency_us");
-  if (!(n.nvlink_latency_us >= 0)) r.fail("nvlink_latency_us", "must be at least 0");
-  n.ib_GBps = r.positive("ib_GBps");
-  n.ib_latency_us = r.required<double>("ib_latency_us");
-  if (!(n.ib_latency_us >= 0)) r.fail("ib_latency_us", "must be at least 0");
+  n.nvlink_GBps = bounded(r, "nvlink_GBps", kBandwidthGBpsRange, true);
+  n.nvlink_latency_us = bounded(r, "nvlink_latency_us", kLatencyUsRange);
+  n.ib_GBps = bounded(r, "ib_GBps", kBandwidthGBpsRange, true);
+  n.ib_latency_us = bounded(r, "ib_latency_us", kLatencyUsRange);
   r.finish();
   return n;
 }
@@ -177,15 +186,15 @@ Provenance read_provenance(JsonObjectReader r) {
 
 ComputeProfile read_compute(JsonObjectReader r) {
   ComputeProfile c;
-  c.peak_tflops = r.positive("peak_tflops");
+  c.peak_tflops = bounded(r, "peak_tflops", kPeakTflopsRange, true);
   c.gemm_efficiency = read_curve(r.object("gemm_efficiency"), "tokens", "efficiency");
   c.attention_efficiency = read_curve(r.object("attention_efficiency"), "seq_tokens", "efficiency");
-  c.attention_backward_ratio = r.positive("attention_backward_ratio");
-  c.layer_overhead_us = non_negative(r, "layer_overhead_us");
-  c.layer_work_overhead = non_negative(r, "layer_work_overhead");
+  c.attention_backward_ratio = bounded(r, "attention_backward_ratio", kBackwardRatioRange, true);
+  c.layer_overhead_us = bounded(r, "layer_overhead_us", kOverheadUsRange);
+  c.layer_work_overhead = bounded(r, "layer_work_overhead", kFactorRange);
   c.layer_overhead_fit_mape = read_mape(r, "layer_overhead_fit_mape");
-  c.optimizer_us_per_mparam = non_negative(r, "optimizer_us_per_mparam");
-  c.hot_switch_us_per_mparam = non_negative(r, "hot_switch_us_per_mparam");
+  c.optimizer_us_per_mparam = bounded(r, "optimizer_us_per_mparam", kOverheadUsRange);
+  c.hot_switch_us_per_mparam = bounded(r, "hot_switch_us_per_mparam", kOverheadUsRange);
   r.finish();
   return c;
 }
@@ -197,12 +206,12 @@ MemoryProfile read_memory(JsonObjectReader r) {
   m.activations_selective = read_coefficients(activations.object("selective"));
   m.activations_full = read_coefficients(activations.object("full"));
   activations.finish();
-  m.logits_bytes_per_token_per_vocab = non_negative(r, "logits_bytes_per_token_per_vocab");
+  m.logits_bytes_per_token_per_vocab = bounded(r, "logits_bytes_per_token_per_vocab", kBytesPerUnitRange);
   auto statics = r.object("static_bytes_per_param");
   m.replicated_bytes_per_param = read_per_stage(statics, "replicated");
   m.sharded_bytes_per_param = read_per_stage(statics, "sharded");
   statics.finish();
-  m.reserve_bytes = non_negative(r, "reserve_GiB") * kBytesPerGiB;
+  m.reserve_bytes = bounded(r, "reserve_GiB", kReserveGiBRange) * kBytesPerGiB;
   m.fit_mape = read_mape(r, "fit_mape");
   r.finish();
   return m;

@@ -297,12 +297,13 @@ double dispatch_lower_bound(std::span<const Tokens> lengths, const SchemeInfo& s
 }
 
 DispatchResult dispatch(std::span<const Tokens> lengths, std::span<const std::size_t> pipeline_schemes,
-                        const SchemeSpace& space, int trials, std::uint64_t seed) {
+                        const SchemeSpace& space, int trials, std::uint64_t seed, double give_up_at) {
   if (trials < 1) throw std::invalid_argument("hydraulis::dispatch: trials must be >= 1");
   if (pipeline_schemes.empty()) throw std::invalid_argument("hydraulis::dispatch: no pipelines");
   Dispatcher dispatcher(lengths, pipeline_schemes, space);
   const double floor_bound = dispatcher.floor_bound();
-  double best_objective = kInf;
+  double best_objective = give_up_at;
+  bool found = false;
   std::vector<std::size_t> best_assignment(lengths.size());
   Rng master(seed);
   for (int trial = 0; trial < trials && !(best_objective <= floor_bound); ++trial) {
@@ -311,11 +312,12 @@ DispatchResult dispatch(std::span<const Tokens> lengths, std::span<const std::si
     if (objective < best_objective) {
       best_objective = objective;
       best_assignment = dispatcher.assignment();
+      found = true;
     }
   }
 
   DispatchResult result;
-  result.objective = lengths.empty() ? dispatcher.idle() : best_objective;
+  result.objective = lengths.empty() ? dispatcher.idle() : found ? best_objective : kInf;
   result.per_pipeline.resize(pipeline_schemes.size());
   for (std::size_t i = 0; i < lengths.size(); ++i) result.per_pipeline[best_assignment[i]].push_back(i);
   return result;

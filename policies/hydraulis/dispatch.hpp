@@ -23,6 +23,7 @@
 //     changes no result.
 // Pipelines of one scheme sit in a segment tree, so a placement costs O(schemes x log pipelines), not O(D).
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -37,9 +38,12 @@ struct DispatchResult {
 };
 
 /// `pipeline_schemes`: the scheme of every pipeline, in dispatch order (MaxLen descending, one scheme's
-/// pipelines contiguous -- lay_out()'s order). trials >= 1.
+/// pipelines contiguous -- lay_out()'s order). trials >= 1. A trial stops as soon as its objective reaches
+/// `give_up_at`; when none ends below it the objective is +inf and per_pipeline means nothing (screening only
+/// needs to know that a candidate cannot make the finalists).
 DispatchResult dispatch(std::span<const Tokens> lengths, std::span<const std::size_t> pipeline_schemes,
-                        const SchemeSpace& space, int trials, std::uint64_t seed);
+                        const SchemeSpace& space, int trials, std::uint64_t seed,
+                        double give_up_at = std::numeric_limits<double>::infinity());
 
 /// LB_j (Eq. 2 + sync) for a pipeline holding `lengths` (sync alone when empty).
 double dispatch_lower_bound(std::span<const Tokens> lengths, const SchemeInfo& scheme);

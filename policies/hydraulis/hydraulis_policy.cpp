@@ -1,6 +1,11 @@
 #include "policies/hydraulis/hydraulis_policy.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <queue>
 
 #include "policies/core/errors.hpp"
 #include "policies/core/estimate.hpp"
@@ -59,30 +64,59 @@ IterationPlan build_plan(const GlobalBatch& batch, const std::vector<Pipeline>& 
 
 }  // namespace
 
-std::vector<const Strategy*> HydraulisPolicy::screen(const std::vector<const Strategy*>& holding,
-                                                     std::span<const Tokens> lengths, const SchemeSpace& space,
-                                                     std::uint64_t seed) const {
+std::vector<HydraulisPolicy::Finalist> HydraulisPolicy::screen(const std::vector<const Strategy*>& holding,
+                                                               std::span<const Tokens> lengths,
+                                                               const SchemeSpace& space, std::uint64_t seed) const {
   const auto keep = static_cast<std::size_t>(options_.finalists);
-  if (keep == 0 || holding.size() <= keep) return holding;
+  if (keep == 0 || holding.size() <= keep) {
+    std::vector<Finalist> all;
+    for (const Strategy* strategy : holding) all.push_back({strategy, -std::numeric_limits<double>::infinity()});
+    return all;
+  }
+  // A candidate whose objective reaches the keep-th best of the candidates before it cannot be kept: those keep
+  // are at least as good and come first (ties go to the earlier candidate). Its dispatch gives up there (+inf),
+  // which changes no finalist and spares most of the screening's trials at scale.
   std::vector<std::pair<double, std::size_t>> scored;
+  std::priority_queue<double> kept;  // the keep smallest objectives so far, largest on top
   for (std::size_t c = 0; c < holding.size(); ++c) {
     std::vector<std::size_t> schemes;
     for (const auto& p : lay_out(*holding[c], space)) schemes.push_back(p.scheme);
-    scored.emplace_back(dispatch(lengths, schemes, space, options_.screen_trials, seed).objective, c);
+    const double cutoff = kept.size() < keep ? std::numeric_limits<double>::infinity() : kept.top();
+    const double objective = dispatch(lengths, schemes, space, options_.screen_trials, seed, cutoff).objective;
+    scored.emplace_back(objective, c);
+    kept.push(objective);
+    if (kept.size() > keep) kept.pop();
   }
   std::stable_sort(scored.begin(), scored.end());
   scored.resize(keep);
   std::sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
-  std::vector<const Strategy*> finalists;
-  for (const auto& entry : scored) finalists.push_back(holding[entry.second]);
+  std::vector<Finalist> finalists;
+  for (const auto& [objective, c] : scored) finalists.push_back({holding[c], objective});
   return finalists;
 }
 
 Assignment assign(std::span<const Tokens> lengths, const std::vector<Pipeline>& pipelines, const SchemeSpace& space,
                   const HydraulisOptions& options, std::uint64_t seed) {
+  return *assign_below(lengths, pipelines, space, options, seed, std::numeric_limits<double>::infinity());
+}
+
+std::optional<Assignment> assign_below(std::span<const Tokens> lengths, const std::vector<Pipeline>& pipelines,
+                                       const SchemeSpace& space, const HydraulisOptions& options, std::uint64_t seed,
+                                       double give_up_at) {
   std::vector<std::size_t> schemes;
   for (const auto& p : pipelines) schemes.push_back(p.scheme);
-  const DispatchResult dispatched = dispatch(lengths, schemes, space, options.trials, seed);
+  const DispatchResult dispatched = dispatch(lengths, schemes, space, options.trials, seed, give_up_at);
+  if (std::isfinite(give_up_at)) {
+    if (!(dispatched.objective < give_up_at)) return std::nullopt;
+    // Eq. 2's bound is loose against the packing (it counts c once per pipeline, the packing once per micro-batch);
+    // packing_lower_bound is tighter and cheap next to the packing itself.
+    for (std::size_t p = 0; p < pipelines.size(); ++p) {
+      std::vector<Tokens> sub;
+      for (std::size_t i : dispatched.per_pipeline[p]) sub.push_back(lengths[i]);
+      const SchemeInfo& scheme = space[pipelines[p].scheme];
+      if (!(packing_lower_bound(sub, scheme) + scheme.sync < give_up_at)) return std::nullopt;
+    }
+  }
   Assignment out;
   out.micro_batches.resize(pipelines.size());
   for (std::size_t p = 0; p < pipelines.size(); ++p) {
@@ -153,41 +187,52 @@ IterationPlan HydraulisPolicy::plan_batch(const GlobalBatch& batch, const Scheme
     if (candidate.max_len(space) >= longest) holding.push_back(&candidate);
   choice.candidates = static_cast<int>(holding.size());
   const Strategy fallback = fallback_strategy(space);
-  std::vector<const Strategy*> finalists = screen(holding, lengths, space, seed);
-  if (finalists.empty()) finalists.push_back(&fallback);
+  std::vector<Finalist> finalists = screen(holding, lengths, space, seed);
+  if (finalists.empty()) finalists.push_back({&fallback, 0.0});
 
+  // The winner is the finalist of smallest estimate (ties: the earlier one) among those whose plan fits memory,
+  // else among all. Dispatch's objective never exceeds a finalist's estimate (Eq. 2 bounds every packing from
+  // below), so once a plan fits, a finalist whose dispatch reaches its estimate cannot win: its trials give up
+  // there and it is never packed. The margin covers rounding between the two sums. Best-screened first, so that
+  // a good plan that fits is known early.
   struct Evaluated {
-    const Strategy* strategy;
+    std::size_t finalist;
     std::vector<Pipeline> pipelines;
     Assignment assignment;
+    IterationPlan plan;
+    bool fits;
   };
+  std::vector<std::size_t> visit(finalists.size());
+  std::iota(visit.begin(), visit.end(), std::size_t{0});
+  std::stable_sort(visit.begin(), visit.end(),
+                   [&](std::size_t x, std::size_t y) { return finalists[x].screened < finalists[y].screened; });
   std::vector<Evaluated> evaluated;
-  for (const Strategy* strategy : finalists) {
-    std::vector<Pipeline> pipelines = lay_out(*strategy, space);
-    Assignment a = assign(lengths, pipelines, space, options_, seed);
-    evaluated.push_back({strategy, std::move(pipelines), std::move(a)});
+  double give_up_at = std::numeric_limits<double>::infinity();
+  for (const std::size_t f : visit) {
+    std::vector<Pipeline> pipelines = lay_out(*finalists[f].strategy, space);
+    std::optional<Assignment> a = assign_below(lengths, pipelines, space, options_, seed, give_up_at);
+    if (!a) continue;
+    IterationPlan candidate = build_plan(batch, pipelines, *a, space);
+    const auto peaks = estimate_peak_bytes(candidate, cost);
+    const bool fits =
+        std::all_of(peaks.begin(), peaks.end(), [&](double bytes) { return bytes <= cost.capacity_bytes(); });
+    if (fits) give_up_at = std::min(give_up_at, a->estimate + 1e-9 * std::abs(a->estimate));
+    evaluated.push_back({f, std::move(pipelines), std::move(*a), std::move(candidate), fits});
   }
+  std::sort(evaluated.begin(), evaluated.end(),
+            [](const Evaluated& x, const Evaluated& y) { return x.finalist < y.finalist; });
   std::stable_sort(evaluated.begin(), evaluated.end(), [](const Evaluated& x, const Evaluated& y) {
     return x.assignment.estimate < y.assignment.estimate;
   });
   // The cost model's memory estimate has the last word: MaxLen spreads the optimizer states evenly over all GPUs
   // (App. B.1), the estimate over the GPUs holding each model slice, which differs when TP x PP does not divide
   // the cluster. The best plan that fits wins; if none fits, the best one.
-  IterationPlan plan;
-  const Evaluated* chosen = nullptr;
-  for (const auto& e : evaluated) {
-    IterationPlan candidate = build_plan(batch, e.pipelines, e.assignment, space);
-    const auto peaks = estimate_peak_bytes(candidate, cost);
-    const bool fits =
-        std::all_of(peaks.begin(), peaks.end(), [&](double bytes) { return bytes <= cost.capacity_bytes(); });
-    if (chosen == nullptr || fits) {
-      chosen = &e;
-      plan = std::move(candidate);
-    }
-    if (fits) break;
-  }
+  const auto fitting = std::find_if(evaluated.begin(), evaluated.end(), [](const Evaluated& e) { return e.fits; });
+  Evaluated& chosen_entry = fitting != evaluated.end() ? *fitting : evaluated.front();
+  const Finalist* chosen = &finalists[chosen_entry.finalist];
+  IterationPlan plan = std::move(chosen_entry.plan);
+  choice.estimate = chosen_entry.assignment.estimate;
   choice.strategy = *chosen->strategy;
-  choice.estimate = chosen->assignment.estimate;
   return plan;
 }
 

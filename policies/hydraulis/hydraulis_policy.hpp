@@ -103,11 +103,15 @@ class HydraulisPolicy : public Policy {
   /// One global batch: candidates holding it, screened, dispatched and packed; the best that fits memory.
   IterationPlan plan_batch(const GlobalBatch& batch, const SchemeSpace& space, const CostModel& cost,
                            std::uint64_t seed, IterationChoice& choice) const;
+  struct Finalist {
+    const Strategy* strategy;
+    double screened;  ///< Eq. 3's objective after screen_trials trials; -inf when there was no screening
+  };
   /// The candidates that go through the full two-stage estimate: all of them when there are at most
   /// `finalists` (or finalists is 0), else the `finalists` best by Eq. 3's objective after `screen_trials`
   /// greedy trials, in candidate order.
-  std::vector<const Strategy*> screen(const std::vector<const Strategy*>& holding, std::span<const Tokens> lengths,
-                                      const SchemeSpace& space, std::uint64_t seed) const;
+  std::vector<Finalist> screen(const std::vector<const Strategy*>& holding, std::span<const Tokens> lengths,
+                               const SchemeSpace& space, std::uint64_t seed) const;
 
   HydraulisOptions options_;
   std::vector<Strategy> candidates_;
@@ -124,5 +128,10 @@ struct Assignment {
 };
 Assignment assign(std::span<const Tokens> lengths, const std::vector<Pipeline>& pipelines, const SchemeSpace& space,
                   const HydraulisOptions& options, std::uint64_t seed);
+/// assign(), unless no dispatch trial ends below `give_up_at` (nothing is packed then): the estimate is at least
+/// the dispatch's objective, so the selection skips a strategy that cannot beat a plan it already has.
+std::optional<Assignment> assign_below(std::span<const Tokens> lengths, const std::vector<Pipeline>& pipelines,
+                                       const SchemeSpace& space, const HydraulisOptions& options, std::uint64_t seed,
+                                       double give_up_at);
 
 }  // namespace lcsim::hydraulis

@@ -81,10 +81,64 @@ bool improve_once(std::vector<Bin>& bins, std::span<const Tokens> lengths, std::
   return true;
 }
 
-/// Solves one V over the packable sequences: a partition into v micro-batches whose costliest one works less than
-/// `below` (empty: none found); sets `optimal` when that answer is proven.
+/// LPT's visiting order: cost descending, then length descending, then index. The same for every V of a packing,
+/// so it is sorted once per packing rather than once per V.
+std::vector<std::size_t> lpt_order(std::span<const Tokens> lengths, std::span<const double> costs) {
+  std::vector<std::size_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    if (costs[x] != costs[y]) return costs[x] > costs[y];
+    return lengths[x] > lengths[y];
+  });
+  return order;
+}
+
+/// partition_heuristic with its LPT order given.
+std::vector<std::vector<std::size_t>> partition_lpt(std::span<const Tokens> lengths, std::span<const double> costs,
+                                                    std::span<const std::size_t> order, Tokens capacity, int v,
+                                                    double polish_below = kInf) {
+  if (v < 1) throw std::invalid_argument("hydraulis::partition_heuristic: v must be >= 1");
+  // LPT: each sequence to the cheapest micro-batch with room (ties: the lower index), found through a min-heap;
+  // micro-batches without room are set aside for that sequence only.
+  std::vector<Bin> bins(static_cast<std::size_t>(v));
+  using Entry = std::pair<double, std::size_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> cheapest;
+  for (std::size_t b = 0; b < bins.size(); ++b) cheapest.push({0.0, b});
+  std::vector<Entry> full;
+  for (std::size_t i : order) {
+    full.clear();
+    while (!cheapest.empty() && bins[cheapest.top().second].tokens + lengths[i] > capacity) {
+      full.push_back(cheapest.top());
+      cheapest.pop();
+    }
+    if (cheapest.empty()) return {};
+    const std::size_t chosen = cheapest.top().second;
+    cheapest.pop();
+    bins[chosen].items.push_back(i);
+    bins[chosen].cost += costs[i];
+    bins[chosen].tokens += lengths[i];
+    cheapest.push({bins[chosen].cost, chosen});
+    for (const auto& e : full) cheapest.push(e);
+  }
+  double top = 0;
+  for (const auto& b : bins) top = std::max(top, b.cost);
+  if (top < polish_below) {
+    // Each step lowers the most expensive bin or hands the maximum to a cheaper-after-the-step bin, so the sorted
+    // bin costs decrease lexicographically; the cap only bounds the work.
+    const std::size_t max_steps = 4 * lengths.size() + 16;
+    for (std::size_t step = 0; step < max_steps && improve_once(bins, lengths, costs, capacity); ++step) {
+    }
+  }
+  std::vector<std::vector<std::size_t>> out;
+  for (auto& b : bins) out.push_back(std::move(b.items));
+  return out;
+}
+
+/// Solves one V over the packable sequences (`order`: their lpt_order): a partition into v micro-batches whose
+/// costliest one works less than `below` (empty: none found); sets `optimal` when that answer is proven.
 using PartitionSolver = std::function<std::vector<std::vector<std::size_t>>(
-    std::span<const Tokens>, std::span<const double>, int v, double below, bool& optimal)>;
+    std::span<const Tokens>, std::span<const double>, std::span<const std::size_t> order, int v, double below,
+    bool& optimal)>;
 
 /// Shared driver of both solvers: over-long sequences alone, the rest over the V range, starting from `start` (a
 /// packing already known, e.g. the heuristic's, or none). A V whose lower bound -- the costliest sequence or the
@@ -119,6 +173,7 @@ PackingResult pack_with(std::span<const Tokens> lengths, const SchemeInfo& schem
     work_top = std::max(work_top, sub_costs.back());
   }
 
+  const std::vector<std::size_t> visiting = lpt_order(sub_lengths, sub_costs);
   std::vector<std::vector<std::size_t>> best = start ? start->micro_batches : alone;
   double best_cost = start ? start->cost : rest.empty() ? packing_cost(lengths, alone, scheme) : kInf;
   if (!rest.empty()) {
@@ -130,7 +185,7 @@ PackingResult pack_with(std::span<const Tokens> lengths, const SchemeInfo& schem
       const double bound = std::max(alone_top, c0 + std::max(work_top, work_total / v)) * slots;
       if (found && bound >= best_cost) continue;
       bool optimal = false;
-      auto part = solve(sub_lengths, sub_costs, v, best_cost / slots - c0, optimal);
+      auto part = solve(sub_lengths, sub_costs, visiting, v, best_cost / slots - c0, optimal);
       result.proven_optimal = result.proven_optimal && optimal;
       if (part.empty()) continue;
       found = true;
@@ -196,47 +251,38 @@ MicroBatchRange micro_batch_range(Tokens total, std::size_t count, const SchemeI
 std::vector<std::vector<std::size_t>> partition_heuristic(std::span<const Tokens> lengths,
                                                           std::span<const double> costs, Tokens capacity, int v,
                                                           double polish_below) {
-  if (v < 1) throw std::invalid_argument("hydraulis::partition_heuristic: v must be >= 1");
-  std::vector<std::size_t> order(lengths.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-    if (costs[x] != costs[y]) return costs[x] > costs[y];
-    return lengths[x] > lengths[y];
-  });
-  // LPT: each sequence to the cheapest micro-batch with room (ties: the lower index), found through a min-heap;
-  // micro-batches without room are set aside for that sequence only.
-  std::vector<Bin> bins(static_cast<std::size_t>(v));
-  using Entry = std::pair<double, std::size_t>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> cheapest;
-  for (std::size_t b = 0; b < bins.size(); ++b) cheapest.push({0.0, b});
-  std::vector<Entry> full;
-  for (std::size_t i : order) {
-    full.clear();
-    while (!cheapest.empty() && bins[cheapest.top().second].tokens + lengths[i] > capacity) {
-      full.push_back(cheapest.top());
-      cheapest.pop();
+  return partition_lpt(lengths, costs, lpt_order(lengths, costs), capacity, v, polish_below);
+}
+
+double packing_lower_bound(std::span<const Tokens> lengths, const SchemeInfo& scheme) {
+  // pack_with's per-V bound, minimised over every V it may reach: a packing with V non-empty micro-batches of the
+  // packable sequences needs V >= ceil(their tokens / MaxLen), and V <= their count.
+  const double c0 = scheme.overhead();
+  double alone_top = 0;
+  double alone = 0;
+  Tokens total = 0;
+  std::size_t count = 0;
+  double work_total = 0;
+  double work_top = 0;
+  for (const Tokens l : lengths) {
+    if (l > scheme.max_len) {
+      alone_top = std::max(alone_top, c0 + scheme.work(l));
+      alone += 1;
+      continue;
     }
-    if (cheapest.empty()) return {};
-    const std::size_t chosen = cheapest.top().second;
-    cheapest.pop();
-    bins[chosen].items.push_back(i);
-    bins[chosen].cost += costs[i];
-    bins[chosen].tokens += lengths[i];
-    cheapest.push({bins[chosen].cost, chosen});
-    for (const auto& e : full) cheapest.push(e);
+    total += l;
+    ++count;
+    work_total += scheme.work(l);
+    work_top = std::max(work_top, scheme.work(l));
   }
-  double top = 0;
-  for (const auto& b : bins) top = std::max(top, b.cost);
-  if (top < polish_below) {
-    // Each step lowers the most expensive bin or hands the maximum to a cheaper-after-the-step bin, so the sorted
-    // bin costs decrease lexicographically; the cap only bounds the work.
-    const std::size_t max_steps = 4 * lengths.size() + 16;
-    for (std::size_t step = 0; step < max_steps && improve_once(bins, lengths, costs, capacity); ++step) {
-    }
+  if (count == 0) return lengths.empty() ? 0 : alone_top * (scheme.scheme.pp - 1 + alone);
+  double best = kInf;
+  const auto lo = static_cast<std::size_t>(std::max<Tokens>(1, (total + scheme.max_len - 1) / scheme.max_len));
+  for (std::size_t v = lo; v <= count; ++v) {
+    const double slots = scheme.scheme.pp - 1 + static_cast<double>(v) + alone;
+    best = std::min(best, std::max(alone_top, c0 + std::max(work_top, work_total / static_cast<double>(v))) * slots);
   }
-  std::vector<std::vector<std::size_t>> out;
-  for (auto& b : bins) out.push_back(std::move(b.items));
-  return out;
+  return best;
 }
 
 PackingResult pack_heuristic(std::span<const Tokens> lengths, const SchemeInfo& scheme) {
@@ -245,9 +291,10 @@ PackingResult pack_heuristic(std::span<const Tokens> lengths, const SchemeInfo& 
   std::vector<std::pair<double, int>> lpt;  // (objective, V)
   const PackingResult first = pack_with(
       lengths, scheme,
-      [&](std::span<const Tokens> l, std::span<const double> c, int v, double, bool& optimal) {
+      [&](std::span<const Tokens> l, std::span<const double> c, std::span<const std::size_t> order, int v, double,
+          bool& optimal) {
         optimal = false;
-        auto part = partition_heuristic(l, c, scheme.max_len, v, 0.0);
+        auto part = partition_lpt(l, c, order, scheme.max_len, v, 0.0);
         if (!part.empty()) {
           double top = 0;
           for (const auto& mb : part) {
@@ -263,15 +310,15 @@ PackingResult pack_heuristic(std::span<const Tokens> lengths, const SchemeInfo& 
   std::stable_sort(lpt.begin(), lpt.end());
   std::vector<int> polish;
   for (std::size_t k = 0; k < lpt.size() && k < kPolished; ++k) polish.push_back(lpt[k].second);
-  PackingResult result =
-      polish.empty() ? first
-                     : pack_with(
-                           lengths, scheme,
-                           [&](std::span<const Tokens> l, std::span<const double> c, int v, double, bool& optimal) {
-                             optimal = false;
-                             return partition_heuristic(l, c, scheme.max_len, v);
-                           },
-                           &first, polish);
+  PackingResult result = polish.empty() ? first
+                                        : pack_with(
+                                              lengths, scheme,
+                                              [&](std::span<const Tokens> l, std::span<const double> c,
+                                                  std::span<const std::size_t> order, int v, double, bool& optimal) {
+                                                optimal = false;
+                                                return partition_lpt(l, c, order, scheme.max_len, v);
+                                              },
+                                              &first, polish);
   result.proven_optimal = false;
   return result;
 }
@@ -280,9 +327,10 @@ PackingResult pack_exact(std::span<const Tokens> lengths, const SchemeInfo& sche
   const PackingResult heuristic = pack_heuristic(lengths, scheme);
   return pack_with(
       lengths, scheme,
-      [&](std::span<const Tokens> l, std::span<const double> c, int v, double below, bool& optimal) {
+      [&](std::span<const Tokens> l, std::span<const double> c, std::span<const std::size_t> order, int v, double below,
+          bool& optimal) {
         MilpPartition solved =
-            partition_milp(l, c, scheme.max_len, v, below, partition_heuristic(l, c, scheme.max_len, v), options);
+            partition_milp(l, c, scheme.max_len, v, below, partition_lpt(l, c, order, scheme.max_len, v), options);
         optimal = solved.optimal;
         return solved.micro_batches;
       },

@@ -41,6 +41,10 @@ double packing_cost(std::span<const Tokens> lengths, const std::vector<std::vect
                     const SchemeInfo& scheme);
 
 PackingResult pack_heuristic(std::span<const Tokens> lengths, const SchemeInfo& scheme);
+/// A cost no packing of `lengths` goes below, heuristic or exact: over every V a packing may use (from
+/// ceil(sum / MaxLen) micro-batches, sequences over MaxLen alone), the costliest sequence or the mean load per
+/// micro-batch, plus c, times PP - 1 + V. O(sequences); 0 for no sequences.
+double packing_lower_bound(std::span<const Tokens> lengths, const SchemeInfo& scheme);
 /// Exact per V (within the node and time limits; see proven_optimal).
 PackingResult pack_exact(std::span<const Tokens> lengths, const SchemeInfo& scheme, const MilpOptions& options);
 

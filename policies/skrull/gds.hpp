@@ -31,7 +31,7 @@ struct RankSchedule {
   std::vector<ScheduledMicroBatch> micro_batches;
   bool within_bucket = true;  ///< false: some CP rank exceeds C (roll-back disabled, or a sequence > C*N)
   int attempts = 0;           ///< micro-batch counts tried
-  int rollbacks = 0;
+  int rollbacks = 0;          ///< roll-backs made placing the cuts within Eq. 10 (cuts over it are never placed)
 };
 
 /// Places one micro-batch (indices into the global batch) on the CP group.

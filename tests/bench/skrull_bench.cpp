@@ -13,14 +13,14 @@
 namespace lcsim::skrull {
 namespace {
 
-CostModel bench_cost() {
+CostModel bench_cost(const std::string& model = "Qwen2.5-0.5B") {
   ClusterSpec cluster;
   cluster.gpu = named_gpu("H100-SXM");
   cluster.nodes = 4;
   cluster.gpus_per_node = 8;
   cluster.nvlink_GBps = 450;
   cluster.ib_GBps = 50;
-  return CostModel(named_model("Qwen2.5-0.5B"), cluster,
+  return CostModel(named_model(model), cluster,
                    load_profile(std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json"));
 }
 
@@ -56,6 +56,37 @@ BENCHMARK_CAPTURE(BM_SkrullPlanGlobalBatch, wikipedia, std::string("wikipedia"))
     ->Unit(benchmark::kMicrosecond)
     ->Repetitions(5)
     ->ReportAggregatesOnly(true);
+
+// GDS at scale, as issue #32 measured it (scenarios/skrull/qwen7b-wikipedia.json with 100,000 sequences per global
+// batch): Qwen2.5-7B on wikipedia lengths, DP=4, CP=8, BucketSize from the cost model's memory view, planned by
+// skrull (DACP) or rr (round-robin placement). Both share gds_schedule_rank, whose search over micro-batch counts
+// was O(n) per count tried (2.84 s for rr in the issue) and is O(n log n) in all since.
+void BM_SkrullPlanLargeBatch(benchmark::State& state, const std::string& kind) {
+  const CostModel cost = bench_cost("Qwen2.5-7B");
+  PlanningContext context;
+  context.cost = &cost;
+  context.layout.dp = 4;
+  context.layout.cp = 8;
+  constexpr std::size_t kSequences = 100000;
+  context.training.global_batch_sequences = kSequences;
+  const Dataset data =
+      sample_dataset("wikipedia", {MixComponent{&named_distribution("wikipedia"), 1.0}}, kSequences, 42);
+  const std::vector<GlobalBatch> batches = {GlobalBatch(data.sequences().begin(), data.sequences().end())};
+  PolicySpec spec;
+  spec.kind = kind;
+  auto policy = make_policy(spec);
+  std::size_t micro_batches = 0;
+  for (auto _ : state) {
+    auto plans = policy->plan(context, batches);
+    benchmark::DoNotOptimize(plans);
+    micro_batches = 0;
+    for (const auto& replica : plans.front().replicas) micro_batches += replica.micro_batches.size();
+  }
+  state.counters["micro_batches"] = static_cast<double>(micro_batches);
+  state.SetLabel(kind + ", Qwen2.5-7B, wikipedia, DP=4 CP=8, one global batch of 100k sequences");
+}
+BENCHMARK_CAPTURE(BM_SkrullPlanLargeBatch, skrull, std::string("skrull"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SkrullPlanLargeBatch, rr, std::string("rr"))->Unit(benchmark::kMillisecond);
 
 // Heuristic / optimum TDACP over 1,000 random feasible micro-batches of up to 12 sequences, CP 2 or 4
 // (chatqa2-long-sft lengths capped at 2 C): reported as counters p50, p90, p99 and max of the ratio.
