@@ -118,7 +118,13 @@ TEST_F(OutputGuardCli, EveryOutputOptionOfEveryCommandRefusesAnInput) {
   // One trial per command and output option; the keys must be exactly the FILE and DIR outputs the help lists.
   std::map<std::string, std::function<void()>> trials = {
       {"plan --json", [&] { expect_refused("plan s.json --json s.json", "s.json"); }},
-      {"plan --csv", [&] { expect_refused("plan s.json --csv p.json", "p.json"); }},
+      {"plan --csv",
+       [&] {
+         expect_refused("plan s.json --csv p.json", "p.json");
+         // The model-form file a run reads is one of its inputs.
+         write("mf.json", R"({"schema": "lcsim-model-form/1", "families": {"time": {"log_sigma": 0.1}}})");
+         expect_refused("plan s.json --model-form mf.json --csv mf.json", "mf.json");
+       }},
       {"simulate --json", [&] { expect_refused("simulate s.json --json p.json", "p.json"); }},
       {"simulate --csv", [&] { expect_refused("simulate s.json --csv s.json", "s.json"); }},
       {"simulate --trace", [&] { expect_refused("simulate s.json --trace ./p.json", "p.json"); }},
@@ -176,6 +182,8 @@ TEST_F(OutputGuardCli, EveryOutputOptionOfEveryCommandRefusesAnInput) {
          expect_refused("validate --catalogue cat.json --json s.json", "s.json");
        }},
       {"validate --csv", [&] { expect_refused("validate --catalogue cat.json --csv cat.json", "cat.json"); }},
+      {"validate --write-model-form",
+       [&] { expect_refused("validate --catalogue cat.json --write-model-form s.json", "s.json"); }},
       {"validate --work",
        [&] {
          write("w/run-0000.json", read_file(path("cat.json")));
@@ -193,7 +201,8 @@ TEST_F(OutputGuardCli, EveryOutputOptionOfEveryCommandRefusesAnInput) {
        }},
   };
   // Options that name inputs only.
-  const std::set<std::string> inputs = {"validate --catalogue", "validate --profile", "tune --merge"};
+  const std::set<std::string> inputs = {"validate --catalogue", "validate --profile", "tune --merge",
+                                        "plan --model-form", "simulate --model-form"};
   {
     // `tune --merge a --merge b --json a`: the slice a is an input.
     write("a.json", "{}");
