@@ -209,6 +209,9 @@ TEST(KinetoFit, StepOverheadIsIdleBetweenKernels) {
   EXPECT_NEAR(fit.steps.mean_gpu_busy_s, 170e-6, 1e-12);
   EXPECT_NEAR(fit.steps.mean_gpu_idle_s, 30e-6, 1e-12);
   EXPECT_NEAR(fit.steps.mean_step_s, 250e-6, 1e-12);
+  EXPECT_TRUE(line(fit, "framework per-step overhead").noted);
+  EXPECT_TRUE(contains(format_trace_fit_report(fit), "framework per-step overhead                     noted"));
+  EXPECT_TRUE(contains(fit.profile.provenance.notes, "0.030 ms per step"));
 }
 
 TEST(KinetoFit, MissingFieldsKeepThePriorAndSayWhy) {

@@ -367,7 +367,8 @@ struct Fitter {
     out.report.push_back({"framework per-step overhead", false, steps, 0, std::nullopt,
                           "measured, not in the cost model: GPU idle " + fixed(out.steps.mean_gpu_idle_s * 1e3, 3) +
                               " ms between kernels per step (busy " + fixed(out.steps.mean_gpu_busy_s * 1e3, 3) +
-                              " ms; step " + fixed(out.steps.mean_step_s * 1e3, 3) + " ms), recorded in the notes"});
+                              " ms; step " + fixed(out.steps.mean_step_s * 1e3, 3) + " ms), recorded in the notes",
+                          true});
   }
 
   void kept_fields() {
@@ -526,8 +527,12 @@ std::string format_trace_fit_report(const TraceFit& fit) {
       << "held-out"
       << "result / why\n";
   for (const auto& l : fit.report) {
-    out << std::setw(48) << l.field << std::setw(8) << (l.fitted ? "fitted" : "prior") << std::setw(8) << l.points
-        << std::setw(10) << (l.held_out_mape ? fixed(*l.held_out_mape * 100, 1) + " %" : "n/a") << l.detail << "\n";
+    out << std::setw(48) << l.field << std::setw(8)
+        << (l.fitted  ? "fitted"
+            : l.noted ? "noted"
+                      : "prior")
+        << std::setw(8) << l.points << std::setw(10)
+        << (l.held_out_mape ? fixed(*l.held_out_mape * 100, 1) + " %" : "n/a") << l.detail << "\n";
   }
   return out.str();
 }

@@ -26,6 +26,7 @@ struct TraceFieldLine {
   int held_out = 0;  ///< of which held out
   std::optional<double> held_out_mape;
   std::string detail;  ///< the fitted values, or why the prior was kept
+  bool noted = false;  ///< measured, but no profile field holds it: recorded in provenance.notes
 };
 
 /// What the traces measured that the profile has no field for.
