@@ -268,6 +268,7 @@ TEST(KinetoKernels, RealKernelNames) {
       {"void at::native::(anonymous namespace)::multi_tensor_apply_kernel<TensorListMetadata<4>, FusedAdamMathFunctor>",
        "optimizer"},
       {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int)", "other"},
+      {"Cijk_Ailk_Bljk_SB_MT64x64x16_MI32x32x2x1_SN_1LDSB0_APM1_ABV0", "gemm"},
       {"void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 32, true, 1>(float)", "other"},
   };
   for (const auto& [name, family] : cases) EXPECT_EQ(c.family_of(name), family) << name;
