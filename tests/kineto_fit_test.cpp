@@ -13,6 +13,7 @@
 #include "policies/core/errors.hpp"
 #include "policies/core/model.hpp"
 #include "tests/command_run_support.hpp"
+#include "traces/validation.hpp"
 
 namespace lcsim {
 namespace {
@@ -392,6 +393,39 @@ TEST(KinetoFitCli, BadInputsExitTwoNamingTheFile) {
                     (dir / "x.json").string() + "'");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_TRUE(contains(run.output, "empty.json: empty trace"));
+}
+
+// The step times as a measured run that a validation catalogue's `measured` entry reads.
+TEST(KinetoFitCli, MeasuredStepsForValidation) {
+  const std::string trace = synthetic_trace_file();
+  const auto dir = temp_dir();
+  const std::string scenario = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
+  const std::string measured = (dir / "job.live.json").string();
+  const std::string out = (dir / "job-profile.json").string();
+  auto run = run_command("'" + kFitTrace.string() + "' '" + trace + "' --out '" + out + "' --measured-json '" +
+                         measured + "' --scenario '" + scenario + "' --policy deepspeed");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json catalogue = {{"schema", "lcsim-validation-catalogue/1"},
+                                    {"description", "test"},
+                                    {"entries",
+                                     {{{"id", "traced-step"},
+                                       {"source", {{"paper", "trace"}, {"where", "rank 0"}, {"section", "-"}}},
+                                       {"claim", "the traced job's step"},
+                                       {"quantity", "iteration_seconds"},
+                                       {"mode", "plan"},
+                                       {"measured", measured},
+                                       {"scenario", scenario},
+                                       {"policy", "deepspeed"},
+                                       {"tolerance", 0.1}}}}};
+  const auto c = catalogue_from_json(catalogue, (dir / "catalogue.json").string());
+  ASSERT_EQ(c.entries.size(), 1u);
+  // The synthetic trace's one step lasts 100000 us.
+  ASSERT_TRUE(c.entries[0].published.value);
+  EXPECT_NEAR(*c.entries[0].published.value, 0.1, 1e-12);
+  run = run_command("'" + kFitTrace.string() + "' '" + trace + "' --out '" + out + "' --measured-json '" + measured +
+                    "'");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(contains(run.output, "go together"));
 }
 
 // The trimmed real trace (HTA, FP32 convolutions, all-reduces between 2 GPUs): nothing in it can be fitted, and

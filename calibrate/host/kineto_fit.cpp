@@ -521,6 +521,44 @@ TraceFit fit_profile_from_traces(const std::vector<KinetoTrace>& traces, const P
   return std::move(f.out);
 }
 
+nlohmann::ordered_json trace_steps_results(const std::vector<KinetoTrace>& traces, const std::string& scenario_name,
+                                           const std::string& scenario_file, const std::string& policy) {
+  // A step ends when its slowest rank does: per step number, the longest ProfilerStep over the traces.
+  std::map<std::int64_t, double> step_s;
+  std::string device, files;
+  for (const auto& t : traces) {
+    for (const auto& s : t.steps) step_s[s.number] = std::max(step_s[s.number], s.dur_us * 1e-6);
+    if (device.empty()) device = t.device_name;
+    files += (files.empty() ? "" : ", ") + t.file;
+  }
+  if (step_s.empty()) throw InputError(traces.front().file + ": no ProfilerStep#N: no step time to measure");
+  nlohmann::ordered_json iterations = nlohmann::ordered_json::array();
+  double sum = 0;
+  for (const auto& [number, seconds] : step_s) {
+    iterations.push_back({{"step", number}, {"seconds", seconds}});
+    sum += seconds;
+  }
+  nlohmann::ordered_json out;
+  out["schema"] = "lcsim-results/1";
+  out["mode"] = "live";
+  out["scenario"] = scenario_name;
+  out["scenario_file"] = scenario_file;
+  out["baseline"] = policy;
+  out["policies"] = nlohmann::ordered_json::array({{{"name", policy},
+                                                    {"mean_iteration_s", sum / static_cast<double>(step_s.size())},
+                                                    {"speedup_vs_baseline", 1.0},
+                                                    {"oom_iterations", 0},
+                                                    {"iterations", iterations}}});
+  out["live"] = {
+      {"execution", "the user's own training job, PyTorch profiler (Kineto) trace"},
+      {"device", std::to_string(traces.size()) + " trace(s), " + (device.empty() ? "device unknown" : device)},
+      {"notes",
+       {"written by lcsim-fit-trace from " + files +
+        "; seconds = the slowest rank's ProfilerStep#N "
+        "duration, per step number (the profiler's own overhead included)"}}};
+  return out;
+}
+
 std::string format_trace_fit_report(const TraceFit& fit) {
   std::ostringstream out;
   out << std::left << std::setw(48) << "field" << std::setw(8) << "status" << std::setw(8) << "points" << std::setw(10)

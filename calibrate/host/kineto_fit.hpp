@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "calibrate/host/kineto_trace.hpp"
 #include "policies/core/profile.hpp"
 
@@ -49,6 +51,14 @@ struct TraceFit {
 /// peak (the prior is for another GPU) or the traces are of different GPUs.
 TraceFit fit_profile_from_traces(const std::vector<KinetoTrace>& traces, const Profile& prior,
                                  const TraceFitOptions& options = {});
+
+/// The traces' own step times as a measured run (`lcsim-results/1`, mode "live"), so that a `measured` entry of
+/// the validation catalogue (traces/validation.hpp) compares the scenario describing the traced job with them:
+/// `policy` is the policy the job ran, with mean_iteration_s the mean over step numbers of the slowest rank's
+/// ProfilerStep duration. `scenario_name` and `scenario_file` name that scenario. InputError when no trace has a
+/// step.
+nlohmann::ordered_json trace_steps_results(const std::vector<KinetoTrace>& traces, const std::string& scenario_name,
+                                           const std::string& scenario_file, const std::string& policy);
 
 /// The report as a table, one line per field.
 std::string format_trace_fit_report(const TraceFit& fit);
