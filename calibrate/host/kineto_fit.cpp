@@ -243,7 +243,7 @@ struct Fitter {
           if (op.collective) c = &*op.collective;
         }
         if (!c) {
-          ++skipped["no c10d metadata (PyTorch 2.1+ records it)"];
+          ++skipped["no c10d metadata (recent PyTorch records it)"];
           continue;
         }
         std::string why;

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include "policies/core/errors.hpp"
 #include "policies/core/files.hpp"

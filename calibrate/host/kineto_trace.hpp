@@ -44,7 +44,7 @@ struct KinetoKernel {
   double ts_us = 0, dur_us = 0;
   std::optional<std::uint64_t> correlation;    ///< args.correlation, else the ac2g flow that ends on it
   std::optional<std::uint64_t> external_id;    ///< args["External id"]
-  std::optional<KinetoCollective> collective;  ///< metadata on the kernel itself (PyTorch 2.1+)
+  std::optional<KinetoCollective> collective;  ///< metadata on the kernel itself (recent PyTorch)
   int op = -1;    ///< index in KinetoTrace::ops of the CPU op that launched it, -1 when not correlated
   int step = -1;  ///< index in KinetoTrace::steps whose CPU window contains the launch, -1 outside every step
 };
