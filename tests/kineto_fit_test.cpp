@@ -104,6 +104,27 @@ TEST(KinetoFit, GemmEfficiencyRecovered) {
   EXPECT_TRUE(contains(l.detail, "1 backward, 1 without matmul Input Dims, 1 not BF16/FP16"));
 }
 
+// One or two token counts cannot be held out, and a curve through them would be flat beyond them: the prior's
+// curve keeps its shape, scaled through them.
+TEST(KinetoFit, FewTokenCountsScaleThePriorCurve) {
+  Builder b;
+  const Profile prior = h100_prior();
+  const double peak = prior.compute.peak_tflops * 1e12;
+  const double at = prior.compute.gemm_efficiency.at(4096);
+  // Measured at 4096 tokens: 80 % of what the prior says there.
+  b.add(mm(4096, 4096, 4096), "gemm", 2.0 * 4096 * 4096 * 4096 / (0.8 * at * peak) * 1e6);
+  const auto fit = fit_profile_from_traces({b.t}, prior);
+  const auto& c = fit.profile.compute.gemm_efficiency;
+  ASSERT_EQ(c.x, prior.compute.gemm_efficiency.x);
+  for (std::size_t i = 0; i < c.y.size(); ++i) {
+    EXPECT_NEAR(c.y[i], std::min(1.0, 0.8 * prior.compute.gemm_efficiency.y[i]), 1e-9);
+  }
+  EXPECT_FALSE(c.fit_mape);
+  const auto& l = line(fit, "compute.gemm_efficiency");
+  EXPECT_TRUE(l.fitted);
+  EXPECT_TRUE(contains(l.detail, "1 point(s): the prior's curve scaled by 0.800"));
+}
+
 TEST(KinetoFit, AttentionEfficiencyRecovered) {
   Builder b;
   const double peak = h100_prior().compute.peak_tflops * 1e12;

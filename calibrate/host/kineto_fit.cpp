@@ -101,6 +101,23 @@ struct Fitter {
     }
   }
 
+  /// Three or more points: the calibration's curve through them. Fewer leave nothing to hold out and would make
+  /// the curve flat beyond them, so the prior's curve keeps its shape, scaled by the median measured / prior ratio.
+  std::string set_curve(Curve& target, const std::vector<double>& x, const std::vector<double>& e,
+                        const std::string& what) const {
+    if (x.size() >= 3) {
+      target = efficiency_curve(x, e, kMeasuredHoldOutEvery, what);
+      return "";
+    }
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < x.size(); ++i) ratios.push_back(e[i] / target.at(x[i]));
+    const double r = median(ratios);
+    for (auto& y : target.y) y = std::min(1.0, y * r);
+    target.fit_mape = std::nullopt;
+    return "; " + std::to_string(x.size()) + " point(s): the prior's curve scaled by " + fixed(r, 3) +
+           " (3 or more are fitted as a curve with a held-out error)";
+  }
+
   void gemm() {
     const auto times = kernel_time_by_op(traces, "gemm");
     std::map<double, std::vector<double>> by_tokens;
@@ -141,12 +158,11 @@ struct Fitter {
       x.push_back(tokens);
       e.push_back(median(effs));
     }
-    p.compute.gemm_efficiency = efficiency_curve(x, e, kMeasuredHoldOutEvery, traces.front().file + ": GEMM");
+    const std::string scaled = set_curve(p.compute.gemm_efficiency, x, e, traces.front().file + ": GEMM");
     const auto& c = p.compute.gemm_efficiency;
     line({"compute.gemm_efficiency", true, static_cast<int>(x.size()), count_held(x.size()), c.fit_mape,
           fixed(c.y.front(), 3) + " at " + fixed(c.x.front(), 0) + " .. " + fixed(c.y.back(), 3) + " at " +
-              fixed(c.x.back(), 0) + " tokens (median over ops per token count; not used: " + skipped + ")" +
-              (x.size() == 1 ? "; one token count: a flat curve" : "")});
+              fixed(c.x.back(), 0) + " tokens (median over ops per token count; not used: " + skipped + ")" + scaled});
   }
 
   void attention() {
@@ -204,12 +220,11 @@ struct Fitter {
         x.push_back(len);
         e.push_back(median(effs));
       }
-      p.compute.attention_efficiency =
-          efficiency_curve(x, e, kMeasuredHoldOutEvery, traces.front().file + ": attention");
+      const std::string scaled = set_curve(p.compute.attention_efficiency, x, e, traces.front().file + ": attention");
       const auto& c = p.compute.attention_efficiency;
       line({"compute.attention_efficiency", true, static_cast<int>(x.size()), count_held(x.size()), c.fit_mape,
             fixed(c.y.front(), 3) + " at " + fixed(c.x.front(), 0) + " .. " + fixed(c.y.back(), 3) + " at " +
-                fixed(c.x.back(), 0) + " (not used: " + skipped + ")"});
+                fixed(c.x.back(), 0) + " (not used: " + skipped + ")" + scaled});
     }
     line({"compute.attention_backward_ratio", false, 0, 0, std::nullopt,
           "backward kernels run on autograd's threads with no link to their forward op in the trace"});
