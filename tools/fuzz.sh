@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-60}
 build=build-asan
-targets=(scenario profile length_trace sweep sweep_shard measurements)
+targets=(scenario profile length_trace sweep sweep_shard measurements kineto)
 declare -A seeds=(
   [scenario]="scenarios"
   [profile]="calibrate/profiles"
@@ -17,6 +17,7 @@ declare -A seeds=(
   [sweep]="scenarios/sweeps"
   [sweep_shard]="fuzz/seeds/sweep_shard"
   [measurements]="calibrate/profiles"
+  [kineto]="fuzz/seeds/kineto"
 )
 mkdir -p "$build/fuzz-findings"
 status=0

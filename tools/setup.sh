@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(build-essential cmake pkg-config libsimgrid-dev nlohmann-json3-dev libboost-program-options-dev
-          libgtest-dev libbenchmark-dev python3-matplotlib coinor-libcbc-dev)
+          libgtest-dev libbenchmark-dev python3-matplotlib coinor-libcbc-dev zlib1g-dev)
 cmake_args=()
 build_args=()
 while (($# > 0)); do

@@ -1,0 +1,593 @@
+#include "calibrate/host/kineto_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "calibrate/host/fit.hpp"
+#include "calibrate/host/gpu_kind.hpp"
+#include "calibrate/host/profile_fit.hpp"
+#include "policies/core/errors.hpp"
+
+namespace lcsim {
+namespace {
+
+std::string fixed(double v, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << v;
+  return out.str();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+int count_held(std::size_t n) {
+  const auto mask = held_out_mask(n, kMeasuredHoldOutEvery);
+  return static_cast<int>(std::count(mask.begin(), mask.end(), true));
+}
+
+double product(const std::vector<std::int64_t>& dims, std::size_t from, std::size_t to) {
+  double p = 1;
+  for (std::size_t i = from; i < to; ++i) p *= static_cast<double>(dims[i]);
+  return p;
+}
+
+/// Efficiencies refer to the dense BF16 peak: only BF16 and FP16 matmuls are measured against it.
+bool half_precision(const KinetoCpuOp& op) {
+  for (const auto& t : op.input_types) {
+    if (t.find("BFloat16") != std::string::npos || t.find("Half") != std::string::npos) return true;
+  }
+  return false;
+}
+
+/// Sum of each CPU op's kernels of one family, over the traces' steps (or the whole trace without steps).
+std::map<std::pair<std::size_t, int>, double> kernel_time_by_op(const std::vector<KinetoTrace>& traces,
+                                                                const std::string& family) {
+  std::map<std::pair<std::size_t, int>, double> out;
+  for (std::size_t t = 0; t < traces.size(); ++t) {
+    for (const auto& k : traces[t].kernels) {
+      if (k.family != family || k.op < 0) continue;
+      if (!traces[t].steps.empty() && k.step < 0) continue;
+      out[{t, k.op}] += k.dur_us * 1e-6;
+    }
+  }
+  return out;
+}
+
+/// The SDPA / FlashAttention ops with dense [batch, heads, seq, head_dim] shapes, and where is_causal is.
+struct AttentionOp {
+  const char* name;
+  bool heads_first;  ///< q is [B, H, S, D]; else [B, S, H, D]
+  std::size_t causal_index;
+};
+constexpr AttentionOp kAttentionOps[] = {
+    {"aten::_scaled_dot_product_flash_attention", true, 4},
+    {"aten::_scaled_dot_product_efficient_attention", true, 6},
+    {"aten::_scaled_dot_product_cudnn_attention", true, 6},
+    {"flash_attn::_flash_attn_forward", false, 5},
+};
+
+struct Fitter {
+  const std::vector<KinetoTrace>& traces;
+  const TraceFitOptions& options;
+  Profile p;
+  TraceFit out;
+  std::vector<std::string> fitted_notes, kept_notes;
+
+  double peak() const { return p.compute.peak_tflops * 1e12; }
+
+  void line(TraceFieldLine l) {
+    if (l.fitted) {
+      ++out.fitted_fields;
+      fitted_notes.push_back(l.field);
+    } else {
+      kept_notes.push_back(l.field + " (" + l.detail + ")");
+    }
+    out.report.push_back(std::move(l));
+  }
+
+  void check_efficiency(double e, std::size_t trace, const std::string& what) const {
+    if (e > 1) {
+      throw InputError(traces[trace].file + ": " + what + " ran at " + fixed(e * 100, 1) + " % of the prior's peak " +
+                       fixed(p.compute.peak_tflops, 0) + " TFLOP/s: the prior is for another GPU (pass --prior)");
+    }
+  }
+
+  /// Three or more points: the calibration's curve through them. Fewer leave nothing to hold out and would make
+  /// the curve flat beyond them, so the prior's curve keeps its shape, scaled by the median measured / prior ratio.
+  std::string set_curve(Curve& target, const std::vector<double>& x, const std::vector<double>& e,
+                        const std::string& what) const {
+    if (x.size() >= 3) {
+      target = efficiency_curve(x, e, kMeasuredHoldOutEvery, what);
+      return "";
+    }
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < x.size(); ++i) ratios.push_back(e[i] / target.at(x[i]));
+    const double r = median(ratios);
+    for (auto& y : target.y) y = std::min(1.0, y * r);
+    target.fit_mape = std::nullopt;
+    return "; " + std::to_string(x.size()) + " point(s): the prior's curve scaled by " + fixed(r, 3) +
+           " (3 or more are fitted as a curve with a held-out error)";
+  }
+
+  void gemm() {
+    const auto times = kernel_time_by_op(traces, "gemm");
+    std::map<double, std::vector<double>> by_tokens;
+    int other_dtype = 0, no_shape = 0, backward = 0;
+    for (const auto& [key, seconds] : times) {
+      const KinetoTrace& t = traces[key.first];
+      const KinetoCpuOp& op = t.ops[static_cast<std::size_t>(key.second)];
+      // Backward matmuls run on autograd's device threads; their first dimension is not the token count.
+      if (!t.steps.empty() && op.tid != t.step_thread) {
+        ++backward;
+        continue;
+      }
+      const auto shape = gemm_shape(op);
+      if (!shape) {
+        ++no_shape;
+        continue;
+      }
+      if (!half_precision(op)) {
+        ++other_dtype;
+        continue;
+      }
+      if (!(seconds > 0)) continue;
+      const double eff = 2 * shape->tokens * shape->n * shape->k / (seconds * peak());
+      check_efficiency(eff, key.first, op.name + " at " + fixed(shape->tokens, 0) + " tokens");
+      by_tokens[shape->tokens].push_back(eff);
+    }
+    std::string skipped = std::to_string(backward) + " backward, " + std::to_string(no_shape) +
+                          " without matmul Input Dims, " + std::to_string(other_dtype) +
+                          " not BF16/FP16 (the efficiencies refer to the BF16 peak)";
+    if (by_tokens.empty()) {
+      line({"compute.gemm_efficiency", false, 0, 0, std::nullopt,
+            "no forward BF16/FP16 matmul with recorded shapes (record_shapes=True) among " +
+                std::to_string(times.size()) + " GEMM ops: " + skipped});
+      return;
+    }
+    std::vector<double> x, e;
+    for (const auto& [tokens, effs] : by_tokens) {
+      x.push_back(tokens);
+      e.push_back(median(effs));
+    }
+    const std::string scaled = set_curve(p.compute.gemm_efficiency, x, e, traces.front().file + ": GEMM");
+    const auto& c = p.compute.gemm_efficiency;
+    line({"compute.gemm_efficiency", true, static_cast<int>(x.size()), count_held(x.size()), c.fit_mape,
+          fixed(c.y.front(), 3) + " at " + fixed(c.x.front(), 0) + " .. " + fixed(c.y.back(), 3) + " at " +
+              fixed(c.x.back(), 0) + " tokens (median over ops per token count; not used: " + skipped + ")" + scaled});
+  }
+
+  void attention() {
+    const auto times = kernel_time_by_op(traces, "attention");
+    std::map<double, std::vector<double>> by_len;
+    int varlen = 0, no_shape = 0, no_causal = 0, backward = 0;
+    for (const auto& [key, seconds] : times) {
+      const KinetoTrace& t = traces[key.first];
+      const KinetoCpuOp& op = t.ops[static_cast<std::size_t>(key.second)];
+      if (!t.steps.empty() && op.tid != t.step_thread) {
+        ++backward;
+        continue;
+      }
+      const AttentionOp* kind = nullptr;
+      for (const auto& a : kAttentionOps) {
+        if (op.name == a.name) kind = &a;
+      }
+      if (!kind || op.input_dims.empty()) {
+        ++(op.name.find("varlen") != std::string::npos || op.name == "aten::_flash_attention_forward" ? varlen
+                                                                                                      : no_shape);
+        continue;
+      }
+      const auto& q = op.input_dims[0];
+      if (q.size() != 4) {
+        ++(q.size() == 3 ? varlen : no_shape);
+        continue;
+      }
+      if (op.concrete_inputs.size() <= kind->causal_index ||
+          (op.concrete_inputs[kind->causal_index] != "True" && op.concrete_inputs[kind->causal_index] != "False")) {
+        ++no_causal;
+        continue;
+      }
+      const bool causal = op.concrete_inputs[kind->causal_index] == "True";
+      const double b = static_cast<double>(q[0]);
+      const double s = static_cast<double>(kind->heads_first ? q[2] : q[1]);
+      const double h = static_cast<double>(kind->heads_first ? q[1] : q[2]);
+      const double d = static_cast<double>(q[3]);
+      // The profile's convention: causal forward FLOPs 2 s^2 q_hidden; a full mask does twice the work.
+      const double flops = b * (causal ? 2.0 : 4.0) * s * s * h * d;
+      if (!(seconds > 0)) continue;
+      const double eff = flops / (seconds * peak());
+      check_efficiency(eff, key.first, op.name + " at sequence length " + fixed(s, 0));
+      by_len[s].push_back(eff);
+    }
+    const std::string skipped = std::to_string(backward) + " backward, " + std::to_string(varlen) +
+                                " varlen (lengths are tensor values, not recorded), " + std::to_string(no_shape) +
+                                " without dense q shapes, " + std::to_string(no_causal) + " without is_causal";
+    if (by_len.empty()) {
+      line({"compute.attention_efficiency", false, 0, 0, std::nullopt,
+            "no forward SDPA/FlashAttention op with dense shapes among " + std::to_string(times.size()) +
+                " attention ops: " + skipped});
+    } else {
+      std::vector<double> x, e;
+      for (const auto& [len, effs] : by_len) {
+        x.push_back(len);
+        e.push_back(median(effs));
+      }
+      const std::string scaled = set_curve(p.compute.attention_efficiency, x, e, traces.front().file + ": attention");
+      const auto& c = p.compute.attention_efficiency;
+      line({"compute.attention_efficiency", true, static_cast<int>(x.size()), count_held(x.size()), c.fit_mape,
+            fixed(c.y.front(), 3) + " at " + fixed(c.x.front(), 0) + " .. " + fixed(c.y.back(), 3) + " at " +
+                fixed(c.x.back(), 0) + " (not used: " + skipped + ")" + scaled});
+    }
+    line({"compute.attention_backward_ratio", false, 0, 0, std::nullopt,
+          "backward kernels run on autograd's threads with no link to their forward op in the trace"});
+  }
+
+  std::optional<LinkClass> link_of(const KinetoCollective& c, const KinetoTrace& t, std::string& why) const {
+    const int g = options.gpus_per_node;
+    if (!c.ranks.empty()) {
+      const int node = c.ranks.front() / g;
+      const bool one = std::all_of(c.ranks.begin(), c.ranks.end(), [&](int r) { return r / g == node; });
+      return one ? LinkClass::NvLink : LinkClass::InfiniBand;
+    }
+    if (t.world_size && *t.world_size <= g) return LinkClass::NvLink;
+    why = "group ranks not recorded and the job spans more than one node";
+    return std::nullopt;
+  }
+
+  void collectives() {
+    using Key = std::tuple<CollectiveOp, LinkClass, int>;
+    std::map<Key, std::map<double, std::vector<double>>> samples;
+    std::map<std::string, int> skipped;
+    int kernels = 0;
+    for (const auto& t : traces) {
+      for (const auto& k : t.kernels) {
+        if (k.family != "collective") continue;
+        if (!t.steps.empty() && k.step < 0) continue;
+        ++kernels;
+        const KinetoCollective* c = k.collective ? &*k.collective : nullptr;
+        if (!c && k.op >= 0) {
+          const auto& op = t.ops[static_cast<std::size_t>(k.op)];
+          if (op.collective) c = &*op.collective;
+        }
+        if (!c) {
+          ++skipped["no c10d metadata (recent PyTorch records it)"];
+          continue;
+        }
+        std::string why;
+        const auto size = collective_size(*c, why);
+        if (!size) {
+          ++skipped[why];
+          continue;
+        }
+        if (c->group_size < 2) {
+          ++skipped["group of " + std::to_string(c->group_size) + " GPU"];
+          continue;
+        }
+        const auto link = link_of(*c, t, why);
+        if (!link) {
+          ++skipped[why];
+          continue;
+        }
+        const int group = size->op == CollectiveOp::SendRecv ? 2 : c->group_size;
+        samples[{size->op, *link, group}][size->bytes].push_back(k.dur_us * 1e-6);
+      }
+    }
+    std::string skipped_text;
+    for (const auto& [why, n] : skipped)
+      skipped_text += (skipped_text.empty() ? "" : ", ") + std::to_string(n) + " " + why;
+    if (samples.empty()) {
+      line({"collectives", false, 0, 0, std::nullopt,
+            kernels == 0 ? "no NCCL kernels in the traces' steps"
+                         : std::to_string(kernels) + " NCCL kernels, none usable: " + skipped_text});
+      return;
+    }
+    std::set<std::pair<CollectiveOp, LinkClass>> replaced;
+    for (const auto& [key, by_size] : samples) {
+      const auto& [op, link, group] = key;
+      const std::string field = "collectives " + std::string(to_string(op)) + " " + std::string(to_string(link)) +
+                                " n=" + std::to_string(group);
+      std::vector<CollectiveSample> points;
+      int calls = 0;
+      for (const auto& [bytes, seconds] : by_size) {
+        points.push_back({bytes, median(seconds)});
+        calls += static_cast<int>(seconds.size());
+      }
+      if (points.size() < 2) {
+        line({field, false, 1, 0, std::nullopt,
+              std::to_string(calls) + " call(s) of one size " + fixed(points.front().bytes, 0) +
+                  " B: latency and bandwidth need two sizes or more"});
+        continue;
+      }
+      try {
+        const auto fit = fit_collective_segments(points, op, group, kMeasuredHoldOutEvery);
+        const CollectiveFit entry = fit.to_profile_entry(link, true);
+        if (!replaced.count({op, link})) {
+          // As a calibration does: a measured group size stands for its neighbours better than a derived prior.
+          std::erase_if(p.collectives, [&](const CollectiveFit& e) { return e.op == op && e.link == link; });
+          std::erase_if(p.provenance.fitted_on,
+                        [&](const FittedOn& f) { return f.parameter == collective_parameter(op, link); });
+          replaced.insert({op, link});
+        }
+        p.collectives.push_back(entry);
+        std::string result;
+        for (const auto& s : entry.segments) {
+          if (!result.empty()) result += "; ";
+          result += fixed(s.latency_us, 1) + " us + " + fixed(s.bus_GBps, 1) + " GB/s";
+          if (std::isfinite(s.max_bytes)) result += " up to " + fixed(s.max_bytes / 1024, 0) + " KiB";
+        }
+        line({field, true, static_cast<int>(points.size()), count_held(points.size()), entry.fit_mape,
+              result + " (" + std::to_string(calls) +
+                  " calls, median per size; kernel time includes waiting for "
+                  "the slowest rank)"});
+      } catch (const InputError& e) {
+        line(
+            {field, false, static_cast<int>(points.size()), 0, std::nullopt, std::string("not fittable: ") + e.what()});
+      }
+    }
+    std::stable_sort(p.collectives.begin(), p.collectives.end(), [](const CollectiveFit& a, const CollectiveFit& b) {
+      return std::tie(a.link, a.op, a.group_size) < std::tie(b.link, b.op, b.group_size);
+    });
+    if (!skipped_text.empty()) kept_notes.push_back("NCCL kernels not used: " + skipped_text);
+  }
+
+  void steps() {
+    double step_sum = 0, idle_sum = 0, busy_sum = 0;
+    int steps = 0;
+    for (const auto& t : traces) {
+      std::vector<std::vector<std::pair<double, double>>> intervals(t.steps.size());
+      for (const auto& k : t.kernels) {
+        if (k.step >= 0) intervals[static_cast<std::size_t>(k.step)].push_back({k.ts_us, k.ts_us + k.dur_us});
+      }
+      for (std::size_t s = 0; s < t.steps.size(); ++s) {
+        auto& iv = intervals[s];
+        if (iv.empty()) continue;
+        std::sort(iv.begin(), iv.end());
+        // Union of the kernels' intervals over every stream: the time some kernel ran.
+        double busy = 0, start = iv.front().first, end = iv.front().second;
+        const double first = start;
+        double last = end;
+        for (const auto& [a, b] : iv) {
+          if (a > end) {
+            busy += end - start;
+            start = a;
+          }
+          end = std::max(end, b);
+          last = std::max(last, b);
+        }
+        busy += end - start;
+        ++steps;
+        step_sum += t.steps[s].dur_us * 1e-6;
+        busy_sum += busy * 1e-6;
+        idle_sum += (last - first - busy) * 1e-6;
+      }
+    }
+    out.steps.steps = steps;
+    if (steps == 0) {
+      line({"framework per-step overhead", false, 0, 0, std::nullopt,
+            "no ProfilerStep#N window with kernels (profile with a schedule and call prof.step())"});
+      return;
+    }
+    out.steps.mean_step_s = step_sum / steps;
+    out.steps.mean_gpu_idle_s = idle_sum / steps;
+    out.steps.mean_gpu_busy_s = busy_sum / steps;
+    // Not a profile field: the cost model has no per-step framework term yet (docs/calibration.md).
+    out.report.push_back({"framework per-step overhead", false, steps, 0, std::nullopt,
+                          "measured, not in the cost model: GPU idle " + fixed(out.steps.mean_gpu_idle_s * 1e3, 3) +
+                              " ms between kernels per step (busy " + fixed(out.steps.mean_gpu_busy_s * 1e3, 3) +
+                              " ms; step " + fixed(out.steps.mean_step_s * 1e3, 3) + " ms), recorded in the notes",
+                          true});
+  }
+
+  void kept_fields() {
+    line({"compute.layer_overhead_us, layer_work_overhead", false, 0, 0, std::nullopt,
+          "needs whole-layer times over several micro-batch compositions; a trace has one job's shapes and no "
+          "layer boundaries lcsim can rely on"});
+    line({"compute.optimizer_us_per_mparam", false, 0, 0, std::nullopt,
+          "the trace does not say how many parameters the optimizer step updated"});
+    line({"memory.*", false, 0, 0, std::nullopt, "activation memory needs allocator probes, not kernel times"});
+  }
+
+  void provenance(const Profile& prior) {
+    auto& pv = p.provenance;
+    std::string device, files;
+    std::optional<std::uint64_t> base;
+    for (const auto& t : traces) {
+      files += (files.empty() ? "" : ", ") + t.file;
+      if (!t.device_name.empty() && device.empty()) device = t.device_name;
+      if (t.base_time_ns && !base) base = t.base_time_ns;
+    }
+    pv.calibrated = true;
+    pv.source = "PyTorch profiler trace";
+    pv.device = device.empty() ? "unknown (the traces have no deviceProperties)" : device;
+    if (base) {
+      const std::time_t secs = static_cast<std::time_t>(*base / 1000000000u);
+      std::tm tm{};
+      gmtime_r(&secs, &tm);
+      char text[32];
+      std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+      pv.date = text;
+    } else {
+      pv.date = "unknown (the traces have no baseTimeNanoseconds)";
+    }
+    pv.tool_version = LCSIM_VERSION;
+    pv.driver = pv.cuda = pv.nccl = "";
+    pv.model = "";
+    std::string notes = "Fitted by lcsim-fit-trace from " + std::to_string(traces.size()) +
+                        " PyTorch profiler trace(s): " + files + ". Fitted: ";
+    for (std::size_t i = 0; i < fitted_notes.size(); ++i) notes += (i ? "; " : "") + fitted_notes[i];
+    notes += ". Kept from the prior (" + prior.label() + "): peak_tflops " + fixed(p.compute.peak_tflops, 0) +
+             " (efficiencies refer to it), network, logits bytes, static bytes per parameter, reserve";
+    for (const auto& k : kept_notes) notes += "; " + k;
+    notes += ". Held-out MAPE:";
+    for (const auto& l : out.report) {
+      if (l.held_out_mape) notes += " " + l.field + " " + fixed(*l.held_out_mape * 100, 1) + " %;";
+    }
+    if (out.steps.steps > 0) {
+      notes += " Measured step: " + fixed(out.steps.mean_step_s * 1e3, 3) + " ms mean over " +
+               std::to_string(out.steps.steps) + " ProfilerStep windows; framework overhead (GPU idle between " +
+               "kernels inside a step, not in the cost model): " + fixed(out.steps.mean_gpu_idle_s * 1e3, 3) +
+               " ms per step.";
+    }
+    pv.notes = notes;
+    const std::string kind = match_gpu_kind(device);
+    if (!kind.empty()) p.gpu = kind;
+  }
+};
+
+}  // namespace
+
+std::optional<GemmShape> gemm_shape(const KinetoCpuOp& op) {
+  const auto& d = op.input_dims;
+  auto dims = [&](std::size_t i, std::size_t rank) { return i < d.size() && d[i].size() == rank; };
+  if (op.name == "aten::mm" && dims(0, 2) && dims(1, 2)) {
+    return GemmShape{double(d[0][0]), double(d[1][1]), double(d[0][1])};
+  }
+  if (op.name == "aten::addmm" && dims(1, 2) && dims(2, 2)) {
+    return GemmShape{double(d[1][0]), double(d[2][1]), double(d[1][1])};
+  }
+  if (op.name == "aten::bmm" && dims(0, 3) && dims(1, 3)) {
+    return GemmShape{double(d[0][0]) * double(d[0][1]), double(d[1][2]), double(d[0][2])};
+  }
+  if (op.name == "aten::baddbmm" && dims(1, 3) && dims(2, 3)) {
+    return GemmShape{double(d[1][0]) * double(d[1][1]), double(d[2][2]), double(d[1][2])};
+  }
+  if ((op.name == "aten::linear" || op.name == "aten::matmul") && d.size() >= 2 && d[0].size() >= 2 &&
+      d[1].size() == 2) {
+    const auto& x = d[0];
+    // linear's weight is [out, in]; matmul's second operand is [in, out].
+    const bool linear = op.name == "aten::linear";
+    return GemmShape{product(x, 0, x.size() - 1), double(linear ? d[1][0] : d[1][1]), double(x.back())};
+  }
+  return std::nullopt;
+}
+
+std::optional<CollectiveSize> collective_size(const KinetoCollective& c, std::string& why) {
+  static const std::map<std::string, CollectiveOp> kOps{
+      {"allreduce", CollectiveOp::AllReduce},
+      {"all_reduce", CollectiveOp::AllReduce},
+      {"allreduce_coalesced", CollectiveOp::AllReduce},
+      {"allgather", CollectiveOp::AllGather},
+      {"all_gather", CollectiveOp::AllGather},
+      {"_allgather_base", CollectiveOp::AllGather},
+      {"allgather_into_tensor_coalesced", CollectiveOp::AllGather},
+      {"all_gather_into_tensor_coalesced", CollectiveOp::AllGather},
+      {"reduce_scatter", CollectiveOp::ReduceScatter},
+      {"_reduce_scatter_base", CollectiveOp::ReduceScatter},
+      {"reduce_scatter_tensor_coalesced", CollectiveOp::ReduceScatter},
+      {"all_to_all", CollectiveOp::AllToAll},
+      {"alltoall", CollectiveOp::AllToAll},
+      {"alltoall_base", CollectiveOp::AllToAll},
+      {"all_to_allv", CollectiveOp::AllToAll},
+      {"send", CollectiveOp::SendRecv},
+      {"recv", CollectiveOp::SendRecv},
+  };
+  static const std::map<std::string, double> kBytes{
+      {"Float", 4},         {"Double", 8},      {"Half", 2},         {"BFloat16", 2}, {"Int", 4},
+      {"Long", 8},          {"Short", 2},       {"Char", 1},         {"Byte", 1},     {"Bool", 1},
+      {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}, {"ComplexFloat", 8}, {"UInt32", 4},   {"UInt64", 8}};
+  const auto op = kOps.find(c.name);
+  if (op == kOps.end()) {
+    why = "\"" + c.name + "\" (no profile entry for it)";
+    return std::nullopt;
+  }
+  const auto bytes = kBytes.find(c.dtype);
+  if (bytes == kBytes.end()) {
+    why = "dtype \"" + c.dtype + "\" unknown";
+    return std::nullopt;
+  }
+  // nccl-tests' size: all_gather the gathered output; reduce_scatter, all_reduce, all_to_all the input buffer.
+  const auto& n = op->second == CollectiveOp::AllGather ? c.out_nelems : c.in_nelems;
+  const auto& other = op->second == CollectiveOp::AllGather ? c.in_nelems : c.out_nelems;
+  std::optional<std::uint64_t> elements = n;
+  if (op->second == CollectiveOp::SendRecv && (!n || *n == 0)) elements = other;  // a recv records its output
+  if (!elements || *elements == 0) {
+    why = "no message size (In/Out msg nelems)";
+    return std::nullopt;
+  }
+  return CollectiveSize{op->second, static_cast<double>(*elements) * bytes->second};
+}
+
+TraceFit fit_profile_from_traces(const std::vector<KinetoTrace>& traces, const Profile& prior,
+                                 const TraceFitOptions& options) {
+  if (traces.empty()) throw InputError("no trace given");
+  if (options.gpus_per_node < 1) throw InputError("--gpus-per-node: must be at least 1");
+  for (const auto& t : traces) {
+    if (!t.device_name.empty() && !traces.front().device_name.empty() && t.device_name != traces.front().device_name) {
+      throw InputError(t.file + ": traced on " + t.device_name + ", " + traces.front().file + " on " +
+                       traces.front().device_name + ": one profile describes one GPU kind");
+    }
+  }
+  Fitter f{traces, options, prior, {}, {}, {}};
+  f.gemm();
+  f.attention();
+  f.collectives();
+  f.kept_fields();
+  f.steps();
+  f.provenance(prior);
+  f.out.profile = std::move(f.p);
+  return std::move(f.out);
+}
+
+nlohmann::ordered_json trace_steps_results(const std::vector<KinetoTrace>& traces, const std::string& scenario_name,
+                                           const std::string& scenario_file, const std::string& policy) {
+  // A step ends when its slowest rank does: per step number, the longest ProfilerStep over the traces.
+  std::map<std::int64_t, double> step_s;
+  std::string device, files;
+  for (const auto& t : traces) {
+    for (const auto& s : t.steps) step_s[s.number] = std::max(step_s[s.number], s.dur_us * 1e-6);
+    if (device.empty()) device = t.device_name;
+    files += (files.empty() ? "" : ", ") + t.file;
+  }
+  if (step_s.empty()) throw InputError(traces.front().file + ": no ProfilerStep#N: no step time to measure");
+  nlohmann::ordered_json iterations = nlohmann::ordered_json::array();
+  double sum = 0;
+  for (const auto& [number, seconds] : step_s) {
+    iterations.push_back({{"step", number}, {"seconds", seconds}});
+    sum += seconds;
+  }
+  nlohmann::ordered_json out;
+  out["schema"] = "lcsim-results/1";
+  out["mode"] = "live";
+  out["scenario"] = scenario_name;
+  out["scenario_file"] = scenario_file;
+  out["baseline"] = policy;
+  out["policies"] = nlohmann::ordered_json::array({{{"name", policy},
+                                                    {"mean_iteration_s", sum / static_cast<double>(step_s.size())},
+                                                    {"speedup_vs_baseline", 1.0},
+                                                    {"oom_iterations", 0},
+                                                    {"iterations", iterations}}});
+  out["live"] = {
+      {"execution", "the user's own training job, PyTorch profiler (Kineto) trace"},
+      {"device", std::to_string(traces.size()) + " trace(s), " + (device.empty() ? "device unknown" : device)},
+      {"notes",
+       {"written by lcsim-fit-trace from " + files +
+        "; seconds = the slowest rank's ProfilerStep#N "
+        "duration, per step number (the profiler's own overhead included)"}}};
+  return out;
+}
+
+std::string format_trace_fit_report(const TraceFit& fit) {
+  std::ostringstream out;
+  out << std::left << std::setw(48) << "field" << std::setw(8) << "status" << std::setw(8) << "points" << std::setw(10)
+      << "held-out"
+      << "result / why\n";
+  for (const auto& l : fit.report) {
+    out << std::setw(48) << l.field << std::setw(8)
+        << (l.fitted  ? "fitted"
+            : l.noted ? "noted"
+                      : "prior")
+        << std::setw(8) << l.points << std::setw(10)
+        << (l.held_out_mape ? fixed(*l.held_out_mape * 100, 1) + " %" : "n/a") << l.detail << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace lcsim

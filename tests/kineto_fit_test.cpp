@@ -1,0 +1,467 @@
+// A profile from Kineto traces: synthetic traces made from known efficiencies, collective latencies and
+// bandwidths must give them back through the calibration's fits; what a trace lacks keeps the prior and says why;
+// the command line writes a loadable profile and exits 2 on bad traces.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "calibrate/host/default_profile.hpp"
+#include "calibrate/host/kineto_fit.hpp"
+#include "calibrate/host/kineto_kernels.hpp"
+#include "policies/core/errors.hpp"
+#include "policies/core/model.hpp"
+#include "tests/command_run_support.hpp"
+#include "traces/validation.hpp"
+
+namespace lcsim {
+namespace {
+
+using testing::contains;
+using testing::run_command;
+
+constexpr std::uint64_t kMainThread = 1, kAutogradThread = 2;
+
+Profile h100_prior() {
+  return derive_default_profile(named_gpu("H100-SXM"));
+}
+
+/// One step [0, 1e9) on the main thread; ops and kernels added with add().
+struct Builder {
+  KinetoTrace t;
+  double clock = 10;
+  Builder() {
+    t.file = "synthetic.json";
+    t.step_thread = kMainThread;
+    t.steps.push_back({1, 0, 1e9});
+  }
+  void add(KinetoCpuOp op, const std::string& family, double dur_us, std::optional<KinetoCollective> meta = {},
+           std::uint64_t tid = kMainThread) {
+    op.tid = tid;
+    op.ts_us = clock;
+    t.ops.push_back(std::move(op));
+    KinetoKernel k;
+    k.name = family + "_kernel";
+    k.family = family;
+    k.ts_us = clock;
+    k.dur_us = dur_us;
+    k.op = static_cast<int>(t.ops.size()) - 1;
+    k.step = 0;
+    k.collective = std::move(meta);
+    t.kernels.push_back(k);
+    clock += dur_us + 5;  // 5 us idle after every kernel
+  }
+};
+
+KinetoCpuOp mm(double m, double n, double k, const std::string& type = "c10::BFloat16") {
+  KinetoCpuOp op;
+  op.name = "aten::mm";
+  op.input_dims = {{static_cast<std::int64_t>(m), static_cast<std::int64_t>(k)},
+                   {static_cast<std::int64_t>(k), static_cast<std::int64_t>(n)}};
+  op.input_types = {type, type};
+  return op;
+}
+
+double gemm_truth(double tokens) {
+  return 0.2 + 0.1 * std::log2(tokens / 128);
+}  // 0.2 at 128 .. 0.9 at 16384
+
+const TraceFieldLine& line(const TraceFit& f, const std::string& field) {
+  for (const auto& l : f.report) {
+    if (l.field == field) return l;
+  }
+  throw std::runtime_error("no report line " + field);
+}
+
+TEST(KinetoFit, GemmEfficiencyRecovered) {
+  Builder b;
+  const double peak = h100_prior().compute.peak_tflops * 1e12;
+  std::vector<double> tokens;
+  for (double t = 128; t <= 16384; t *= 2) tokens.push_back(t);
+  for (double t : tokens) {
+    const double flops = 2 * t * 4096 * 4096;
+    b.add(mm(t, 4096, 4096), "gemm", flops / (gemm_truth(t) * peak) * 1e6);
+    b.add(mm(t, 4096, 4096), "gemm", flops / (gemm_truth(t) * peak) * 1e6);  // a second call: median
+  }
+  // Decoys that a wrong implementation would count: a backward matmul, an FP32 one, a non-matmul GEMM kernel.
+  b.add(mm(1024, 4096, 4096), "gemm", 1e6, {}, kAutogradThread);
+  b.add(mm(1024, 4096, 4096, "float"), "gemm", 1e6);
+  KinetoCpuOp conv;
+  conv.name = "aten::cudnn_convolution";
+  b.add(conv, "gemm", 1e6);
+  const auto fit = fit_profile_from_traces({b.t}, h100_prior());
+  const auto& c = fit.profile.compute.gemm_efficiency;
+  ASSERT_EQ(c.x, tokens);
+  for (std::size_t i = 0; i < tokens.size(); ++i) EXPECT_NEAR(c.y[i], gemm_truth(tokens[i]), 1e-9) << tokens[i];
+  const auto& l = line(fit, "compute.gemm_efficiency");
+  EXPECT_TRUE(l.fitted);
+  EXPECT_EQ(l.points, 8);
+  EXPECT_EQ(l.held_out, 2);  // every 3rd point (i % 3 == 1, never the last) of 8
+  ASSERT_TRUE(l.held_out_mape);
+  // Linear in log(tokens): interpolation in log(x) is exact.
+  EXPECT_LT(*l.held_out_mape, 1e-9);
+  EXPECT_TRUE(contains(l.detail, "1 backward, 1 without matmul Input Dims, 1 not BF16/FP16"));
+}
+
+// One or two token counts cannot be held out, and a curve through them would be flat beyond them: the prior's
+// curve keeps its shape, scaled through them.
+TEST(KinetoFit, FewTokenCountsScaleThePriorCurve) {
+  Builder b;
+  const Profile prior = h100_prior();
+  const double peak = prior.compute.peak_tflops * 1e12;
+  const double at = prior.compute.gemm_efficiency.at(4096);
+  // Measured at 4096 tokens: 80 % of what the prior says there.
+  b.add(mm(4096, 4096, 4096), "gemm", 2.0 * 4096 * 4096 * 4096 / (0.8 * at * peak) * 1e6);
+  const auto fit = fit_profile_from_traces({b.t}, prior);
+  const auto& c = fit.profile.compute.gemm_efficiency;
+  ASSERT_EQ(c.x, prior.compute.gemm_efficiency.x);
+  for (std::size_t i = 0; i < c.y.size(); ++i) {
+    EXPECT_NEAR(c.y[i], std::min(1.0, 0.8 * prior.compute.gemm_efficiency.y[i]), 1e-9);
+  }
+  EXPECT_FALSE(c.fit_mape);
+  const auto& l = line(fit, "compute.gemm_efficiency");
+  EXPECT_TRUE(l.fitted);
+  EXPECT_TRUE(contains(l.detail, "1 point(s): the prior's curve scaled by 0.800"));
+}
+
+TEST(KinetoFit, AttentionEfficiencyRecovered) {
+  Builder b;
+  const double peak = h100_prior().compute.peak_tflops * 1e12;
+  std::vector<double> lens{512, 1024, 2048, 4096, 8192};
+  for (double s : lens) {
+    const double eff = 0.3 + 0.05 * std::log2(s / 512);
+    KinetoCpuOp op;
+    op.name = "aten::_scaled_dot_product_flash_attention";
+    op.input_dims = {{2, 32, static_cast<std::int64_t>(s), 128}};
+    op.concrete_inputs = {"", "", "", "0.0", "True", "False", ""};
+    b.add(op, "attention", 2 * 2 * s * s * 32 * 128 / (eff * peak) * 1e6);
+  }
+  // A full (non-causal) mask does twice the FLOPs: same efficiency at twice the time.
+  KinetoCpuOp full;
+  full.name = "aten::_scaled_dot_product_flash_attention";
+  full.input_dims = {{1, 32, 16384, 128}};
+  full.concrete_inputs = {"", "", "", "0.0", "False", "False", ""};
+  b.add(full, "attention", 4.0 * 16384 * 16384 * 32 * 128 / (0.6 * peak) * 1e6);
+  const auto fit = fit_profile_from_traces({b.t}, h100_prior());
+  const auto& c = fit.profile.compute.attention_efficiency;
+  ASSERT_EQ(c.x.size(), 6u);
+  EXPECT_NEAR(c.y.front(), 0.3, 1e-9);
+  EXPECT_NEAR(c.y[4], 0.5, 1e-9);
+  EXPECT_NEAR(c.y.back(), 0.6, 1e-9);
+  EXPECT_TRUE(line(fit, "compute.attention_efficiency").fitted);
+  EXPECT_FALSE(line(fit, "compute.attention_backward_ratio").fitted);
+  EXPECT_EQ(fit.profile.compute.attention_backward_ratio, h100_prior().compute.attention_backward_ratio);
+}
+
+KinetoCollective allreduce(std::uint64_t elements, std::vector<int> ranks) {
+  KinetoCollective c;
+  c.name = "allreduce";
+  c.in_nelems = c.out_nelems = elements;
+  c.group_size = static_cast<int>(ranks.size());
+  c.dtype = "BFloat16";
+  c.ranks = std::move(ranks);
+  return c;
+}
+
+TEST(KinetoFit, CollectiveLatencyAndBandwidthPerLink) {
+  Builder b;
+  const std::vector<int> node0{0, 1, 2, 3, 4, 5, 6, 7}, across{0, 8};
+  for (double bytes = 1 << 20; bytes <= double(1 << 30); bytes *= 2) {
+    const double nvlink_s = 20e-6 + bytes * bus_factor(CollectiveOp::AllReduce, 8) / 300e9;
+    const double ib_s = 40e-6 + bytes * bus_factor(CollectiveOp::AllReduce, 2) / 40e9;
+    b.add(KinetoCpuOp{}, "collective", nvlink_s * 1e6, allreduce(static_cast<std::uint64_t>(bytes / 2), node0));
+    b.add(KinetoCpuOp{}, "collective", ib_s * 1e6, allreduce(static_cast<std::uint64_t>(bytes / 2), across));
+  }
+  KinetoCollective bcast = allreduce(1000, node0);
+  bcast.name = "broadcast";
+  b.add(KinetoCpuOp{}, "collective", 10, bcast);
+  const auto fit = fit_profile_from_traces({b.t}, h100_prior());
+  auto find = [&](LinkClass link, int n) -> const CollectiveFit& {
+    for (const auto& c : fit.profile.collectives) {
+      if (c.op == CollectiveOp::AllReduce && c.link == link && c.group_size == n) return c;
+    }
+    throw std::runtime_error("missing entry");
+  };
+  const auto& nv = find(LinkClass::NvLink, 8);
+  ASSERT_EQ(nv.segments.size(), 1u);
+  EXPECT_NEAR(nv.segments[0].latency_us, 20, 0.01);
+  EXPECT_NEAR(nv.segments[0].bus_GBps, 300, 0.01);
+  EXPECT_TRUE(nv.measured);
+  const auto& ib = find(LinkClass::InfiniBand, 2);
+  EXPECT_NEAR(ib.segments[0].latency_us, 40, 0.01);
+  EXPECT_NEAR(ib.segments[0].bus_GBps, 40, 0.01);
+  // The prior's all_reduce entries on those links went (a measured group stands for its neighbours).
+  for (const auto& c : fit.profile.collectives) {
+    if (c.op == CollectiveOp::AllReduce) {
+      EXPECT_TRUE(c.measured);
+    }
+  }
+  EXPECT_TRUE(line(fit, "collectives all_reduce nvlink n=8").fitted);
+  EXPECT_TRUE(contains(fit.profile.provenance.notes, "\"broadcast\" (no profile entry for it)"));
+}
+
+TEST(KinetoFit, OneSizeIsNotAFit) {
+  Builder b;
+  for (int i = 0; i < 3; ++i) b.add(KinetoCpuOp{}, "collective", 100, allreduce(1 << 20, {0, 1}));
+  const auto fit = fit_profile_from_traces({b.t}, h100_prior());
+  const auto& l = line(fit, "collectives all_reduce nvlink n=2");
+  EXPECT_FALSE(l.fitted);
+  EXPECT_TRUE(contains(l.detail, "need two sizes"));
+  EXPECT_EQ(fit.fitted_fields, 0);
+}
+
+TEST(KinetoFit, StepOverheadIsIdleBetweenKernels) {
+  Builder b;
+  // Two streams: 0-100 and 50-150 overlap (busy 150), then a 30 us gap, then 180-200.
+  auto kernel = [&](double ts, double dur) {
+    KinetoKernel k;
+    k.family = "other";
+    k.ts_us = ts;
+    k.dur_us = dur;
+    k.step = 0;
+    b.t.kernels.push_back(k);
+  };
+  kernel(0, 100);
+  kernel(50, 100);
+  kernel(180, 20);
+  b.t.steps[0].dur_us = 250;
+  const auto fit = fit_profile_from_traces({b.t}, h100_prior());
+  EXPECT_EQ(fit.steps.steps, 1);
+  EXPECT_NEAR(fit.steps.mean_gpu_busy_s, 170e-6, 1e-12);
+  EXPECT_NEAR(fit.steps.mean_gpu_idle_s, 30e-6, 1e-12);
+  EXPECT_NEAR(fit.steps.mean_step_s, 250e-6, 1e-12);
+  EXPECT_TRUE(line(fit, "framework per-step overhead").noted);
+  EXPECT_TRUE(contains(format_trace_fit_report(fit), "framework per-step overhead                     noted"));
+  EXPECT_TRUE(contains(fit.profile.provenance.notes, "0.030 ms per step"));
+}
+
+TEST(KinetoFit, MissingFieldsKeepThePriorAndSayWhy) {
+  Builder b;
+  b.add(mm(1024, 4096, 4096), "gemm", 1000);
+  b.add(mm(2048, 4096, 4096), "gemm", 2000);
+  const auto fit = fit_profile_from_traces({b.t}, h100_prior());
+  const auto prior = h100_prior();
+  EXPECT_EQ(fit.profile.compute.attention_efficiency.y, prior.compute.attention_efficiency.y);
+  EXPECT_EQ(fit.profile.compute.layer_overhead_us, prior.compute.layer_overhead_us);
+  EXPECT_FALSE(line(fit, "compute.attention_efficiency").fitted);
+  EXPECT_TRUE(contains(line(fit, "collectives").detail, "no NCCL kernels"));
+  EXPECT_TRUE(contains(fit.profile.provenance.notes, "Kept from the prior"));
+  EXPECT_TRUE(contains(fit.profile.provenance.notes, "compute.attention_efficiency (no forward SDPA"));
+  EXPECT_EQ(fit.profile.provenance.source, "PyTorch profiler trace");
+}
+
+TEST(KinetoFit, AbovePeakIsAnInputError) {
+  Builder b;
+  b.add(mm(8192, 8192, 8192), "gemm", 1);  // 1.1 PFLOP in 1 us
+  try {
+    fit_profile_from_traces({b.t}, h100_prior());
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "synthetic.json: aten::mm at 8192 tokens ran at"));
+  }
+}
+
+TEST(KinetoFit, GemmShapesAndCollectiveSizes) {
+  KinetoCpuOp op;
+  op.name = "aten::addmm";
+  op.input_dims = {{256}, {100, 64}, {64, 256}};
+  auto s = gemm_shape(op);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->tokens, 100);
+  EXPECT_EQ(s->n, 256);
+  EXPECT_EQ(s->k, 64);
+  op.name = "aten::linear";
+  op.input_dims = {{4, 512, 1024}, {3072, 1024}, {3072}};
+  s = gemm_shape(op);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->tokens, 2048);
+  EXPECT_EQ(s->n, 3072);
+  EXPECT_EQ(s->k, 1024);
+  op.name = "aten::bmm";
+  op.input_dims = {{8, 100, 64}, {8, 64, 32}};
+  s = gemm_shape(op);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->tokens, 800);
+  EXPECT_EQ(s->n, 32);
+  op.name = "aten::add";
+  EXPECT_FALSE(gemm_shape(op));
+
+  std::string why;
+  KinetoCollective c = allreduce(1000, {0, 1});
+  c.name = "_allgather_base";
+  c.in_nelems = 1000;
+  c.out_nelems = 8000;
+  auto size = collective_size(c, why);
+  ASSERT_TRUE(size);
+  EXPECT_EQ(size->op, CollectiveOp::AllGather);
+  EXPECT_EQ(size->bytes, 16000);  // the gathered output, BF16
+  c.name = "reduce_scatter_tensor_coalesced";
+  c.in_nelems = 8000;
+  c.out_nelems = 1000;
+  c.dtype = "Float";
+  size = collective_size(c, why);
+  ASSERT_TRUE(size);
+  EXPECT_EQ(size->op, CollectiveOp::ReduceScatter);
+  EXPECT_EQ(size->bytes, 32000);  // the input
+  c.dtype = "Quantum";
+  EXPECT_FALSE(collective_size(c, why));
+  EXPECT_TRUE(contains(why, "dtype \"Quantum\" unknown"));
+}
+
+// --- the command line ---
+
+const std::filesystem::path kFitTrace =
+    std::filesystem::path(LCSIM_BINARY).parent_path().parent_path() / "calibrate" / "lcsim-fit-trace";
+
+std::filesystem::path temp_dir() {
+  const auto dir = std::filesystem::temp_directory_path() / ("lcsim-fit-trace-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+/// A trace file with BF16 matmuls at three token counts and an NCCL all-reduce at four sizes.
+std::string synthetic_trace_file() {
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"ph", "X"},
+                    {"cat", "user_annotation"},
+                    {"name", "ProfilerStep#0"},
+                    {"pid", 1},
+                    {"tid", 1},
+                    {"ts", 0},
+                    {"dur", 100000}});
+  int id = 1;
+  double ts = 10;
+  auto op = [&](const std::string& name, nlohmann::json args, const std::string& kernel, double dur) {
+    args["External id"] = id;
+    events.push_back({{"ph", "X"},
+                      {"cat", "cpu_op"},
+                      {"name", name},
+                      {"pid", 1},
+                      {"tid", 1},
+                      {"ts", ts},
+                      {"dur", 5},
+                      {"args", args}});
+    events.push_back({{"ph", "X"},
+                      {"cat", "kernel"},
+                      {"name", kernel},
+                      {"pid", 0},
+                      {"tid", 7},
+                      {"ts", ts + 1},
+                      {"dur", dur},
+                      {"args", {{"External id", id}, {"correlation", id}, {"stream", 7}}}});
+    ++id;
+    ts += dur + 10;
+  };
+  for (int t : {1024, 2048, 4096}) {
+    op("aten::mm", {{"Input Dims", {{t, 4096}, {4096, 4096}}}, {"Input type", {"c10::BFloat16", "c10::BFloat16"}}},
+       "sm90_xmma_gemm_bf16", 2.0 * t * 4096 * 4096 / 500e12 * 1e6);
+  }
+  for (int mib : {1, 4, 16, 64}) {
+    op("record_param_comms",
+       {{"Collective name", "allreduce"},
+        {"In msg nelems", mib << 19},
+        {"Out msg nelems", mib << 19},
+        {"Group size", 8},
+        {"dtype", "BFloat16"},
+        {"Process Group Ranks", "[0, 1, 2, 3, 4, 5, 6, 7]"}},
+       "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 15 + mib * 1048576.0 * 1.75 / 200e9 * 1e6);
+  }
+  const auto file = temp_dir() / "rank0.json";
+  std::ofstream(file) << nlohmann::json{
+      {"schemaVersion", 1},
+      {"deviceProperties", {{{"name", "NVIDIA H100 80GB HBM3"}}}},
+      {"baseTimeNanoseconds", std::uint64_t{1764115200000000000}},
+      {"traceEvents",
+       events}}.dump();
+  return file.string();
+}
+
+TEST(KinetoFitCli, WritesAProfileAndAPerFieldReport) {
+  const std::string trace = synthetic_trace_file();
+  const std::string out = (temp_dir() / "fitted.json").string();
+  std::filesystem::remove(out);
+  const auto run = run_command("'" + kFitTrace.string() + "' '" + trace + "' --out '" + out + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "compute.gemm_efficiency"));
+  EXPECT_TRUE(contains(run.output, "collectives all_reduce nvlink n=8"));
+  EXPECT_TRUE(contains(run.output, "prior   0       n/a       needs whole-layer times"));
+  const Profile p = load_profile(out);
+  EXPECT_EQ(p.gpu, "H100-SXM");
+  EXPECT_EQ(p.provenance.date, "2025-11-26T00:00:00Z");
+  ASSERT_EQ(p.compute.gemm_efficiency.x.size(), 3u);
+  EXPECT_NEAR(p.compute.gemm_efficiency.y[1], 500.0 / p.compute.peak_tflops, 1e-3);
+  EXPECT_TRUE(contains(p.provenance.notes, "Measured step"));
+}
+
+TEST(KinetoFitCli, BadInputsExitTwoNamingTheFile) {
+  const std::string trace = synthetic_trace_file();
+  auto run = run_command("'" + kFitTrace.string() + "' '" + trace + "' --out '" + trace + "'");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  const auto dir = temp_dir();
+  std::ofstream(dir / "truncated.json") << testing::read_file(trace).substr(0, 300);
+  run = run_command("'" + kFitTrace.string() + "' '" + (dir / "truncated.json").string() + "' --out '" +
+                    (dir / "x.json").string() + "'");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(contains(run.output, (dir / "truncated.json").string() + ": not valid JSON"));
+  std::ofstream(dir / "other.json") << R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 0, "dur": 1}]})";
+  run = run_command("'" + kFitTrace.string() + "' '" + (dir / "other.json").string() + "' --out '" +
+                    (dir / "x.json").string() + "'");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(contains(run.output, "other.json: not a PyTorch profiler trace"));
+  std::ofstream(dir / "empty.json") << "";
+  run = run_command("'" + kFitTrace.string() + "' '" + (dir / "empty.json").string() + "' --out '" +
+                    (dir / "x.json").string() + "'");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(contains(run.output, "empty.json: empty trace"));
+}
+
+// The step times as a measured run that a validation catalogue's `measured` entry reads.
+TEST(KinetoFitCli, MeasuredStepsForValidation) {
+  const std::string trace = synthetic_trace_file();
+  const auto dir = temp_dir();
+  const std::string scenario = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
+  const std::string measured = (dir / "job.live.json").string();
+  const std::string out = (dir / "job-profile.json").string();
+  auto run = run_command("'" + kFitTrace.string() + "' '" + trace + "' --out '" + out + "' --measured-json '" +
+                         measured + "' --scenario '" + scenario + "' --policy deepspeed");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json catalogue = {{"schema", "lcsim-validation-catalogue/1"},
+                                    {"description", "test"},
+                                    {"entries",
+                                     {{{"id", "traced-step"},
+                                       {"source", {{"paper", "trace"}, {"where", "rank 0"}, {"section", "-"}}},
+                                       {"claim", "the traced job's step"},
+                                       {"quantity", "iteration_seconds"},
+                                       {"mode", "plan"},
+                                       {"measured", measured},
+                                       {"scenario", scenario},
+                                       {"policy", "deepspeed"},
+                                       {"tolerance", 0.1}}}}};
+  const auto c = catalogue_from_json(catalogue, (dir / "catalogue.json").string());
+  ASSERT_EQ(c.entries.size(), 1u);
+  // The synthetic trace's one step lasts 100000 us.
+  ASSERT_TRUE(c.entries[0].published.value);
+  EXPECT_NEAR(*c.entries[0].published.value, 0.1, 1e-12);
+  run = run_command("'" + kFitTrace.string() + "' '" + trace + "' --out '" + out + "' --measured-json '" + measured +
+                    "'");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(contains(run.output, "go together"));
+}
+
+// The trimmed real trace (HTA, FP32 convolutions, all-reduces between 2 GPUs): nothing in it can be fitted, and
+// the report says why, field by field; nothing is written.
+TEST(KinetoFitCli, RealTraceReportsWhatItLacks) {
+  const std::string out = (temp_dir() / "real.json").string();
+  std::filesystem::remove(out);
+  const auto run = run_command("'" + kFitTrace.string() + "' '" + std::string(LCSIM_SOURCE_DIR) +
+                               "/tests/data/kineto/hta-nccl-data-2steps.json.gz' --out '" + out + "'");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "without matmul Input Dims"));
+  EXPECT_TRUE(contains(run.output, "collectives all_reduce nvlink n=2"));
+  EXPECT_TRUE(contains(run.output, "no profile field could be fitted"));
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+}  // namespace
+}  // namespace lcsim
