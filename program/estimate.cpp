@@ -15,6 +15,7 @@ IterationEstimate Estimator::estimate(const IterationPlan& plan) {
   // Folded layers and no work descriptors: without contention, finer blocks give the same times.
   storage_ = build_program(plan, cost_, {.layers_per_block = 0, .describe_work = false}, std::move(storage_));
   IterationOutcome outcome = replay_program(storage_, 0.0, false);
+  check_finite(outcome);
   IterationEstimate estimate;
   estimate.seconds = outcome.seconds;
   estimate.busy_seconds = std::move(outcome.busy_seconds);

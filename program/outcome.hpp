@@ -33,4 +33,8 @@ struct IterationOutcome {
   std::vector<GpuSpan> spans;  ///< when SimulationOptions::record_spans
 };
 
+/// Checks (LCSIM_CHECK) that every time and byte count of `outcome` is finite, before it reaches a results file:
+/// step times are checked when the program is built, but their sums must not overflow either.
+void check_finite(const IterationOutcome& outcome);
+
 }  // namespace lcsim::program

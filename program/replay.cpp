@@ -1,8 +1,11 @@
 #include "program/replay.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
+
+#include "policies/core/check.hpp"
 
 namespace lcsim::program {
 namespace {
@@ -197,6 +200,15 @@ class Replay {
 };
 
 }  // namespace
+
+void check_finite(const IterationOutcome& outcome) {
+  const auto all_finite = [](const std::vector<double>& values) {
+    return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+  };
+  LCSIM_CHECK(std::isfinite(outcome.seconds) && std::isfinite(outcome.start_s), "an iteration's time");
+  LCSIM_CHECK(all_finite(outcome.busy_seconds) && all_finite(outcome.propagation_end_s), "a GPU's busy time");
+  LCSIM_CHECK(all_finite(outcome.peak_bytes), "a GPU's peak bytes");
+}
 
 IterationOutcome replay_program(const IterationProgram& program, double start_s, bool record_spans) {
   return Replay(program, start_s, record_spans).run();

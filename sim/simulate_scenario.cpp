@@ -10,6 +10,7 @@
 #include "policies/core/files.hpp"
 #include "policies/core/metrics.hpp"
 #include "program/estimate.hpp"
+#include "program/outcome.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/results_io.hpp"
 #include "traces/timeline.hpp"
@@ -32,6 +33,7 @@ std::vector<int> used_gpus(const IterationPlan& plan, int world) {
 IterationResult simulated_iteration(const IterationPlan& plan, std::size_t index,
                                     const program::IterationOutcome& outcome, const CostModel& cost) {
   const int world = cost.cluster().world_size();
+  program::check_finite(outcome);
   IterationEstimate simulated;  // the simulated figures, in the shape compute_metrics reads
   simulated.seconds = outcome.seconds;
   simulated.busy_seconds = outcome.busy_seconds;

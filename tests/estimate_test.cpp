@@ -2,9 +2,13 @@
 // policy_test_fixtures.hpp (formulas and constants there).
 #include "policies/core/estimate.hpp"
 #include "program/estimate.hpp"
+#include "program/outcome.hpp"
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "policies/core/check.hpp"
 #include "policies/core/errors.hpp"
 #include "tests/policy_test_fixtures.hpp"
 #include "traces/evaluation.hpp"
@@ -128,6 +132,25 @@ TEST(Estimate, TensorParallelDividesComputeAndAddsCollectives) {
   EXPECT_NEAR(e.busy_seconds[0], 55.68, kTol);
   EXPECT_NEAR(e.busy_seconds[1], 55.68, kTol);
   EXPECT_NEAR(e.peak_bytes[1], 10 * 32 / 2.0, kTol);  // sequence parallelism divides activations by tp
+}
+
+TEST(Estimate, AnOutcomeThatOverflowsNeverReachesAResultsFile) {
+  // Every step is finite when the program is built, but sums may overflow: the outcome is checked again.
+  program::IterationOutcome outcome;
+  outcome.seconds = 1.0;
+  outcome.busy_seconds = {0.5, 1.0};
+  outcome.peak_bytes = {1e9, 1e9};
+  outcome.propagation_end_s = {0.9, 1.0};
+  EXPECT_NO_THROW(program::check_finite(outcome));
+  for (auto* value :
+       {&outcome.seconds, &outcome.busy_seconds[1], &outcome.peak_bytes[0], &outcome.propagation_end_s[1]}) {
+    const double kept = *value;
+    *value = std::numeric_limits<double>::infinity();
+    EXPECT_THROW(program::check_finite(outcome), InternalError);
+    *value = std::numeric_limits<double>::quiet_NaN();
+    EXPECT_THROW(program::check_finite(outcome), InternalError);
+    *value = kept;
+  }
 }
 
 TEST(Estimate, PipelineOneFOneB) {
