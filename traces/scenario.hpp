@@ -9,7 +9,7 @@
 #include "policies/core/cluster.hpp"
 #include "policies/core/model.hpp"
 #include "policies/core/policy.hpp"
-#include "traces/tune.hpp"
+#include "traces/tune_spec.hpp"
 
 namespace lcsim {
 
@@ -48,7 +48,7 @@ struct Scenario {
   std::vector<PolicySpec> policies;
   std::string baseline;  ///< label of one of `policies`
   std::vector<PaperFigure> paper_figures;
-  TuneSpec tune;  ///< what `lcsim tune` may change (traces/tune.hpp); plan and simulate run the scenario as set
+  TuneSpec tune;  ///< what `lcsim tune` may change (traces/tune_spec.hpp); plan and simulate run the scenario as set
 };
 
 /// Limits on the size of one run (docs/robustness.md). Every policy's plans for the whole data window are held

@@ -21,30 +21,13 @@
 #include <nlohmann/json.hpp>
 
 #include "policies/core/policy.hpp"
+#include "traces/scenario.hpp"
+#include "traces/tune_spec.hpp"
 
 namespace lcsim {
 
-struct Scenario;
-
-/// One free key and the values it may take: a dotted scenario path ("training.bucket_size_tokens"), or
-/// "options.<name>" for the tuned policy's own option.
 /// The most candidates a search may have (as a sweep's points): each is a process and files of its own.
 inline constexpr std::size_t kMaxTuneCandidates = 100000;
-
-struct TuneKnob {
-  std::string path;
-  std::vector<nlohmann::json> values;
-};
-
-struct TuneSpec {
-  std::vector<int> cp, tp, pp;                            ///< empty: the default space for that degree
-  std::vector<TuneKnob> keys;                             ///< free for every policy
-  std::map<std::string, std::vector<TuneKnob>> policies;  ///< by policy label, on top of `keys`
-  int simulate_top = 3;
-};
-
-/// Strict reading of a scenario's "tune" object (InputError naming `file` and the key).
-TuneSpec tune_spec_from_json(const nlohmann::json& tune, const std::string& file);
 
 /// One point of the search: a policy under one layout and one value of each of its knobs.
 struct TuneCandidate {
