@@ -197,16 +197,32 @@ std::string shown(const EntryOutcome& o, bool predicted) {
   return series;
 }
 
+/// An entry's 80% interval as the table shows it: p10-p90 of its one figure, or how many of its per-point figures
+/// fall inside theirs; "-" without one (one world, or an entry that is not held out and numeric).
+std::string interval_cell(const EntryInterval* interval, ValidationQuantity quantity) {
+  if (interval == nullptr || interval->quantiles.empty()) return "-";
+  const std::string inside = interval->covered >= 1 ? " in" : interval->covered <= 0 ? " OUT" : "";
+  if (interval->quantiles.size() == 1)
+    return figure(interval->quantiles.front().p10, quantity) + "-" + figure(interval->quantiles.front().p90, quantity) +
+           inside;
+  return fixed(100 * interval->covered, 0) + "% of points in";
+}
+
 void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOutcome>& outcomes,
-                 const ValidationSummary& summary, const std::string& profile_note, std::ostream& out) {
+                 const ValidationSummary& summary, const std::vector<EntryInterval>& intervals,
+                 const std::string& profile_note, std::ostream& out) {
   out << "catalogue " << catalogue.file << " (" << outcomes.size() << " entries)\n";
   if (!profile_note.empty()) out << "profiles  " << profile_note << "\n";
+  std::map<std::string, const EntryInterval*> interval_of;
+  for (const auto& interval : intervals) interval_of[interval.id] = &interval;
   std::vector<std::vector<std::string>> rows = {
-      {"entry", "source", "status", "published", "predicted", "error", "ordering", "ok"}};
+      {"entry", "source", "status", "published", "predicted", "80% interval", "error", "ordering", "ok"}};
   for (const auto& o : outcomes) {
     const ValidationEntry& e = *o.entry;
     const std::string status = entry_status(o) + (e.measured.empty() ? "" : ", measured");
+    const auto found = interval_of.find(e.id);
     rows.push_back({e.id, e.source.paper + " " + e.source.where, status, shown(o, false), shown(o, true),
+                    interval_cell(found == interval_of.end() ? nullptr : found->second, e.quantity),
                     o.error ? (*o.error >= 0 ? "+" : "") + fixed(100 * *o.error, 1) + "%" : "-",
                     e.not_expressible.empty() && o.failed.empty() ? (o.ordering == OrderingVerdict::Held     ? "held"
                                                                      : o.ordering == OrderingVerdict::Broken ? "BROKEN"
@@ -517,7 +533,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
   std::string profile_note;
   for (const auto& p : profile_labels) profile_note += (profile_note.empty() ? "" : "; ") + p;
   if (!vm.count("quiet")) {
-    print_table(catalogue, outcomes, summary, profile_note, out);
+    print_table(catalogue, outcomes, summary, intervals, profile_note, out);
     print_interval_summary(interval_summary, out);
   }
 

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -346,6 +347,11 @@ TEST(ValidateCli, RunsASmallCatalogueAndWritesItsResults) {
                                       "' --csv '" + (dir / "out.csv").string() + "' --jobs 2");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("held out: 3 published entries"), std::string::npos) << run.output;
+  // The table shows each held-out numeric entry's 80% interval and whether the published figure is inside it; the
+  // yes/no OOM entry has none.
+  EXPECT_NE(run.output.find("80% interval"), std::string::npos) << run.output;
+  EXPECT_TRUE(std::regex_search(run.output, std::regex(R"(\nspeedup .* [0-9.]+-[0-9.]+ (in|OUT) )"))) << run.output;
+  EXPECT_TRUE(std::regex_search(run.output, std::regex(R"(\noom .* (OOM|fits) +- )"))) << run.output;
   std::ifstream in(json);
   const Json results = Json::parse(in);
   EXPECT_EQ(results["schema"], "lcsim-validation/2");
