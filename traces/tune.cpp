@@ -106,11 +106,13 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
   const PolicySpec* baseline = nullptr;
   for (const auto& p : scenario.policies)
     if (p.label == scenario.baseline) baseline = &p;
-  for (const auto& [label, knobs] : spec.policies)
+  for (const auto& tuned : spec.policies) {
+    const std::string& label = tuned.first;  // a named variable: clang 14 cannot capture a structured binding
     if (std::none_of(scenario.policies.begin(), scenario.policies.end(),
                      [&](const auto& p) { return p.label == label; }))
       throw InputError(scenario.file + ": tune.policies." + label + ": the scenario has no policy labelled \"" + label +
                        "\"");
+  }
 
   // The candidates are counted before any is built, so that a huge space is refused up front, as sweeps are.
   std::size_t total = 0;

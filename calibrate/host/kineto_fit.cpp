@@ -311,9 +311,13 @@ struct Fitter {
         const CollectiveFit entry = fit.to_profile_entry(link, true);
         if (!replaced.count({op, link})) {
           // As a calibration does: a measured group size stands for its neighbours better than a derived prior.
-          std::erase_if(p.collectives, [&](const CollectiveFit& e) { return e.op == op && e.link == link; });
-          std::erase_if(p.provenance.fitted_on,
-                        [&](const FittedOn& f) { return f.parameter == collective_parameter(op, link); });
+          // (Named copies: clang 14 cannot capture structured bindings.)
+          const CollectiveOp fitted_op = op;
+          const LinkClass fitted_link = link;
+          std::erase_if(p.collectives,
+                        [&](const CollectiveFit& e) { return e.op == fitted_op && e.link == fitted_link; });
+          const std::string parameter = collective_parameter(fitted_op, fitted_link);
+          std::erase_if(p.provenance.fitted_on, [&](const FittedOn& f) { return f.parameter == parameter; });
           replaced.insert({op, link});
         }
         p.collectives.push_back(entry);
