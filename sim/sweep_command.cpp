@@ -174,13 +174,13 @@ void throw_if_points_failed(const Sweep& sweep, const std::vector<PointStatus>& 
   throw InputError(message);
 }
 
-/// A point's results (lcsim-results/1), keys in the order written; a truncated or corrupt file is bad input
+/// A point's results (lcsim-results/1 or /2), keys in the order written; a truncated or corrupt file is bad input
 /// naming it.
 nlohmann::ordered_json read_results_file(const std::string& file) {
   const std::string text = read_input_file(file, kMaxResultsFileBytes);
   try {
     return nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::ordered_json::parse_error& e) {
+  } catch (const nlohmann::ordered_json::exception& e) {  // syntax, or a number beyond a double (out_of_range)
     throw InputError(file + ": not valid JSON: " + json_error_text(e));
   }
 }

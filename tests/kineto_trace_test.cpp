@@ -181,6 +181,14 @@ TEST(KinetoTrace, TruncatedAndEmptyFiles) {
   EXPECT_THROW(load_kineto_trace(bad_gz.string()), InputError);
 }
 
+TEST(KinetoTrace, ANumberBeyondDoubleIsAnInputErrorNotACrash) {
+  // Found by the kineto fuzz target (CI of 90d3e97): the JSON library throws out_of_range, not parse_error, for it.
+  const auto huge = temp_file("huge.json", R"({"traceEvents": [{"ph": "X", "dur": 17641E5200}]})");
+  const std::string message = expect_input_error([&] { load_kineto_trace(huge.string()); });
+  EXPECT_NE(message.find(huge.string() + ": not valid JSON"), std::string::npos) << message;
+  EXPECT_EQ(message.find("[json.exception"), std::string::npos) << message;
+}
+
 // HTA's tests/data/nccl_parser_config/nccl_data.json.gz, trimmed to ProfilerStep#5 and #6
 // (tests/data/kineto/SOURCE.md).
 TEST(KinetoTrace, RealTraceFromHta) {

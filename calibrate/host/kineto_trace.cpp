@@ -13,6 +13,7 @@
 
 #include "policies/core/errors.hpp"
 #include "policies/core/files.hpp"
+#include "policies/core/json_reader.hpp"
 
 namespace lcsim {
 namespace {
@@ -322,8 +323,8 @@ KinetoTrace load_kineto_trace(const std::string& file) {
   json document;
   try {
     document = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(file + ": not valid JSON (a truncated trace?): " + e.what());
+  } catch (const json::exception& e) {  // a syntax error, or a number out of range (out_of_range.406)
+    throw InputError(file + ": not valid JSON (a truncated trace?): " + json_error_text(e));
   }
   return kineto_trace_from_json(document, file);
 }
