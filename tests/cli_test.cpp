@@ -22,19 +22,9 @@ using lcsim::testing::read_file;
 using lcsim::testing::run_lcsim;
 const std::string kDefaultScenario = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
 
-class CliTest : public ::testing::Test {
+class CliTest : public lcsim::testing::FolderTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("lcsim-cli-test-" + std::to_string(::getpid()) + "-" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::filesystem::path dir_;
+  CliTest() : FolderTest("lcsim-cli-test-") {}
 };
 
 TEST_F(CliTest, PlanDefaultScenarioPrintsEveryPolicy) {

@@ -1,6 +1,7 @@
 #pragma once
 // Running the built binaries from tests: `lcsim` (sim/) and `lcsim-gpu` (calibrate/, built only with CUDA).
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 namespace lcsim::testing {
 
@@ -25,6 +27,26 @@ inline ::testing::AssertionResult contains(const std::string& text, const std::s
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "\"" << part << "\" not found in:\n" << text;
 }
+
+/// A fresh folder for each test, temp/PREFIX-PID-TESTNAME, removed after it: the fixture of the CLI tests.
+class FolderTest : public ::testing::Test {
+ protected:
+  explicit FolderTest(std::string prefix) : prefix_(std::move(prefix)) {}
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / (prefix_ + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+
+ private:
+  std::string prefix_;
+};
 
 struct CommandRun {
   int exit_code = -1;  ///< -1 when the command could not run or did not exit normally

@@ -23,18 +23,9 @@ using Json = nlohmann::json;
 const std::string kSourceDir = LCSIM_SOURCE_DIR;
 const std::string kProfile = kSourceDir + "/calibrate/profiles/h100-sxm-default.json";
 
-class RobustnessCli : public ::testing::Test {
+class RobustnessCli : public lcsim::testing::FolderTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("lcsim-robust-" + std::to_string(::getpid()) + "-" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  RobustnessCli() : FolderTest("lcsim-robust-") {}
 
   /// A quick scenario (default.json's setting, one iteration of 32 sequences, deepspeed alone) with `change`
   /// applied, written as `name`; returns its path.
@@ -60,8 +51,6 @@ class RobustnessCli : public ::testing::Test {
     std::ofstream(path(name)) << doc.dump(2);
     return path(name);
   }
-
-  std::filesystem::path dir_;
 };
 
 TEST_F(RobustnessCli, NonRegularInputsExitTwoNamingTheFile) {

@@ -20,19 +20,9 @@ using lcsim::testing::run_lcsim;
 
 const std::string kShippedModelForm = std::string(LCSIM_SOURCE_DIR) + "/scenarios/validation/model-form.json";
 
-class UncertaintyCliTest : public ::testing::Test {
+class UncertaintyCliTest : public lcsim::testing::FolderTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("lcsim-uncertainty-test-" + std::to_string(::getpid()) + "-" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::filesystem::path dir_;
+  UncertaintyCliTest() : FolderTest("lcsim-uncertainty-test-") {}
 };
 
 TEST_F(UncertaintyCliTest, ShippedModelFormIsWhatValidateComputesNow) {
