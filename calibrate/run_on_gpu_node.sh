@@ -11,11 +11,15 @@
 #                    lcsim-gpu live on SCENARIO (a path from the repository root), predicted by SIM.json (the
 #                    results of `lcsim simulate --json` on the same scenario) when given, else by the program replay;
 #                    writes OUTDIR/live-<scenario name>.json, .trace.json and .log
+#   mix:SCENARIO     lcsim-gpu bench-mix on SCENARIO (Skrull-shaped micro-batches beside the cost model);
+#                    writes OUTDIR/mix-<scenario name>.json and .log
+#   torch:MODEL      calibrate/torch_trace_step.py: a torch.profiler trace of PyTorch training steps of MODEL's
+#                    shape (needs python3+torch); writes OUTDIR/torch-<model>.trace.json.gz, .steps.json and .log
 # Exits with the first failing step's status.
 set -euo pipefail
 
 if [[ $# -lt 3 ]]; then
-  sed -n '2,16p' "$0"
+  sed -n '2,20p' "$0"
   exit 2
 fi
 binary=$1
@@ -64,6 +68,15 @@ for step in "$@"; do
       name=$(basename "$scenario" .json)
       "$binary" live "$scenario" "${predicted[@]}" --json "$outdir/live-$name.json" \
         --trace "$outdir/live-$name.trace.json" 2>&1 | tee "$outdir/live-$name.log"
+      ;;
+    mix)
+      name=$(basename "$model" .json)
+      "$binary" bench-mix "$model" --json "$outdir/mix-$name.json" 2>&1 | tee "$outdir/mix-$name.log"
+      ;;
+    torch)
+      lower=$(echo "$model" | tr 'A-Z' 'a-z')
+      (cd "$(dirname "$0")/.." && python3 calibrate/torch_trace_step.py --model "$model" \
+        --out "$outdir/torch-$lower") 2>&1 | tee "$outdir/torch-$lower.log"
       ;;
     *)
       echo "unknown step $step" >&2

@@ -3,6 +3,8 @@
 // table (saying how the run was executed and where the prediction comes from) and the Chrome trace.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -80,6 +82,41 @@ TEST(LiveReport, ResultsFileHoldsMeasuredAndPredictedFigures) {
   EXPECT_EQ(skrull["oom_iterations"], 1);
   EXPECT_GT(skrull["predicted_speedup"].get<double>(), 1);
   EXPECT_NEAR(skrull["mape"].get<double>(), 1 - 1 / 1.1, 1e-8);  // over the measured iteration
+}
+
+TEST(LiveReport, ResultsFileListsEveryJobWithItsPredictedAndMeasuredSeconds) {
+  Fixture f = fixture();
+  EXPECT_FALSE(live_results_json(f.live, f.prediction, f.execution).contains("jobs"));  // parallel runs: no jobs
+  JobTable table;
+  for (std::size_t p = 0; p < f.live.policies.size(); ++p)
+    for (const auto& program : f.live.policies[p].programs)
+      table.add(program, f.live.loaded.scenario.model, static_cast<int>(p));
+  for (std::size_t k = 0; k < table.jobs().size(); ++k)
+    f.execution.jobs.push_back({table.jobs()[k], table.uses()[k], 0.001, 0.002, 0.003 + 1e-6 * static_cast<double>(k), 1e9, false});
+  const nlohmann::ordered_json j = live_results_json(f.live, f.prediction, f.execution);
+  ASSERT_EQ(j["jobs"].size(), table.jobs().size());
+  bool saw_skrull_job = false, saw_sharded_deepspeed_job = false;
+  for (std::size_t k = 0; k < table.jobs().size(); ++k) {
+    const auto& job = j["jobs"][k];
+    const JobUse& use = table.uses()[k];
+    EXPECT_NEAR(job["measured_s"]["whole"].get<double>(), 0.003 + 1e-6 * static_cast<double>(k), 1e-12);
+    if (!table.jobs()[k].timed) {
+      EXPECT_EQ(job["steps"], 0);  // a memory probe: no step runs it
+      continue;
+    }
+    if (table.jobs()[k].kind != DeviceJob::Kind::Layers) continue;
+    EXPECT_GT(job["steps"].get<int>(), 0);
+    EXPECT_NEAR(job["predicted_s"]["whole"].get<double>(), use.predicted_whole_s, 1e-8 * use.predicted_whole_s);
+    EXPECT_EQ(job["predicted_spread"].get<double>(), 0.0);  // equal shapes cost the same
+    EXPECT_EQ(job["rows"].get<std::int64_t>(), table.jobs()[k].shape.rows());
+    const auto& owners = job["policies"];
+    const auto owned_by = [&](const char* p) { return std::find(owners.begin(), owners.end(), p) != owners.end(); };
+    saw_skrull_job = saw_skrull_job || owned_by("skrull");
+    // DeepSpeed's static Ulysses CP shards every sequence.
+    saw_sharded_deepspeed_job = saw_sharded_deepspeed_job || (owned_by("deepspeed") && !job["sharded_tokens"].empty());
+  }
+  EXPECT_TRUE(saw_skrull_job);
+  EXPECT_TRUE(saw_sharded_deepspeed_job);
 }
 
 TEST(LiveReport, TableSaysHowItRanAndWhereThePredictionComesFrom) {

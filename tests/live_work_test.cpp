@@ -139,6 +139,25 @@ TEST(LiveWork, IdenticalWorkIsOneJobAndOverlapNeedsAMemoryProbe) {
   EXPECT_EQ(overlap.memory[0][1], overlap.steps[0][overlap.steps[0].size() - 3].job);
 }
 
+TEST(LiveWork, EachJobRemembersWhatTheCostModelChargedItsSteps) {
+  const CostModel cost = tiny_cost(1, 2);
+  JobTable table;
+  const program::IterationProgram program = program::build_program(two_rank_plan(false), cost, {});
+  table.add(program, cost.model(), 3);
+  table.add(program, cost.model(), 1);  // the same program again, for another owner
+  ASSERT_EQ(table.uses().size(), table.jobs().size());
+  // Job 1 ({20/2}) runs on both ranks in micro-batch 1, twice over: four steps, owners 1 and 3.
+  const JobUse& shared = table.uses()[1];
+  EXPECT_EQ(shared.steps, 4);
+  EXPECT_EQ(shared.tags, (std::vector<int>{1, 3}));
+  EXPECT_EQ(shared.predicted_spread, 0.0);
+  EXPECT_TRUE(std::isnan(shared.predicted_forward_s));
+  const ParallelScheme s = scheme(1, 1, 2);
+  const std::vector<SequenceShare> shares{{20, 2}};
+  EXPECT_NEAR(shared.predicted_whole_s, cost.compute_seconds(shares, s, cost.model().layers, true), kTol);
+  EXPECT_GT(table.uses()[0].predicted_whole_s, shared.predicted_whole_s);  // {10, 20/2} costs more than {20/2}
+}
+
 TEST(LiveWork, PipelinePassesShareOneJobAndTakeItsParts) {
   const CostModel cost = tiny_cost(1, 2);
   IterationPlan plan;
@@ -153,6 +172,10 @@ TEST(LiveWork, PipelinePassesShareOneJobAndTakeItsParts) {
   EXPECT_EQ(parts[1].part, StepJob::Part::Backward);
   EXPECT_EQ(parts[0].job, parts[1].job);
   EXPECT_TRUE(table.jobs()[static_cast<std::size_t>(parts[0].job)].shape.lm_head);
+  const JobUse& use = table.uses()[static_cast<std::size_t>(parts[0].job)];
+  EXPECT_GT(use.predicted_forward_s, 0);
+  EXPECT_GT(use.predicted_backward_s, use.predicted_forward_s);
+  EXPECT_TRUE(std::isnan(use.predicted_whole_s));
   EXPECT_FALSE(table.jobs()[static_cast<std::size_t>(mapped.memory[0][0])].shape.lm_head);
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -19,6 +20,13 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::uint64_t kSeed = 20250101;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// The cost model's milliseconds for a job's steps: whole, or forward + backward for a pipeline's parts.
+double predicted_ms(const JobUse& use) {
+  return 1e3 * (std::isnan(use.predicted_whole_s) ? use.predicted_forward_s + use.predicted_backward_s
+                                                  : use.predicted_whole_s);
+}
 
 std::string describe(const DeviceJob& job) {
   char text[200];
@@ -47,7 +55,8 @@ LiveExecution run_rank_serial(const LivePlans& live, const LiveOptions& options,
   std::vector<std::vector<ProgramJobs>> mapped;
   for (const LivePolicyPlans& policy : live.policies) {
     mapped.emplace_back();
-    for (const auto& program : policy.programs) mapped.back().push_back(table.add(program, model));
+    const int tag = static_cast<int>(mapped.size() - 1);
+    for (const auto& program : policy.programs) mapped.back().push_back(table.add(program, model, tag));
   }
   const std::vector<DeviceJob>& jobs = table.jobs();
 
@@ -84,8 +93,9 @@ LiveExecution run_rank_serial(const LivePlans& live, const LiveOptions& options,
     if (r.oom) {
       progress << "out of memory (" << r.oom_error << ")\n";
     } else {
-      std::snprintf(text, sizeof text, "%.3f ms (forward %.3f), activations %.2f GiB\n", r.total_s * 1e3,
-                    r.forward_s * 1e3, r.activation_peak_bytes / kGiB);
+      std::snprintf(text, sizeof text, "%.3f ms (forward %.3f), predicted %.3f ms, activations %.2f GiB\n",
+                    r.total_s * 1e3, r.forward_s * 1e3, predicted_ms(table.uses()[order[k]]),
+                    r.activation_peak_bytes / kGiB);
       progress << text;
     }
     progress.flush();
@@ -93,6 +103,13 @@ LiveExecution run_rank_serial(const LivePlans& live, const LiveOptions& options,
   std::snprintf(text, sizeof text, "%.1f s on the device for %zu jobs",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), jobs.size());
   exec.notes.push_back(text);
+
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const JobResult& r = results[j];
+    const bool measured = jobs[j].timed && !r.oom;
+    exec.jobs.push_back({jobs[j], table.uses()[j], measured ? r.forward_s : kNaN, measured ? r.backward_s : kNaN,
+                         measured ? r.total_s : kNaN, r.activation_peak_bytes, r.oom});
+  }
 
   const bool spans = !options.trace_file.empty();
   for (std::size_t p = 0; p < live.policies.size(); ++p) {

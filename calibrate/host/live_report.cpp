@@ -108,6 +108,39 @@ RunResults live_results(const LivePlans& live, const LiveExecution& execution,
   return results;
 }
 
+Json job_json(const MeasuredJob& m, const LivePlans& live) {
+  Json policies = Json::array();
+  for (int tag : m.use.tags) policies.push_back(live.policies.at(static_cast<std::size_t>(tag)).label);
+  Json j{{"kind", m.job.kind == DeviceJob::Kind::Optimizer ? "optimizer" : "layers"},
+         {"policies", std::move(policies)},
+         {"steps", m.use.steps},
+         {"timed", m.job.timed},
+         {"static_GiB", number(m.job.static_bytes / kGiB)}};
+  if (m.job.kind == DeviceJob::Kind::Optimizer) {
+    j["parameters"] = number(m.job.parameters);
+  } else {
+    const ProxyShape& s = m.job.shape;
+    j["heads"] = s.shard.heads;
+    j["local_tokens"] = s.local;
+    j["sharded_tokens"] = s.sharded;
+    j["cp"] = s.cp;
+    j["sharded_heads"] = s.sharded_heads;
+    j["rows"] = s.rows();
+    j["layers"] = s.layers;
+    j["checkpointed_layers"] = s.checkpointed_layers;
+    j["recompute"] = std::string(to_string(s.recompute));
+    j["lm_head"] = s.lm_head;
+  }
+  j["predicted_s"] = Json{{"whole", number(m.use.predicted_whole_s)},
+                          {"forward", number(m.use.predicted_forward_s)},
+                          {"backward", number(m.use.predicted_backward_s)}};
+  j["predicted_spread"] = number(m.use.predicted_spread);
+  j["measured_s"] = Json{{"whole", number(m.total_s)}, {"forward", number(m.forward_s)}, {"backward", number(m.backward_s)}};
+  j["activation_peak_GiB"] = number(m.activation_peak_bytes / kGiB);
+  j["oom"] = m.oom;
+  return j;
+}
+
 Json live_results_json(const LivePlans& live, const Prediction& prediction, const LiveExecution& execution) {
   const std::vector<LiveComparison> comparisons = comparisons_of(live, prediction, execution);
   const std::vector<std::vector<double>> peaks = predicted_peaks(live);
@@ -135,6 +168,11 @@ Json live_results_json(const LivePlans& live, const Prediction& prediction, cons
       it["oom_gpus"] = m.oom_gpus;
       it["oom_error"] = m.oom_error;
     }
+  }
+  if (!execution.jobs.empty()) {
+    Json jobs = Json::array();
+    for (const MeasuredJob& m : execution.jobs) jobs.push_back(job_json(m, live));
+    j["jobs"] = std::move(jobs);
   }
   return j;
 }

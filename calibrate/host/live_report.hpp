@@ -9,6 +9,9 @@
 //   per policy       "predicted_mean_s", "mape", "predicted_speedup" (measured speedup: speedup_vs_baseline)
 //   per iteration    "predicted_s", "error" ((predicted - measured) / measured), "predicted_peak_GiB",
 //                    "oom_gpus" (GPUs whose work failed to allocate), "oom_error" (the allocation failure)
+//   top level        "jobs" (rank-serial runs): each distinct job -- its shape, the policies and steps that run it,
+//                    the cost model's seconds for those steps ("predicted_s": whole, forward, backward) and the
+//                    measured medians ("measured_s"), so that a mispriced micro-batch shape shows by itself
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "calibrate/host/live_compare.hpp"
 #include "calibrate/host/live_plan.hpp"
 #include "calibrate/host/live_predicted.hpp"
+#include "calibrate/host/live_work.hpp"
 #include "policies/core/results.hpp"
 
 namespace lcsim {
@@ -32,12 +36,25 @@ struct MeasuredIteration {
   std::vector<program::GpuSpan> spans;    ///< from time 0 of the iteration
 };
 
+/// One distinct job of a rank-serial run: what ran, what the cost model charged the steps that run it, and what it
+/// measured (medians; NaN for a memory probe's times or an out-of-memory job).
+struct MeasuredJob {
+  DeviceJob job;
+  JobUse use;
+  double forward_s = 0;
+  double backward_s = 0;
+  double total_s = 0;
+  double activation_peak_bytes = 0;
+  bool oom = false;
+};
+
 struct LiveExecution {
   std::string execution;    ///< e.g. "rank-serial: every GPU's compute in turn on GPU 0"
   std::string device;       ///< e.g. "1 x NVIDIA H100 80GB HBM3"
   std::string collectives;  ///< "from the profile (not run)" or "NCCL on this node"
   std::vector<std::string> notes;
   std::vector<std::vector<MeasuredIteration>> iterations;  ///< [policy][iteration], parallel to LivePlans
+  std::vector<MeasuredJob> jobs;  ///< rank-serial runs: every distinct job, use tags = policy indices
 };
 
 /// The series compare_live() takes, from the plans, prediction and measurements.

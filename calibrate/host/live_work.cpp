@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -115,10 +116,28 @@ int JobTable::intern(DeviceJob job) {
     return it->second;
   }
   jobs_.push_back(std::move(job));
+  uses_.emplace_back();
   return it->second;
 }
 
-ProgramJobs JobTable::add(const program::IterationProgram& program, const ModelConfig& model) {
+void JobTable::note_use(const StepJob& mapped, double seconds, int tag) {
+  if (mapped.job < 0) return;
+  JobUse& use = uses_[static_cast<std::size_t>(mapped.job)];
+  double* part = mapped.part == StepJob::Part::Forward    ? &use.predicted_forward_s
+                 : mapped.part == StepJob::Part::Backward ? &use.predicted_backward_s
+                                                          : &use.predicted_whole_s;
+  if (std::isnan(*part)) {
+    *part = seconds;
+  } else if (*part != seconds) {
+    const double scale = std::max(std::abs(*part), std::abs(seconds));
+    use.predicted_spread = std::max(use.predicted_spread, std::abs(*part - seconds) / scale);
+  }
+  ++use.steps;
+  if (!std::binary_search(use.tags.begin(), use.tags.end(), tag))
+    use.tags.insert(std::upper_bound(use.tags.begin(), use.tags.end(), tag), tag);
+}
+
+ProgramJobs JobTable::add(const program::IterationProgram& program, const ModelConfig& model, int tag) {
   ProgramJobs out;
   const std::size_t world = program.gpus.size();
   out.steps.resize(world);
@@ -166,6 +185,7 @@ ProgramJobs JobTable::add(const program::IterationProgram& program, const ModelC
           }
         }
       }
+      if (mapped.part != StepJob::Part::Model) note_use(mapped, step.seconds, tag);
       out.steps[g].push_back(mapped);
     }
     for (const auto& [key, entry] : held) {

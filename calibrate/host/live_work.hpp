@@ -11,6 +11,7 @@
 // while the job runs) plus the activation high-water mark of the micro-batch it holds at once: one job, or for a
 // Skrull micro-batch split into local and distributed compute, a probe run of both together.
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -69,16 +70,35 @@ struct ProgramJobs {
   std::vector<double> static_bytes;         ///< per GPU: the largest static bytes of its steps
 };
 
+/// How the programs' steps use one job: the cost model's seconds for each part a step runs (NaN when no step runs
+/// that part), how many steps run it, and the tags (policies) of the programs they belong to. Measured beside the
+/// job's times, these say which micro-batch shapes the cost model misprices (the live results' "jobs").
+struct JobUse {
+  double predicted_whole_s = std::numeric_limits<double>::quiet_NaN();
+  double predicted_forward_s = std::numeric_limits<double>::quiet_NaN();
+  double predicted_backward_s = std::numeric_limits<double>::quiet_NaN();
+  /// Largest relative difference between two steps' seconds for the same part: 0 unless the cost model charges
+  /// something the job's shape does not describe.
+  double predicted_spread = 0;
+  int steps = 0;
+  std::vector<int> tags;  ///< ascending, each once
+};
+
 /// The distinct jobs of every program translated into it, in first-use order.
 class JobTable {
  public:
-  /// Maps `program` onto jobs, adding the new ones. `model` is the scenario's (possibly --layers-scaled) model.
-  ProgramJobs add(const program::IterationProgram& program, const ModelConfig& model);
+  /// Maps `program` onto jobs, adding the new ones. `model` is the scenario's (possibly --layers-scaled) model;
+  /// `tag` names the program's owner (a policy index) in uses().
+  ProgramJobs add(const program::IterationProgram& program, const ModelConfig& model, int tag = 0);
   const std::vector<DeviceJob>& jobs() const { return jobs_; }
+  /// Parallel to jobs(): what the timed steps that run each job predicted (memory probes: steps 0).
+  const std::vector<JobUse>& uses() const { return uses_; }
 
  private:
   int intern(DeviceJob job);
+  void note_use(const StepJob& mapped, double seconds, int tag);
   std::vector<DeviceJob> jobs_;
+  std::vector<JobUse> uses_;
   std::map<std::string, int> index_;  ///< a key equal for equal jobs (timed aside) -> its position
 };
 
