@@ -18,9 +18,10 @@
 #include "calibrate/gpu/mix_command.hpp"
 #include "calibrate/gpu/selftest.hpp"
 #include "calibrate/host/fit_command.hpp"
+#include "calibrate/host/job_check.hpp"
 #include "calibrate/host/live_options.hpp"
-#include "calibrate/host/mix_sweep.hpp"
 #include "calibrate/host/measurements.hpp"
+#include "calibrate/host/mix_sweep.hpp"
 #include "calibrate/host/profile_fit.hpp"
 #include "kernels/cuda_check.hpp"
 #include "policies/core/errors.hpp"
@@ -50,7 +51,7 @@ void usage(std::ostream& out) {
          "      TFLOP/s of the attention kernels on packed causal sequences of the model's shape (default lengths\n"
          "      512,1024,2048,4096,8192,16384, packed to 32768 tokens); calibrate/sdpa_bench.py runs PyTorch's\n"
          "      scaled_dot_product_attention on the same shapes.\n"
-      << lcsim::fit_usage() << lcsim::live_usage() << lcsim::mix_usage()
+      << lcsim::fit_usage() << lcsim::live_usage() << lcsim::mix_usage() << lcsim::check_jobs_usage()
       << "\n"
          "exit status: 0 success; 1 internal error or failed selftest; 2 bad input or no usable GPU; 3 a policy\n"
          "could not plan (live).\n";
@@ -190,9 +191,13 @@ int main(int argc, char** argv) {
     if (command == "selftest") return selftest(argc, argv);
     if (command == "bench-attention") return bench_attention(argc, argv);
     if (command == "fit") return fit(argc, argv);
+    if (command == "check-jobs") {
+      lcsim::run_check_jobs_command(std::vector<std::string>(argv + 2, argv + argc), std::cout);
+      return 0;
+    }
     if (command == "bench-mix") {
       if (argc == 3 && (std::string_view(argv[2]) == "--help" || std::string_view(argv[2]) == "-h")) {
-        std::cout << "usage: lcsim-gpu\n" << lcsim::mix_usage();
+        std::cout << "usage: lcsim-gpu\n" << lcsim::mix_usage() << lcsim::check_jobs_usage();
         return 0;
       }
       lcsim::gpu::run_bench_mix(std::vector<std::string>(argv + 2, argv + argc), std::cout);

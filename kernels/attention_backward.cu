@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "kernels/attention.hpp"
+#include "kernels/attention_tiles.hpp"
 #include "kernels/attention_launch.hpp"
 #include "kernels/mma.cuh"
 
@@ -23,7 +24,7 @@ using detail::load_b_kn;
 using detail::load_b_nk;
 using detail::mma_16816;
 
-constexpr int kBlockRows = 64;  // keys per block == query rows per step
+constexpr int kBlockRows = kAttentionTileRows;  // keys per block == query rows per step
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr float kLog2e = 1.4426950408889634f;

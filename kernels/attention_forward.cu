@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/attention.hpp"
+#include "kernels/attention_tiles.hpp"
 #include "kernels/attention_launch.hpp"
 #include "kernels/mma.cuh"
 
@@ -19,7 +20,7 @@ using detail::load_b_kn;
 using detail::load_b_nk;
 using detail::mma_16816;
 
-constexpr int kBlockRows = 64;  // query rows per block (Br) == key rows per tile (Bc)
+constexpr int kBlockRows = kAttentionTileRows;  // query rows per block (Br) == key rows per tile (Bc)
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr float kLog2e = 1.4426950408889634f;

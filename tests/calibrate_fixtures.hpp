@@ -7,6 +7,7 @@
 #include "calibrate/host/default_profile.hpp"
 #include "calibrate/host/measurements.hpp"
 #include "calibrate/host/sweep.hpp"
+#include "kernels/attention_tiles.hpp"
 #include "policies/core/cost_model.hpp"
 
 namespace lcsim::testing {
@@ -18,7 +19,7 @@ struct Truth {
   double gemm_backward_ratio = 2.1;
   double attention_backward_ratio = 2.3;
   double layer_overhead_us = 55;
-  double layer_work_overhead = 0.15;
+  double gemm_work_overhead = 0.15;
   ActivationCoefficients none{14, 4, 6}, selective{10, 4, 4}, full{2, 0, 0};
   double memory_intercept_bytes = 12345;  // transient of the last layer, the same at every depth
   double collective_latency_us = 20;
@@ -48,7 +49,7 @@ inline Profile truth_profile(const Truth& t) {
   }
   p.compute.attention_backward_ratio = t.attention_backward_ratio;
   p.compute.layer_overhead_us = t.layer_overhead_us;
-  p.compute.layer_work_overhead = t.layer_work_overhead;
+  p.compute.gemm_work_overhead = t.gemm_work_overhead;
   return p;
 }
 
@@ -66,7 +67,11 @@ inline double bytes_per_token(const ActivationCoefficients& c, const ModelConfig
 
 /// Measurements of `model` on `gpus` H100s as the truth predicts them.
 inline Measurements synthetic_measurements(const ModelConfig& model, int gpus, const Truth& t = {}) {
-  const Profile truth = truth_profile(t);
+  Profile truth = truth_profile(t);
+  // lcsim's kernels on the synthetic device's 132 SMs, as the fit describes them (kernels/attention_tiles.hpp).
+  truth.compute.attention_blocks = {
+      kernels::kAttentionTileRows, 132, kernels::attention_forward_blocks_per_sm(model.head_dim),
+      kernels::attention_backward_blocks_per_sm(model.head_dim), AttentionBlocks::BackwardWalk::KvGroup};
   const CostModel cm(model, h100_node(), truth);
   const double peak = truth.compute.peak_tflops * 1e12;
   Measurements m;

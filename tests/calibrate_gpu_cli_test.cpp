@@ -84,7 +84,7 @@ TEST_F(CalibrateGpuCli, FitRefitsAProfileFromMeasurementsWithoutAGpu) {
   EXPECT_TRUE(p.provenance.calibrated);
   EXPECT_EQ(p.gpu, "H100-SXM");
   EXPECT_NEAR(p.compute.layer_overhead_us, 55, 1e-6);
-  EXPECT_NEAR(p.compute.layer_work_overhead, 0.15, 1e-9);
+  EXPECT_NEAR(p.compute.gemm_work_overhead, 0.15, 1e-9);
 
   const GpuRun bad = run("fit --measurements '" + (dir_ / "none.json").string() + "' --out '" + profile + "'");
   EXPECT_EQ(bad.exit_code, 2);

@@ -50,7 +50,7 @@ TEST(CalibrateProfileFit, RecoversComputeCoefficients) {
   EXPECT_LT(*c.attention_efficiency.fit_mape, 1e-12);
   EXPECT_NEAR(c.attention_backward_ratio, 2.3, 1e-9);
   EXPECT_NEAR(c.layer_overhead_us, 55, 1e-6);
-  EXPECT_NEAR(c.layer_work_overhead, 0.15, 1e-9);
+  EXPECT_NEAR(c.gemm_work_overhead, 0.15, 1e-9);
   ASSERT_TRUE(c.layer_overhead_fit_mape.has_value());
   EXPECT_LT(*c.layer_overhead_fit_mape, 1e-9);
   EXPECT_NEAR(c.optimizer_us_per_mparam, 9.95, 1e-6);
@@ -271,7 +271,7 @@ TEST(CalibrateProfileFit, NegativeOverheadIsStoredAsZeroAndReported) {
   const auto& model = named_model("Qwen2.5-7B");
   const auto fitted = fit_profile(synthetic_measurements(model, 1, truth), model, h100_prior());
   EXPECT_EQ(fitted.profile.compute.layer_overhead_us, 0);
-  EXPECT_GT(fitted.profile.compute.layer_work_overhead, 0);  // refitted alone
+  EXPECT_GT(fitted.profile.compute.gemm_work_overhead, 0);  // refitted alone
   EXPECT_NE(line(fitted, "layer time").result.find("layer_overhead_us (-20.0 us) fitted negative, stored as 0"),
             std::string::npos)
       << line(fitted, "layer time").result;
@@ -279,27 +279,30 @@ TEST(CalibrateProfileFit, NegativeOverheadIsStoredAsZeroAndReported) {
   EXPECT_GT(*fitted.profile.compute.layer_overhead_fit_mape, 0);
 }
 
-TEST(CalibrateProfileFit, LayerOverheadSeparatesTheFixedCostFromTheShareOfTheWork) {
-  // Short micro-batches pin the fixed cost, long ones the share: 30 us + 20 % of the work, exactly.
-  const std::vector<double> base = {1e-6, 10e-6, 100e-6, 1e-3, 10e-3};
+TEST(CalibrateProfileFit, LayerOverheadSeparatesTheFixedCostFromTheShareOfTheGemms) {
+  // Short micro-batches pin the fixed cost, long ones the share: 30 us + 20 % of the GEMM passes, exactly. The
+  // attention part (base - gemm) gets no share: the long attention-heavy points say so.
+  const std::vector<double> base = {1e-6, 10e-6, 100e-6, 1e-3, 10e-3, 10e-3};
+  const std::vector<double> gemm = {0.8e-6, 8e-6, 60e-6, 0.5e-3, 8e-3, 1e-3};
   std::vector<double> measured;
-  for (double b : base) measured.push_back(1.2 * b + 30e-6);
-  const auto fit = fit_layer_overhead(base, measured);
+  for (std::size_t i = 0; i < base.size(); ++i) measured.push_back(base[i] + 0.2 * gemm[i] + 30e-6);
+  const auto fit = fit_layer_overhead(base, gemm, measured);
   EXPECT_NEAR(fit.fixed_seconds, 30e-6, 1e-12);
-  EXPECT_NEAR(fit.work_share, 0.2, 1e-9);
+  EXPECT_NEAR(fit.gemm_share, 0.2, 1e-9);
   EXPECT_TRUE(fit.clamped.empty());
 
   // A layer faster than its GEMM and attention terms at length: the share is clamped, the fixed cost refitted.
   std::vector<double> faster;
-  for (double b : base) faster.push_back(0.9 * b + 30e-6);
-  const auto clamped = fit_layer_overhead(base, faster);
-  EXPECT_EQ(clamped.work_share, 0);
+  for (std::size_t i = 0; i < base.size(); ++i) faster.push_back(base[i] - 0.1 * gemm[i] + 30e-6);
+  const auto clamped = fit_layer_overhead(base, gemm, faster);
+  EXPECT_EQ(clamped.gemm_share, 0);
   EXPECT_GT(clamped.fixed_seconds, 0);
   ASSERT_EQ(clamped.clamped.size(), 1u);
-  EXPECT_NE(clamped.clamped[0].find("layer_work_overhead"), std::string::npos);
+  EXPECT_NE(clamped.clamped[0].find("gemm_work_overhead"), std::string::npos);
 
-  EXPECT_THROW(fit_layer_overhead({}, {}), std::invalid_argument);
-  EXPECT_THROW(fit_layer_overhead({1e-3}, {0}), std::invalid_argument);
+  EXPECT_THROW(fit_layer_overhead({}, {}, {}), std::invalid_argument);
+  EXPECT_THROW(fit_layer_overhead({1e-3}, {1e-3}, {0}), std::invalid_argument);
+  EXPECT_THROW(fit_layer_overhead({1e-3}, {}, {1e-3}), std::invalid_argument);
 }
 
 TEST(CalibrateProfileFit, InconsistentMeasurementsAreInputErrors) {
@@ -383,14 +386,14 @@ TEST(CalibrateProfileFit, UnmeasuredPartsKeepThePriorAndSaySo) {
   m.memory.clear();
   m.optimizer.clear();
   Profile prior = h100_prior();
-  prior.compute.layer_work_overhead = 0.3;
+  prior.compute.gemm_work_overhead = 0.3;
   const auto fitted = fit_profile(m, model, prior);
   EXPECT_EQ(fitted.profile.compute.layer_overhead_us, prior.compute.layer_overhead_us);
-  EXPECT_EQ(fitted.profile.compute.layer_work_overhead, 0.3);
+  EXPECT_EQ(fitted.profile.compute.gemm_work_overhead, 0.3);
   EXPECT_EQ(fitted.profile.memory.activations_none.per_ffn, prior.memory.activations_none.per_ffn);
   EXPECT_EQ(fitted.profile.compute.optimizer_us_per_mparam, prior.compute.optimizer_us_per_mparam);
   EXPECT_EQ(line(fitted, "layer overhead").result, "not measured: prior kept");
-  EXPECT_NE(fitted.profile.provenance.notes.find("layer_overhead_us and layer_work_overhead (no layer measurements)"),
+  EXPECT_NE(fitted.profile.provenance.notes.find("layer_overhead_us and gemm_work_overhead (no layer measurements)"),
             std::string::npos);
 }
 

@@ -133,15 +133,16 @@ TEST(CostModelRing, BlockwiseKernelsRunAtTheEfficiencyOfTheirBlockLength) {
                        CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
   const CostModel ulysses(tiny_model(), tiny_cluster(), p,
                           CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ulysses});
-  // 1000 tokens over 10 ranks: 100 local tokens for the GEMMs; attention 1.28e8 / 10 FLOPs per GPU, at e(1000)
-  // for Ulysses, e(100) for the ring's 100-token blocks.
+  // 1000 tokens over 10 ranks: 100 local tokens for the GEMMs. The ring's blocks: 1.28e8 / 10 attention FLOPs per
+  // GPU at e(100). Ulysses: a rank runs whole heads, so the 4 heads' busiest ranks run one each, 1.28e8 / 4, at
+  // e(1000).
   const std::vector<SequenceShare> sharded{{1000, 10}};
   const double gemm = 100 * 73728 / 1e6;
-  const double flops = 2.0 * 1000 * 1000 * 64 / 10;
+  const double flops = 2.0 * 1000 * 1000 * 64;
   EXPECT_NEAR(ulysses.layer_seconds(sharded, 1, Recompute::None, false, LayerGrad::Full),
-              3 * gemm + 3.5 * flops / 0.4e6 + 10e-6, 1e-9);
+              3 * gemm + 3.5 * flops / 4 / 0.4e6 + 10e-6, 1e-9);
   EXPECT_NEAR(ring.layer_seconds(sharded, 1, Recompute::None, false, LayerGrad::Full),
-              3 * gemm + 3.5 * flops / 0.2e6 + 10e-6, 1e-9);
+              3 * gemm + 3.5 * flops / 10 / 0.2e6 + 10e-6, 1e-9);
   // A whole sequence (cp 1) is the same in both modes.
   const std::vector<SequenceShare> whole{{1000, 1}};
   EXPECT_DOUBLE_EQ(ring.layer_seconds(whole, 1, Recompute::None, false, LayerGrad::Full),

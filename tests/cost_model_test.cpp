@@ -59,20 +59,50 @@ TEST(CostModelTime, LayerSecondsByHand) {
   EXPECT_EQ(cost.layer_seconds({}, 1, Recompute::None, false, LayerGrad::Full), 0.0);
 }
 
-TEST(CostModelTime, WorkOverheadScalesTheWorkNotTheFixedCost) {
+TEST(CostModelTime, ElementWiseShareScalesTheGemmPassesOnly) {
   Profile p = flat_profile();
-  p.compute.layer_work_overhead = 0.25;
+  p.compute.gemm_work_overhead = 0.25;
   const CostModel cost(tiny_model(), tiny_cluster(), p);
   const std::vector<SequenceShare> one{{100, 1}};
+  // GEMM forward 7.3728 s, attention forward 2.56 s: the share grows with the rows the GEMMs see, not with
+  // attention's s^2, whose kernels the attention sweep times by themselves.
   const double work = 3 * 7.3728 + 3.5 * 2.56;
-  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full), 1.25 * work + 10e-6, 1e-9);
-  // Recomputed forward work is work too.
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full), work + 0.25 * 3 * 7.3728 + 10e-6,
+              1e-9);
+  // A recomputed forward's GEMMs are GEMM passes too.
   EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Full, false, LayerGrad::Full),
-              1.25 * (work + 7.3728 + 2.56) + 10e-6, 1e-9);
-  // The forward pass carries its share of both: (1 + k) forward + fixed * forward / work.
+              work + 7.3728 + 2.56 + 0.25 * 4 * 7.3728 + 10e-6, 1e-9);
+  double gemm = 0;
+  EXPECT_NEAR(cost.layer_work_seconds(one, 1, Recompute::Full, false, LayerGrad::Full, &gemm), work + 7.3728 + 2.56,
+              1e-9);
+  EXPECT_NEAR(gemm, 4 * 7.3728, 1e-9);
+  // The forward pass carries its GEMMs' share and its part of the fixed cost: forward + k G + fixed forward / work.
   ParallelScheme scheme;
   const double forward = 7.3728 + 2.56;
-  EXPECT_NEAR(cost.forward_seconds(one, scheme, 1, false), 1.25 * forward + 10e-6 * forward / work, 1e-9);
+  EXPECT_NEAR(cost.forward_seconds(one, scheme, 1, false), forward + 0.25 * 7.3728 + 10e-6 * forward / work, 1e-9);
+}
+
+TEST(CostModelTime, UlyssesRanksRunWholeHeadsAndTheBusiestSetsThePace) {
+  EXPECT_EQ(ulysses_rank_heads(14, 2, 8).heads, 2);  // Qwen2.5-0.5B over 8 ranks: 2 of 14, not 1.75
+  EXPECT_EQ(ulysses_rank_heads(14, 2, 8).kv_heads, 1);
+  EXPECT_EQ(ulysses_rank_heads(28, 4, 8).heads, 4);  // Qwen2.5-7B: 3.5 -> 4 beside one KV head
+  EXPECT_EQ(ulysses_rank_heads(32, 8, 8).heads, 4);  // divides: heads / cp
+  EXPECT_EQ(ulysses_rank_heads(64, 8, 16).heads, 4);
+  EXPECT_EQ(ulysses_rank_heads(64, 8, 16).kv_heads, 1);
+  EXPECT_THROW(ulysses_rank_heads(14, 2, 0), std::invalid_argument);
+
+  // The test model: 4 heads, 2 KV heads. Over cp 2 each rank runs 2 heads, over cp 4 one; over cp 8 four ranks
+  // idle and the busy ones still run a whole head: the same attention time as cp 4, where heads / cp would halve it.
+  const CostModel cost = tiny_cost();
+  const auto attention = [&](int cp) {
+    const std::vector<SequenceShare> work{{400, cp}};
+    double gemm = 0;
+    const double all = cost.layer_work_seconds(work, 1, Recompute::None, false, LayerGrad::Full, &gemm);
+    return all - gemm;
+  };
+  EXPECT_NEAR(attention(2), attention(1) / 2, 1e-9);
+  EXPECT_NEAR(attention(4), attention(1) / 4, 1e-9);
+  EXPECT_NEAR(attention(8), attention(4), 1e-9);
 }
 
 TEST(CostModelTime, ShardedSharesAndTensorParallelism) {
@@ -94,9 +124,10 @@ TEST(CostModelTime, EfficiencyCurvesAreLookedUpAtLocalTokensAndSequenceLength) {
   const std::vector<SequenceShare> one{{100, 1}};
   EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full),
               3 * 7.3728 / 0.75 + 3.5 * 1.28 / 0.2 + 10e-6, 1e-9);
-  // 1000 tokens sharded 10 ways: GEMMs see 100 local tokens, attention a 1000-token sequence.
+  // 1000 tokens sharded 10 ways: GEMMs see 100 local tokens, attention a 1000-token sequence (the busiest ranks
+  // run one of the 4 heads).
   const std::vector<SequenceShare> sharded{{1000, 10}};
-  const double attention = 2.0 * 1000 * 1000 * 64 / 10 / (1e6 * 0.4);
+  const double attention = 2.0 * 1000 * 1000 * 64 / 4 / (1e6 * 0.4);
   EXPECT_NEAR(cost.layer_seconds(sharded, 1, Recompute::None, false, LayerGrad::Full),
               3 * 7.3728 / 0.75 + 3.5 * attention + 10e-6, 1e-9);
 }

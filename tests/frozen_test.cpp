@@ -89,21 +89,22 @@ TEST(Frozen, FrozenLayersSkipWeightGradientsAndANoGradPrefixItsBackward) {
 }
 
 TEST(Frozen, ANoGradLayerCostsTheForwardOfAFrozenLayerOverheadIncluded) {
-  // 10 s of fixed overhead a layer and 10% that grows with the work: the forward pass takes the fixed part in
-  // proportion to its share of the layer's work (14.4 of a frozen layer's 31.2 s, of a trained layer's 44 s).
+  // 10 s of fixed overhead a layer and 10% of the GEMM passes (G = 12.8 s, A = 1.6 s): the forward pass takes the
+  // fixed part in proportion to its share of the layer's work (14.4 of a frozen layer's 31.2 s, of a trained
+  // layer's 44 s).
   Profile profile = tiny_profile();
   profile.compute.layer_overhead_us = 10e6;
-  profile.compute.layer_work_overhead = 0.1;
+  profile.compute.gemm_work_overhead = 0.1;
   const CostModel cost = toy(frozen(true, false, 2), profile);
-  const double no_grad = 1.1 * 14.4 + 10 * 14.4 / 31.2;
+  const double no_grad = 14.4 + 0.1 * 12.8 + 10 * 14.4 / 31.2;
   EXPECT_NEAR(cost.layer_seconds(kWork, 1, Recompute::Selective, false, LayerGrad::None), no_grad, kTol);
   EXPECT_NEAR(cost.forward_seconds(kWork, scheme(1, 2, 1), LayerSpan{0, 2}, false), 2 * no_grad, kTol);
-  EXPECT_NEAR(cost.forward_seconds(kWork, scheme(1, 2, 1), LayerSpan{2, 2}, false), 2 * (1.1 * 14.4 + 10 * 14.4 / 44),
-              kTol);
-  // Gradients through the frozen layers: (1.1) (2 G + 3.5 A) + 10 s.
+  EXPECT_NEAR(cost.forward_seconds(kWork, scheme(1, 2, 1), LayerSpan{2, 2}, false),
+              2 * (14.4 + 0.1 * 12.8 + 10 * 14.4 / 44), kTol);
+  // Gradients through the frozen layers: 2 G + 3.5 A + 0.1 (2 G) + 10 s.
   EXPECT_NEAR(toy(frozen(false, false, 2), profile)
                   .layer_seconds(kWork, 1, Recompute::Selective, false, LayerGrad::Activations),
-              1.1 * 31.2 + 10, kTol);
+              31.2 + 0.1 * 25.6 + 10, kTol);
 }
 
 TEST(Frozen, ANoGradPrefixKeepsNoActivations) {

@@ -92,7 +92,8 @@ TEST(LiveReport, ResultsFileListsEveryJobWithItsPredictedAndMeasuredSeconds) {
     for (const auto& program : f.live.policies[p].programs)
       table.add(program, f.live.loaded.scenario.model, static_cast<int>(p));
   for (std::size_t k = 0; k < table.jobs().size(); ++k)
-    f.execution.jobs.push_back({table.jobs()[k], table.uses()[k], 0.001, 0.002, 0.003 + 1e-6 * static_cast<double>(k), 1e9, false});
+    f.execution.jobs.push_back(
+        {table.jobs()[k], table.uses()[k], 0.001, 0.002, 0.003 + 1e-6 * static_cast<double>(k), 1e9, false});
   const nlohmann::ordered_json j = live_results_json(f.live, f.prediction, f.execution);
   ASSERT_EQ(j["jobs"].size(), table.jobs().size());
   bool saw_skrull_job = false, saw_sharded_deepspeed_job = false;

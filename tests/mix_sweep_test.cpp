@@ -71,9 +71,11 @@ TEST(MixSweep, ReportAndFileSayHowTheMixComparesWithItsParts) {
   const MixSweep sweep = small_sweep();
   // sharded 1 ms; local 2 ms (k 1), 3 ms (k 4); mix 3.3 ms (k 1, 1.1x its parts), 4 ms (k 4, 1.0x).
   const double nan = std::nan("");
-  const std::vector<MixMeasurement> measured{
-      {1e-3, 4e-4, 6e-4, false}, {2e-3, 1e-3, 1e-3, false}, {3.3e-3, 1e-3, 2.3e-3, false},
-      {3e-3, 1e-3, 2e-3, false}, {nan, nan, nan, true}};
+  const std::vector<MixMeasurement> measured{{1e-3, 4e-4, 6e-4, false},
+                                             {2e-3, 1e-3, 1e-3, false},
+                                             {3.3e-3, 1e-3, 2.3e-3, false},
+                                             {3e-3, 1e-3, 2e-3, false},
+                                             {nan, nan, nan, true}};
   std::ostringstream out;
   print_mix_report(sweep, measured, "test device", out);
   EXPECT_NE(out.str().find("1.100"), std::string::npos) << out.str();
@@ -86,7 +88,8 @@ TEST(MixSweep, ReportAndFileSayHowTheMixComparesWithItsParts) {
   ASSERT_EQ(j["points"].size(), 5u);
   EXPECT_EQ(j["points"][2]["role"], "mix");
   EXPECT_NEAR(j["points"][2]["measured_s"]["whole"].get<double>(), 3.3e-3, 1e-15);
-  EXPECT_NEAR(j["points"][2]["predicted_s"].get<double>(), sweep.points[2].predicted_s, 1e-8 * sweep.points[2].predicted_s);
+  EXPECT_NEAR(j["points"][2]["predicted_s"].get<double>(), sweep.points[2].predicted_s,
+              1e-8 * sweep.points[2].predicted_s);
   EXPECT_TRUE(j["points"][4]["oom"].get<bool>());
   EXPECT_TRUE(j["points"][4]["measured_s"]["whole"].is_null());
 }

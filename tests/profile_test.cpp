@@ -137,7 +137,7 @@ nlohmann::json valid_document() {
       "attention_efficiency": {"seq_tokens": [256, 16384], "efficiency": [0.15, 0.55], "fit_mape": null},
       "attention_backward_ratio": 2.5,
       "layer_overhead_us": 40,
-      "layer_work_overhead": 0.25,
+      "gemm_work_overhead": 0.25,
       "layer_overhead_fit_mape": null,
       "optimizer_us_per_mparam": 9.95,
       "hot_switch_us_per_mparam": 11.1
@@ -177,7 +177,7 @@ TEST(ProfileJson, ReadsEveryField) {
   EXPECT_FALSE(p.compute.attention_efficiency.fit_mape.has_value());
   EXPECT_DOUBLE_EQ(p.compute.attention_efficiency.y[1], 0.55);
   EXPECT_DOUBLE_EQ(p.compute.layer_overhead_us, 40);
-  EXPECT_DOUBLE_EQ(p.compute.layer_work_overhead, 0.25);
+  EXPECT_DOUBLE_EQ(p.compute.gemm_work_overhead, 0.25);
   EXPECT_DOUBLE_EQ(p.memory.activations_selective.per_ffn, 6);
   EXPECT_DOUBLE_EQ(p.memory.activations_full.per_hidden, 2);
   EXPECT_DOUBLE_EQ(p.memory.sharded_bytes_per_param[2], 14);

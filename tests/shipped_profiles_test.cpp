@@ -27,7 +27,7 @@ TEST_P(ShippedMeasuredProfile, IsTheFitOfItsMeasurements) {
   EXPECT_TRUE(shipped.provenance.calibrated);
   // The short-sequence layer timings are in the measurements, so both overhead terms were measured.
   EXPECT_GT(shipped.compute.layer_overhead_us, 0);
-  EXPECT_GT(shipped.compute.layer_work_overhead, 0);
+  EXPECT_GT(shipped.compute.gemm_work_overhead, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, ShippedMeasuredProfile,

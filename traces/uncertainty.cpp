@@ -104,7 +104,7 @@ Profile perturb_profile(const Profile& profile, Rng& rng) {
     // The fit's residual is on the whole layer time (1 + k) work + fixed: scale that, not just the overhead.
     const double factor = scale_of(rng, *c.layer_overhead_fit_mape);
     // k stays in its profile range (non-negative): a layer is never cheaper than its GEMM and attention terms.
-    c.layer_work_overhead = std::max(0.0, (1 + c.layer_work_overhead) * factor - 1);
+    c.gemm_work_overhead = std::max(0.0, (1 + c.gemm_work_overhead) * factor - 1);
     c.layer_overhead_us *= factor;
   }
   if (out.memory.fit_mape) {

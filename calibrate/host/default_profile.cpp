@@ -180,7 +180,7 @@ Profile derive_default_profile(const GpuKind& gpu) {
   c.attention_efficiency = curve(kAttentionTokens, kAttentionEfficiency);
   c.attention_backward_ratio = kAttentionBackwardRatio;
   c.layer_overhead_us = kLayerOverheadUs;
-  c.layer_work_overhead = 0;  // no datasheet figure says it: only the layer proxy measures it (calibrate)
+  c.gemm_work_overhead = 0;  // no datasheet figure says it: only the layer proxy measures it (calibrate)
   // us per million parameters = bytes * 1e6 / (bytes/s) * 1e6
   c.optimizer_us_per_mparam = kOptimizerBytesPerParam * 1e6 / (kHbmAchievedShare * gpu.hbm_TBps * 1e12) * 1e6;
   c.hot_switch_us_per_mparam = kHotSwitchBytesPerParam * 1e6 / (kSendRecvNvlinkShare * gpu.nvlink_GBps * 1e9) * 1e6;

@@ -391,7 +391,7 @@ struct Fitter {
   }
 
   void kept_fields() {
-    line({"compute.layer_overhead_us, layer_work_overhead", false, 0, 0, std::nullopt,
+    line({"compute.layer_overhead_us, gemm_work_overhead", false, 0, 0, std::nullopt,
           "needs whole-layer times over several micro-batch compositions; a trace has one job's shapes and no "
           "layer boundaries lcsim can rely on"});
     line({"compute.optimizer_us_per_mparam", false, 0, 0, std::nullopt,

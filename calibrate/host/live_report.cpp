@@ -135,7 +135,8 @@ Json job_json(const MeasuredJob& m, const LivePlans& live) {
                           {"forward", number(m.use.predicted_forward_s)},
                           {"backward", number(m.use.predicted_backward_s)}};
   j["predicted_spread"] = number(m.use.predicted_spread);
-  j["measured_s"] = Json{{"whole", number(m.total_s)}, {"forward", number(m.forward_s)}, {"backward", number(m.backward_s)}};
+  j["measured_s"] =
+      Json{{"whole", number(m.total_s)}, {"forward", number(m.forward_s)}, {"backward", number(m.backward_s)}};
   j["activation_peak_GiB"] = number(m.activation_peak_bytes / kGiB);
   j["oom"] = m.oom;
   return j;

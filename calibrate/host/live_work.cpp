@@ -100,10 +100,9 @@ ProxyShape proxy_shape(const ComputeWork& work, const ModelConfig& model) {
     s.sharded.push_back(tokens);
   }
   if (!s.sharded.empty()) {
-    s.sharded_kv_heads = ceil_div(s.shard.kv_heads, s.cp);
-    s.sharded_heads = ceil_div(s.shard.heads, s.cp);
-    // Grouped-query attention needs whole groups: round the query heads up to a multiple of the KV heads.
-    s.sharded_heads = ceil_div(s.sharded_heads, s.sharded_kv_heads) * s.sharded_kv_heads;
+    const UlyssesHeads rank = ulysses_rank_heads(s.shard.heads, s.shard.kv_heads, s.cp);
+    s.sharded_kv_heads = rank.kv_heads;
+    s.sharded_heads = rank.heads;
   }
   return s;
 }

@@ -59,7 +59,8 @@ const char* mix_usage() {
   return "  bench-mix SCENARIO [--long L,L,...] [--short S,S,...] [--shorts K,K,...] [--warmup N] [--repetitions N]\n"
          "            [--json FILE]\n"
          "      Skrull-shaped micro-batches on the scenario's model: K whole sequences of S tokens beside one of L\n"
-         "      tokens sharded over the scenario's CP group (defaults 2048,8192,32768 / 64,256,1024 / 1,4,16,64), each\n"
+         "      tokens sharded over the scenario's CP group (defaults 2048,8192,32768 / 64,256,1024 / 1,4,16,64), "
+         "each\n"
          "      also run as its two parts alone, measured beside the cost model's prediction.\n";
 }
 
@@ -90,8 +91,7 @@ MixSweepOptions parse_mix_options(const std::vector<std::string>& args) {
       files.push_back(arg);
     }
   }
-  if (files.size() != 1)
-    throw InputError("bench-mix: expected one SCENARIO file, got " + std::to_string(files.size()));
+  if (files.size() != 1) throw InputError("bench-mix: expected one SCENARIO file, got " + std::to_string(files.size()));
   o.scenario = files.front();
   return o;
 }
@@ -177,8 +177,8 @@ void print_mix_report(const MixSweep& sweep, const std::vector<MixMeasurement>& 
       << to_string(s.training.recompute) << '\n'
       << "profile    " << sweep.loaded.profile.label() << '\n'
       << "device     " << device << '\n';
-  std::vector<std::vector<std::string>> rows{{"role", "long", "short x k", "rows", "predicted ms", "measured ms",
-                                              "error", "parts ms", "mix / parts"}};
+  std::vector<std::vector<std::string>> rows{
+      {"role", "long", "short x k", "rows", "predicted ms", "measured ms", "error", "parts ms", "mix / parts"}};
   for (std::size_t i = 0; i < sweep.points.size(); ++i) {
     const MixPoint& p = sweep.points[i];
     const MixMeasurement& m = measured.at(i);
@@ -205,10 +205,9 @@ Json mix_results_json(const MixSweep& sweep, const std::vector<MixMeasurement>& 
                           {"rows", p.job.shape.rows()},
                           {"sharded_heads", p.job.shape.sharded_heads},
                           {"predicted_s", results_number(p.predicted_s)},
-                          {"measured_s",
-                           Json{{"whole", results_number(m.whole_s)},
-                                {"forward", results_number(m.forward_s)},
-                                {"backward", results_number(m.backward_s)}}},
+                          {"measured_s", Json{{"whole", results_number(m.whole_s)},
+                                              {"forward", results_number(m.forward_s)},
+                                              {"backward", results_number(m.backward_s)}}},
                           {"oom", m.oom}});
   }
   return Json{{"schema", "lcsim-mix-sweep/1"},

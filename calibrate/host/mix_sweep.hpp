@@ -41,8 +41,8 @@ struct MixPoint {
   int short_tokens = 0;
   int shorts = 0;
   int long_tokens = 0;
-  DeviceJob job;             ///< the scenario model's layers, no LM head, no static block
-  double predicted_s = 0;    ///< CostModel::compute_seconds of the same shares and layers
+  DeviceJob job;           ///< the scenario model's layers, no LM head, no static block
+  double predicted_s = 0;  ///< CostModel::compute_seconds of the same shares and layers
 };
 
 struct MixSweep {

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "kernels/attention_tiles.hpp"
 #include "policies/core/cost_model.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/fitting.hpp"
@@ -192,50 +193,88 @@ struct Fitter {
                                  " (" + std::to_string(m.attention.size()) + " published points)");
   }
 
+  /// The layer fit (LayerOverheadFit) on the points not held out, with the profile's attention blocks.
+  struct LayerFitTry {
+    LayerOverheadFit fit;
+    std::vector<double> base, gemm;
+  };
+  LayerFitTry try_layer_fit(const std::vector<std::size_t>& order, const std::vector<bool>& mask) {
+    const CostModel cm = cost_model();
+    LayerFitTry t;
+    for (const auto& l : m.layers) {
+      double g = 0;
+      t.base.push_back(cm.layer_work_seconds(shares_of(l.seqlens), 1, l.recompute, l.recompute == Recompute::Full,
+                                             LayerGrad::Full, &g));
+      t.gemm.push_back(g);
+    }
+    std::vector<double> fit_base, fit_gemm, fit_y;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (mask[i]) continue;
+      fit_base.push_back(t.base[order[i]]);
+      fit_gemm.push_back(t.gemm[order[i]]);
+      fit_y.push_back(m.layers[order[i]].seconds);
+    }
+    t.fit = fit_layer_overhead(fit_base, fit_gemm, fit_y);
+    return t;
+  }
+
+  /// lcsim's own kernels on the measured GPU: their tile, the device's SMs, the blocks their registers let an SM
+  /// hold (kernels/attention_tiles.hpp). Nothing fitted; none for published figures (not lcsim's kernels) or a
+  /// device whose SM count was not recorded.
+  void attention_blocks() {
+    p.compute.attention_blocks = {};
+    if (!m.published.empty() || m.device.multiprocessors <= 0) {
+      kept.push_back(
+          "attention_blocks (" +
+          std::string(m.published.empty() ? "the device's SM count was not recorded" : "not lcsim's kernels") +
+          "): no busiest-SM bound");
+      return;
+    }
+    p.compute.attention_blocks = {
+        kernels::kAttentionTileRows, m.device.multiprocessors, kernels::attention_forward_blocks_per_sm(model.head_dim),
+        kernels::attention_backward_blocks_per_sm(model.head_dim), AttentionBlocks::BackwardWalk::KvGroup};
+    const AttentionBlocks& b = p.compute.attention_blocks;
+    measured.push_back("attention_blocks (lcsim's kernels: tiles of " + std::to_string(b.tile_tokens) + ", " +
+                       std::to_string(b.sm_count) + " SMs, " + std::to_string(b.forward_blocks_per_sm) +
+                       " forward and " + std::to_string(b.backward_blocks_per_sm) +
+                       " backward blocks per SM by their registers)");
+  }
+
   void layer_overhead() {
     if (m.layers.empty()) {
-      kept.push_back("layer_overhead_us and layer_work_overhead (no layer measurements)");
+      kept.push_back("layer_overhead_us and gemm_work_overhead (no layer measurements)");
       report.push_back({"layer overhead", 0, 0, std::nullopt, "not measured: prior kept"});
       return;
     }
     p.compute.layer_overhead_us = 0;
-    p.compute.layer_work_overhead = 0;
-    const CostModel cm = cost_model();
-    std::vector<double> measured_s, base;
-    for (const auto& l : m.layers) {
-      measured_s.push_back(l.seconds);
-      base.push_back(
-          cm.layer_seconds(shares_of(l.seqlens), 1, l.recompute, l.recompute == Recompute::Full, LayerGrad::Full));
-    }
-    // y = (1 + k) base + c: c the fixed cost a lone short sequence pays, k what grows with the work. Both by
-    // relative least squares on the points not held out (ordered by time).
+    p.compute.gemm_work_overhead = 0;
+    std::vector<double> measured_s;
+    for (const auto& l : m.layers) measured_s.push_back(l.seconds);
+    // y = base + k gemm + c: c the fixed cost a lone short sequence pays, k the element-wise work that grows with
+    // the rows (the GEMM passes' part of base). Both by relative least squares on the points not held out (ordered
+    // by time).
     const auto order = order_of(measured_s);
     const auto mask = held_out_mask(order.size(), kMeasuredHoldOutEvery);
-    std::vector<double> fit_base, fit_y;
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      if (mask[i]) continue;
-      fit_base.push_back(base[order[i]]);
-      fit_y.push_back(measured_s[order[i]]);
-    }
-    const LayerOverheadFit fit = fit_layer_overhead(fit_base, fit_y);
+    const LayerFitTry best = try_layer_fit(order, mask);
+    const LayerOverheadFit& fit = best.fit;
     std::vector<double> predicted, actual;
     for (std::size_t i = 0; i < order.size(); ++i) {
       if (!mask[i]) continue;
-      predicted.push_back((1 + fit.work_share) * base[order[i]] + fit.fixed_seconds);
+      predicted.push_back(best.base[order[i]] + fit.gemm_share * best.gemm[order[i]] + fit.fixed_seconds);
       actual.push_back(measured_s[order[i]]);
     }
     p.compute.layer_overhead_us = fit.fixed_seconds * 1e6;
-    p.compute.layer_work_overhead = fit.work_share;
+    p.compute.gemm_work_overhead = fit.gemm_share;
     p.compute.layer_overhead_fit_mape =
         actual.empty() ? std::nullopt : std::optional<double>(mean_absolute_percentage_error(predicted, actual));
-    std::string result = fixed(fit.fixed_seconds * 1e6, 1) + " us + " + fixed(fit.work_share, 3) + " x work";
+    std::string result = fixed(fit.fixed_seconds * 1e6, 1) + " us + " + fixed(fit.gemm_share, 3) + " x GEMM";
     for (const auto& clamp : fit.clamped) {
       result += "; " + clamp + " fitted negative, stored as 0";
       kept.push_back(clamp + " fitted negative, stored as 0");
     }
-    report.push_back({"layer time = (1 + k) work + fixed", static_cast<int>(order.size()),
+    report.push_back({"layer time = work + k GEMM + fixed", static_cast<int>(order.size()),
                       count_held(order.size(), kMeasuredHoldOutEvery), p.compute.layer_overhead_fit_mape, result});
-    measured.push_back("layer_overhead_us and layer_work_overhead (layer proxy forward+backward, CUDA events, " +
+    measured.push_back("layer_overhead_us and gemm_work_overhead (layer proxy forward+backward, CUDA events, " +
                        std::to_string(m.layers.size()) + " timings: micro-batches x recomputation modes)");
   }
 
@@ -505,35 +544,36 @@ ActivationFit fit_activation_coefficients(std::vector<ActivationSample> samples,
   return fit;
 }
 
-LayerOverheadFit fit_layer_overhead(const std::vector<double>& base, const std::vector<double>& measured) {
-  if (base.empty() || base.size() != measured.size()) {
-    throw std::invalid_argument("fit_layer_overhead: needs as many base times as measurements, at least one");
+LayerOverheadFit fit_layer_overhead(const std::vector<double>& base, const std::vector<double>& gemm,
+                                    const std::vector<double>& measured) {
+  if (base.empty() || base.size() != measured.size() || gemm.size() != base.size()) {
+    throw std::invalid_argument("fit_layer_overhead: needs as many base and GEMM times as measurements, at least one");
   }
-  // Weighted least squares of r = y - b on [1, b], weights 1 / y^2 (relative error).
-  double s1 = 0, sb = 0, sbb = 0, sr = 0, sbr = 0;
+  // Weighted least squares of r = y - b on [1, g], weights 1 / y^2 (relative error).
+  double s1 = 0, sg = 0, sgg = 0, sr = 0, sgr = 0;
   for (std::size_t i = 0; i < base.size(); ++i) {
     const double y = measured[i];
     if (!(y > 0)) throw std::invalid_argument("fit_layer_overhead: a measurement is not positive");
-    const double w = 1 / (y * y), b = base[i], r = y - b;
-    s1 += w, sb += w * b, sbb += w * b * b, sr += w * r, sbr += w * b * r;
+    const double w = 1 / (y * y), g = gemm[i], r = y - base[i];
+    s1 += w, sg += w * g, sgg += w * g * g, sr += w * r, sgr += w * g * r;
   }
   LayerOverheadFit fit;
-  const double det = s1 * sbb - sb * sb;
-  if (det > 1e-12 * s1 * sbb) {
-    fit.fixed_seconds = (sbb * sr - sb * sbr) / det;
-    fit.work_share = (s1 * sbr - sb * sr) / det;
-  } else {  // every point has the same base: only the fixed cost can be told
+  const double det = s1 * sgg - sg * sg;
+  if (det > 1e-12 * s1 * sgg) {
+    fit.fixed_seconds = (sgg * sr - sg * sgr) / det;
+    fit.gemm_share = (s1 * sgr - sg * sr) / det;
+  } else {  // every point has the same GEMM time: only the fixed cost can be told
     fit.fixed_seconds = sr / s1;
   }
-  if (fit.work_share < 0) {
-    fit.clamped.push_back("layer_work_overhead (" + fixed(fit.work_share, 3) + ")");
-    fit.work_share = 0;
+  if (fit.gemm_share < 0) {
+    fit.clamped.push_back("gemm_work_overhead (" + fixed(fit.gemm_share, 3) + ")");
+    fit.gemm_share = 0;
     fit.fixed_seconds = sr / s1;
   }
   if (fit.fixed_seconds < 0) {
     fit.clamped.push_back("layer_overhead_us (" + fixed(fit.fixed_seconds * 1e6, 1) + " us)");
     fit.fixed_seconds = 0;
-    fit.work_share = sbb > 0 ? std::max(sbr / sbb, 0.0) : 0.0;
+    fit.gemm_share = sgg > 0 ? std::max(sgr / sgg, 0.0) : 0.0;
   }
   return fit;
 }
@@ -555,6 +595,7 @@ FittedProfile fit_profile(const Measurements& measurements, const ModelConfig& m
   Fitter f{measurements, model, file, prior, {}, {}, {}};
   f.gemm();
   f.attention();
+  f.attention_blocks();
   f.layer_overhead();
   f.memory();
   f.collectives();

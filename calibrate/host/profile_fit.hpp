@@ -58,14 +58,16 @@ struct ActivationSample {
 };
 ActivationFit fit_activation_coefficients(std::vector<ActivationSample> samples, int every_k);
 
-/// measured = (1 + work_share) base + fixed_seconds, minimising relative error, where base is the cost model's
-/// GEMM and attention time of a layer. A term that comes out negative is fixed at 0, the other refitted, and named
-/// in `clamped`. Throws std::invalid_argument on mismatched or empty inputs or a non-positive measurement.
+/// measured = base + gemm_share gemm + fixed_seconds, minimising relative error, where base is the cost model's
+/// GEMM and attention time of a layer and gemm its GEMM passes' part (CostModel::layer_work_seconds). A term that
+/// comes out negative is fixed at 0, the other refitted, and named in `clamped`. Throws std::invalid_argument on
+/// mismatched or empty inputs or a non-positive measurement.
 struct LayerOverheadFit {
   double fixed_seconds = 0;
-  double work_share = 0;
+  double gemm_share = 0;
   std::vector<std::string> clamped;
 };
-LayerOverheadFit fit_layer_overhead(const std::vector<double>& base, const std::vector<double>& measured);
+LayerOverheadFit fit_layer_overhead(const std::vector<double>& base, const std::vector<double>& gemm,
+                                    const std::vector<double>& measured);
 
 }  // namespace lcsim

@@ -3,12 +3,22 @@
 //
 // Time of one layer over a micro-batch on one GPU (TP degree t), T = sum over shares of sequence_tokens / cp:
 //   GEMM forward       G = T * gemm_flops_per_token / t / (P * e_g(T))
-//   attention forward  A = sum over shares of attention_flops(s) / (cp * t) / (P * e_a(s))   (Ulysses: all s tokens,
-//                          1/cp of the heads; ring attention: e_a(s / cp), its kernels see blocks of s/cp tokens)
+//   attention forward  A = sum over shares of attention_flops(s) x share / (P * e_a(s)); share = 1/t for whole
+//                          sequences; Ulysses: all s tokens for the busiest rank's whole heads (ulysses_rank_heads
+//                          of the TP slice, heads / (cp t) when cp divides them); ring attention: 1/(cp t), at
+//                          e_a(s / cp), its kernels see blocks of s/cp tokens
+//   busiest SM         with the profile's attention_blocks (tile b, S SMs, o blocks per SM): a call's forward
+//                          lasts at least the tile pairs its busiest SM holds (the blocks of ranks 0, S, ..., (o-1) S,
+//                          launched longest first: attention_blocks.hpp) x one tile pair's time on one SM,
+//                          S 4 b^2 head_dim / (P e_a(s_max)); its backward r x that, over the backward blocks. A lone
+//                          sequence or a 2-head Ulysses shard has few blocks, and that SM sets the time.
 //   work  = 3 G + (1 + attention_backward_ratio) A   (backward GEMMs cost twice the forward)
 //         + (G + A) when the layer is checkpointed (or recompute is Full): its forward runs again in backward.
-//   layer = (1 + layer_work_overhead) work + layer_overhead: the element-wise kernels and in-situ slowdowns that
-//           grow with the work, and a fixed cost per layer (launches, tiny kernels) that a small micro-batch pays.
+//   layer = (1 + gemm_work_overhead) GEMM passes + attention terms + layer_overhead: the element-wise kernels
+//           (norms, rotary, SwiGLU, residuals) read and write every row, so their time grows with the rows the
+//           GEMMs see, not with attention's s^2; the attention terms are the kernels' own times (the attention
+//           sweep measures them alone); and a fixed cost per layer (launches, tiny kernels) that a small
+//           micro-batch pays (docs/measurements/h200-2026-11-26.md).
 // LoRA (docs/model.md): the frozen base GEMMs run forward and for the activation gradient only, 2 G instead of
 // 3 G; the adapters add L forward and 2 L backward (lora_forward_seconds); the frozen LM head skips its weight
 // gradient too. Partial freezing: a frozen layer runs 2 G + (1 + r_a) A (no weight gradient); one with nothing
@@ -19,8 +29,11 @@
 #include "policies/core/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
+#include <vector>
 
+#include "policies/core/attention_blocks.hpp"
 #include "policies/core/errors.hpp"
 
 namespace lcsim {
@@ -155,15 +168,65 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
   LayerParts parts;
   parts.gemm = tokens * gemm_flops_per_token() / tp / (peak * c.gemm_efficiency.at(tokens));
   parts.adapters = lora_forward_seconds(tokens, tp);
+  const AttentionBlocks& blocks = c.attention_blocks;
+  const bool ring = options_.cp_attention == CpAttention::Ring;
+  const bool block_model = blocks.tile_tokens > 0 && !ring;  // ring blocks run in cp steps: not modelled
+  std::vector<BlockRun> forward_runs, backward_runs;
+  double longest_tokens = 0, largest_block = 0;
   for (const auto& share : work) {
     if (share.sequence_tokens <= 0) continue;
     check_degree(share.cp, "share cp");
     const double s = static_cast<double>(share.sequence_tokens);
-    const double kernel_tokens = options_.cp_attention == CpAttention::Ring ? s / share.cp : s;
-    parts.attention +=
-        attention_flops(share.sequence_tokens) / (share.cp * tp) / (peak * c.attention_efficiency.at(kernel_tokens));
+    const double kernel_tokens = ring ? s / share.cp : s;
+    parts.attention += attention_flops(share.sequence_tokens) * attention_share(share.cp, tp, ring) /
+                       (peak * c.attention_efficiency.at(kernel_tokens));
+    if (!block_model) continue;
+    const int heads = (model_.heads + tp - 1) / tp, kv_heads = (model_.kv_heads + tp - 1) / tp;
+    const UlyssesHeads rank =
+        share.cp == 1 ? UlyssesHeads{heads, kv_heads} : ulysses_rank_heads(heads, kv_heads, share.cp);
+    const double tiles = std::ceil(kernel_tokens / blocks.tile_tokens);
+    const bool group = blocks.backward_walk == AttentionBlocks::BackwardWalk::KvGroup;
+    const double walk = group ? static_cast<double>(rank.heads) / rank.kv_heads : 1.0;
+    forward_runs.push_back({static_cast<double>(rank.heads), tiles, 1.0});
+    backward_runs.push_back({static_cast<double>(group ? rank.kv_heads : rank.heads), tiles, walk});
+    longest_tokens = std::max(longest_tokens, kernel_tokens);
+    largest_block = std::max(largest_block, tiles * std::max(1.0, walk));
+  }
+  parts.attention_backward = c.attention_backward_ratio * parts.attention;
+  if (!forward_runs.empty()) {
+    // One tile pair (QK^T and PV of tile x tile x head_dim) on one SM at full occupancy, at the longest
+    // sequence's efficiency; the busiest SM's tile pairs at that pace bound the call from below.
+    const double b = blocks.tile_tokens;
+    const double sm_pair_s =
+        blocks.sm_count * 4.0 * b * b * model_.head_dim / (peak * c.attention_efficiency.at(longest_tokens));
+    const int most = std::max(blocks.forward_blocks_per_sm, blocks.backward_blocks_per_sm);
+    // Many short sequences: even `most` of the largest blocks on one SM stay below the work; skip the ranks.
+    if (most * largest_block * sm_pair_s * c.attention_backward_ratio > parts.attention_backward ||
+        most * largest_block * sm_pair_s > parts.attention) {
+      parts.attention =
+          std::max(parts.attention,
+                   busiest_sm_tile_pairs(forward_runs, blocks.sm_count, blocks.forward_blocks_per_sm) * sm_pair_s);
+      parts.attention_backward =
+          std::max(parts.attention_backward,
+                   c.attention_backward_ratio * sm_pair_s *
+                       busiest_sm_tile_pairs(backward_runs, blocks.sm_count, blocks.backward_blocks_per_sm));
+    }
   }
   return parts;
+}
+
+double CostModel::attention_share(int cp, int tp, bool ring) const {
+  if (cp == 1 || ring) return 1.0 / (cp * tp);  // ring: every head, 1/cp of the tokens
+  // Ulysses: all tokens for the busiest rank's whole heads of the TP rank's slice (Megatron keeps one KV head per
+  // rank when there are fewer than TP ranks).
+  const int heads = (model_.heads + tp - 1) / tp;
+  const int kv_heads = (model_.kv_heads + tp - 1) / tp;
+  return static_cast<double>(ulysses_rank_heads(heads, kv_heads, cp).heads) / model_.heads;
+}
+
+double CostModel::layer_gemm_seconds(const LayerParts& parts, bool recomputed, LayerGrad grad) const {
+  const double passes = base_gemm_passes(grad) + (recomputed ? 1 : 0);
+  return passes * parts.gemm + (3 + (recomputed ? 1 : 0)) * parts.adapters;
 }
 
 double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Recompute recompute, bool checkpointed,
@@ -173,10 +236,20 @@ double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Rec
   const LayerParts parts = layer_parts(work, tp);
   if (grad == LayerGrad::None) return layer_forward_seconds(parts, LayerGrad::Activations);
   const auto& c = profile_.compute;
-  const auto [gemm, attention, adapters] = parts;
-  double seconds = base_gemm_passes(grad) * gemm + 3 * adapters + (1 + c.attention_backward_ratio) * attention;
-  if (checkpointed || recompute == Recompute::Full) seconds += gemm + adapters + attention;
-  return (1 + c.layer_work_overhead) * seconds + c.layer_overhead_us * 1e-6;
+  const bool recomputed = checkpointed || recompute == Recompute::Full;
+  const double attention = (recomputed ? 2 : 1) * parts.attention + parts.attention_backward;
+  return (1 + c.gemm_work_overhead) * layer_gemm_seconds(parts, recomputed, grad) + attention +
+         c.layer_overhead_us * 1e-6;
+}
+
+double CostModel::layer_work_seconds(std::span<const SequenceShare> work, int tp, Recompute recompute,
+                                     bool checkpointed, LayerGrad grad, double* gemm_seconds) const {
+  check_degree(tp, "tp");
+  const LayerParts parts = layer_parts(work, tp);
+  const bool recomputed = checkpointed || recompute == Recompute::Full;
+  const double gemm = layer_gemm_seconds(parts, recomputed, grad);
+  if (gemm_seconds) *gemm_seconds = gemm;
+  return gemm + (recomputed ? 2 : 1) * parts.attention + parts.attention_backward;
 }
 
 double CostModel::base_gemm_passes(LayerGrad grad) const {
@@ -249,14 +322,13 @@ double CostModel::forward_seconds(std::span<const SequenceShare> work, const Par
 
 double CostModel::layer_forward_seconds(const LayerParts& parts, LayerGrad grad) const {
   const auto& c = profile_.compute;
-  const auto [gemm, attention, adapters] = parts;
-  const double forward = gemm + adapters + attention;
-  // The element-wise overhead grows with the forward's work, the fixed layer overhead goes with each pass in
+  const double gemm = parts.gemm, adapters = parts.adapters;
+  const double forward = gemm + adapters + parts.attention;
+  // The element-wise overhead grows with the forward's GEMM rows, the fixed layer overhead goes with each pass in
   // proportion to its share of the layer's work.
-  const double work_seconds =
-      base_gemm_passes(grad) * gemm + 3 * adapters + (1 + c.attention_backward_ratio) * attention;
-  const double overhead =
-      c.layer_work_overhead * forward + (work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0);
+  const double work_seconds = base_gemm_passes(grad) * gemm + 3 * adapters + parts.attention + parts.attention_backward;
+  const double overhead = c.gemm_work_overhead * (gemm + adapters) +
+                          (work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0);
   return forward + overhead;
 }
 
@@ -280,10 +352,11 @@ std::vector<CpExchange> CostModel::ring_exchanges(std::span<const SequenceShare>
   const int cp = scheme.cp;
   // The GPU's K,V block: its sharded tokens, K and V, the kv heads of its TP rank.
   const double block_bytes = static_cast<double>(tokens_on_gpu) * 2 * model_.kv_hidden() * kBf16Bytes / scheme.tp;
-  const double attention = layer_parts(dist, scheme.tp).attention;  // forward, one layer
+  const LayerParts parts = layer_parts(dist, scheme.tp);  // one layer
   const double steps = cp - 1;
-  const double hidden_forward = steps * attention / cp;  // the blocks the cp - 1 transfers run beside, one layer
-  const double hidden_backward = profile_.compute.attention_backward_ratio * hidden_forward;
+  // The blocks the cp - 1 transfers run beside, one layer.
+  const double hidden_forward = steps * parts.attention / cp;
+  const double hidden_backward = steps * parts.attention_backward / cp;
   std::vector<CpExchange> exchanges;
   const auto add = [&](CpExchange::Pass pass, double bytes, int passes, double hidden) {
     if (passes <= 0) return;

@@ -138,6 +138,11 @@ class CostModel {
   /// runs its forward only (never recomputed), as long as the forward pass of a LayerGrad::Activations layer.
   double layer_seconds(std::span<const SequenceShare> work, int tp, Recompute recompute, bool checkpointed,
                        LayerGrad grad) const;
+  /// layer_seconds without its overheads (the fixed cost, the element-wise share): the GEMM passes and attention
+  /// kernels alone; `gemm_seconds` (optional) receives the GEMM passes' part, which the element-wise share scales.
+  /// The calibration fits those overheads against it.
+  double layer_work_seconds(std::span<const SequenceShare> work, int tp, Recompute recompute, bool checkpointed,
+                            LayerGrad grad, double* gemm_seconds = nullptr) const;
   /// `layers` (the GPU's pipeline stage) over `work`, plus the LM head when `with_head`.
   double compute_seconds(std::span<const SequenceShare> work, const ParallelScheme& scheme, LayerSpan layers,
                          bool with_head) const;
@@ -214,10 +219,15 @@ class CostModel {
   /// Forward GEMM and forward attention seconds of one layer over `work` (the terms of layer_seconds).
   struct LayerParts {
     double gemm = 0;
-    double attention = 0;
-    double adapters = 0;  ///< LoRA adapters' forward (lora_forward_seconds)
+    double attention = 0;           ///< forward kernels, their critical path included
+    double attention_backward = 0;  ///< backward kernels, their critical path included
+    double adapters = 0;            ///< LoRA adapters' forward (lora_forward_seconds)
   };
   LayerParts layer_parts(std::span<const SequenceShare> work, int tp) const;
+  /// The part of a sequence's attention FLOPs one GPU runs: 1/tp whole, Ulysses the busiest rank's heads.
+  double attention_share(int cp, int tp, bool ring) const;
+  /// The GEMM passes of one layer (and its LoRA adapters), with the forward again when `recomputed`.
+  double layer_gemm_seconds(const LayerParts& parts, bool recomputed, LayerGrad grad) const;
   /// The forward pass of one layer (forward_seconds), its overheads shared as `grad`'s backward implies.
   double layer_forward_seconds(const LayerParts& parts, LayerGrad grad) const;
   std::vector<CpExchange> ring_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,

@@ -1,10 +1,20 @@
 #include "policies/core/model.hpp"
 
+#include <stdexcept>
 #include <string>
 
 #include "policies/core/errors.hpp"
 
 namespace lcsim {
+
+UlyssesHeads ulysses_rank_heads(int heads, int kv_heads, int cp) {
+  if (heads < 1 || kv_heads < 1 || cp < 1) throw std::invalid_argument("ulysses_rank_heads: heads, kv_heads, cp >= 1");
+  const auto ceil_div = [](int a, int b) { return (a + b - 1) / b; };
+  UlyssesHeads rank;
+  rank.kv_heads = ceil_div(kv_heads, cp);
+  rank.heads = ceil_div(ceil_div(heads, cp), rank.kv_heads) * rank.kv_heads;
+  return rank;
+}
 
 double ModelConfig::layer_parameters() const {
   const double h = hidden;

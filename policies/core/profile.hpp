@@ -2,6 +2,7 @@
 // The calibration profile: measured (or publicly derived) primitives that the cost model is built from.
 // Format documented in calibrate/PROFILE.md; `format_version` 1.
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,8 +42,11 @@ inline constexpr PhysicalRange kLatencyUsRange{0, 1e6};         ///< up to 1 s
 inline constexpr PhysicalRange kPeakTflopsRange{1e-3, 1e6};
 inline constexpr PhysicalRange kEfficiencyRange{1e-6, 1};
 inline constexpr PhysicalRange kOverheadUsRange{0, 1e6};  ///< per layer, per Mparam
-inline constexpr PhysicalRange kFactorRange{0, 1e3};      ///< attention_backward_ratio, layer_work_overhead
+inline constexpr PhysicalRange kFactorRange{0, 1e3};      ///< attention_backward_ratio, gemm_work_overhead
 inline constexpr PhysicalRange kBackwardRatioRange{1e-3, 1e3};
+inline constexpr PhysicalRange kTileTokensRange{1, 65536};  ///< attention_blocks.tile_tokens
+inline constexpr PhysicalRange kSmCountRange{1, 1e5};       ///< attention_blocks.sm_count
+inline constexpr PhysicalRange kBlocksPerSmRange{1, 64};    ///< attention_blocks.*_blocks_per_sm
 inline constexpr PhysicalRange kBytesPerUnitRange{0, 1e9};  ///< activation, logits and static bytes
 inline constexpr PhysicalRange kReserveGiBRange{0, 1e6};
 inline constexpr PhysicalRange kCurveTokensRange{1e-3, 1e15};  ///< a curve's x (tokens, sequence tokens)
@@ -74,13 +78,30 @@ struct CollectiveFit {
 /// A fit of one segment for every size: `latency_us` plus the size term at `bus_GBps` (priors, test profiles).
 CollectiveFit single_segment(CollectiveOp op, LinkClass link, int group_size, double latency_us, double bus_GBps);
 
+/// How the attention kernels split a call into thread blocks, and how many of them an SM holds: a forward block per
+/// query tile and head walks its keys (tile i: i + 1 tile pairs); a backward block per key tile walks every later
+/// query tile of `backward_walk` heads (its KV head's group for lcsim's kernels, one head for FlashAttention-2's).
+/// Blocks are launched longest first, round-robin over the SMs, up to blocks_per_sm on each (their registers), so
+/// the SM that holds the longest blocks can outlast the call's work over the whole GPU (cost_model.cpp).
+struct AttentionBlocks {
+  enum class BackwardWalk : std::uint8_t { KvGroup, Head };
+  int tile_tokens = 0;  ///< query (and key) rows of a block; 0: no block model
+  int sm_count = 0;
+  int forward_blocks_per_sm = 0;
+  int backward_blocks_per_sm = 0;
+  BackwardWalk backward_walk = BackwardWalk::KvGroup;
+  friend bool operator==(const AttentionBlocks&, const AttentionBlocks&) = default;
+};
+
 struct ComputeProfile {
   double peak_tflops = 0;                 ///< dense BF16 peak the efficiencies refer to
   Curve gemm_efficiency;                  ///< achieved/peak vs tokens in the GEMM (micro-batch tokens on one GPU)
   Curve attention_efficiency;             ///< achieved/peak vs sequence length, causal varlen attention forward
   double attention_backward_ratio = 2.5;  ///< backward FLOPs / forward FLOPs (FlashAttention convention)
-  double layer_overhead_us = 0;           ///< fixed cost per layer per micro-batch, forward + backward
-  double layer_work_overhead = 0;         ///< a layer's time beyond its GEMM and attention terms, as a share of them
+  /// The attention kernels' blocks (0 tile tokens: not modelled): a call lasts at least as long as its busiest SM.
+  AttentionBlocks attention_blocks;
+  double layer_overhead_us = 0;   ///< fixed cost per layer per micro-batch, forward + backward
+  double gemm_work_overhead = 0;  ///< element-wise time per layer as a share of its GEMM passes (cost_model.cpp)
   std::optional<double> layer_overhead_fit_mape;
   double optimizer_us_per_mparam = 0;   ///< optimizer step per million parameters held by the GPU
   double hot_switch_us_per_mparam = 0;  ///< re-sharding cost of a parallel-strategy switch (HotSPa)

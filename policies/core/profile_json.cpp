@@ -1,5 +1,6 @@
-// Profile JSON (format_version 1), documented field by field in calibrate/PROFILE.md. Reading is strict: every
-// field is required, unknown keys are errors, and every error names the file and the JSON path.
+// Profile JSON (format_version 2), documented field by field in calibrate/PROFILE.md. Reading is strict: every
+// field is required (compute.attention_blocks is optional: absent, no critical path), unknown keys are errors, and
+// every error names the file and the JSON path.
 #include <cmath>
 #include <set>
 #include <tuple>
@@ -184,14 +185,45 @@ Provenance read_provenance(JsonObjectReader r) {
   return p;
 }
 
+int whole_number(JsonObjectReader& r, std::string_view key, PhysicalRange range) {
+  const double v = bounded(r, key, range, true);
+  if (v != std::floor(v)) r.fail(key, "must be a whole number");
+  return static_cast<int>(v);
+}
+
+AttentionBlocks read_attention_blocks(JsonObjectReader r) {
+  AttentionBlocks b;
+  b.tile_tokens = whole_number(r, "tile_tokens", kTileTokensRange);
+  b.sm_count = whole_number(r, "sm_count", kSmCountRange);
+  b.forward_blocks_per_sm = whole_number(r, "forward_blocks_per_sm", kBlocksPerSmRange);
+  b.backward_blocks_per_sm = whole_number(r, "backward_blocks_per_sm", kBlocksPerSmRange);
+  const std::string walk = r.required<std::string>("backward_walk");
+  if (walk == "kv_group") {
+    b.backward_walk = AttentionBlocks::BackwardWalk::KvGroup;
+  } else if (walk == "head") {
+    b.backward_walk = AttentionBlocks::BackwardWalk::Head;
+  } else {
+    r.fail("backward_walk", "expected \"kv_group\" or \"head\", got \"" + walk + "\"");
+  }
+  r.finish();
+  return b;
+}
+
 ComputeProfile read_compute(JsonObjectReader r) {
   ComputeProfile c;
   c.peak_tflops = bounded(r, "peak_tflops", kPeakTflopsRange, true);
   c.gemm_efficiency = read_curve(r.object("gemm_efficiency"), "tokens", "efficiency");
   c.attention_efficiency = read_curve(r.object("attention_efficiency"), "seq_tokens", "efficiency");
   c.attention_backward_ratio = bounded(r, "attention_backward_ratio", kBackwardRatioRange, true);
+  if (r.has("attention_blocks")) c.attention_blocks = read_attention_blocks(r.object("attention_blocks"));
   c.layer_overhead_us = bounded(r, "layer_overhead_us", kOverheadUsRange);
-  c.layer_work_overhead = bounded(r, "layer_work_overhead", kFactorRange);
+  // Until 2026-11-26 the element-wise share scaled attention too; live jobs on an H200 showed it does not
+  // (docs/measurements/h200-2026-11-26.md). An old profile's share means something else: refit, never reinterpret.
+  if (r.has("layer_work_overhead"))
+    r.fail("layer_work_overhead",
+           "replaced by gemm_work_overhead, a share of the GEMM passes only; refit the profile from its measurements "
+           "(lcsim-gpu fit --measurements FILE --out FILE)");
+  c.gemm_work_overhead = bounded(r, "gemm_work_overhead", kFactorRange);
   c.layer_overhead_fit_mape = read_mape(r, "layer_overhead_fit_mape");
   c.optimizer_us_per_mparam = bounded(r, "optimizer_us_per_mparam", kOverheadUsRange);
   c.hot_switch_us_per_mparam = bounded(r, "hot_switch_us_per_mparam", kOverheadUsRange);
@@ -283,8 +315,17 @@ Json to_json(const Profile& profile) {
   compute["gemm_efficiency"] = curve_json<Json>(c.gemm_efficiency, "tokens");
   compute["attention_efficiency"] = curve_json<Json>(c.attention_efficiency, "seq_tokens");
   compute["attention_backward_ratio"] = c.attention_backward_ratio;
+  if (c.attention_blocks.tile_tokens > 0) {
+    const auto& b = c.attention_blocks;
+    compute["attention_blocks"] =
+        Json{{"tile_tokens", b.tile_tokens},
+             {"sm_count", b.sm_count},
+             {"forward_blocks_per_sm", b.forward_blocks_per_sm},
+             {"backward_blocks_per_sm", b.backward_blocks_per_sm},
+             {"backward_walk", b.backward_walk == AttentionBlocks::BackwardWalk::KvGroup ? "kv_group" : "head"}};
+  }
   compute["layer_overhead_us"] = c.layer_overhead_us;
-  compute["layer_work_overhead"] = c.layer_work_overhead;
+  compute["gemm_work_overhead"] = c.gemm_work_overhead;
   compute["layer_overhead_fit_mape"] = mape_json<Json>(c.layer_overhead_fit_mape);
   compute["optimizer_us_per_mparam"] = c.optimizer_us_per_mparam;
   compute["hot_switch_us_per_mparam"] = c.hot_switch_us_per_mparam;

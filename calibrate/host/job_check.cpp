@@ -1,0 +1,223 @@
+#include "calibrate/host/job_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "policies/core/errors.hpp"
+#include "policies/core/json_reader.hpp"
+#include "traces/results_io.hpp"
+
+namespace lcsim {
+namespace {
+
+using Json = nlohmann::json;
+
+Recompute recompute_of(const std::string& text, const std::string& where) {
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
+    if (text == to_string(r)) return r;
+  throw InputError(where + ": expected none, selective or full, got '" + text + "'");
+}
+
+/// A number at `key` of `j`, or InputError naming the file and path.
+double number_at(const Json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_number()) throw InputError(where + "." + key + ": expected a number");
+  return j[key].get<double>();
+}
+
+std::vector<int> lengths_at(const Json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_array()) throw InputError(where + "." + key + ": expected an array");
+  std::vector<int> out;
+  for (const auto& v : j[key]) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > (1 << 30))
+      throw InputError(where + "." + key + ": expected sequence lengths (positive integers)");
+    out.push_back(v.get<int>());
+  }
+  return out;
+}
+
+void read_live_jobs(const Json& doc, const std::string& file, std::vector<MeasuredMicroBatch>& out) {
+  if (!doc.contains("jobs") || !doc["jobs"].is_array())
+    throw InputError(file +
+                     ": jobs: a live results file without per-job times (written before 2026-11-26, or a "
+                     "parallel run)");
+  const Json& jobs = doc["jobs"];
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const Json& j = jobs[i];
+    const std::string where = file + ": jobs[" + std::to_string(i) + "]";
+    if (j.value("kind", "") != "layers" || !j.value("timed", false) || j.value("oom", false)) continue;
+    const Json& measured = j.at("measured_s");
+    const Json& predicted = j.at("predicted_s");
+    if (!measured["whole"].is_number() || !predicted["whole"].is_number()) continue;  // pipeline parts: not here
+    MeasuredMicroBatch m;
+    m.file = file;
+    m.local = lengths_at(j, "local_tokens", where);
+    m.sharded = lengths_at(j, "sharded_tokens", where);
+    m.cp = static_cast<int>(number_at(j, "cp", where));
+    m.layers = static_cast<int>(number_at(j, "layers", where));
+    m.checkpointed_layers = static_cast<int>(number_at(j, "checkpointed_layers", where));
+    m.recompute = recompute_of(j.value("recompute", ""), where + ".recompute");
+    m.lm_head = j.value("lm_head", false);
+    m.steps = static_cast<int>(number_at(j, "steps", where));
+    m.tp = static_cast<int>(number_at(j, "heads", where));  // the shard's heads: turned into tp by check_jobs
+    m.measured_s = measured["whole"].get<double>();
+    m.recorded_s = predicted["whole"].get<double>();
+    out.push_back(std::move(m));
+  }
+}
+
+void read_mix_points(const Json& doc, const std::string& file, std::vector<MeasuredMicroBatch>& out) {
+  const int cp = static_cast<int>(number_at(doc, "cp", file));
+  const int layers = static_cast<int>(number_at(doc, "layers", file));
+  const Recompute recompute = recompute_of(doc.value("recompute", ""), file + ": recompute");
+  const Json& points = doc.at("points");
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Json& p = points[i];
+    const std::string where = file + ": points[" + std::to_string(i) + "]";
+    if (p.value("oom", false) || !p["measured_s"]["whole"].is_number()) continue;
+    MeasuredMicroBatch m;
+    m.file = file;
+    const int k = static_cast<int>(number_at(p, "shorts", where));
+    const int s = static_cast<int>(number_at(p, "short_tokens", where));
+    const int l = static_cast<int>(number_at(p, "long_tokens", where));
+    m.local.assign(static_cast<std::size_t>(k), s);
+    if (l > 0) m.sharded = {l};
+    m.cp = cp;
+    m.layers = layers;
+    m.recompute = recompute;
+    m.tp = 0;  // the scenario model's heads (tp 1)
+    m.measured_s = p["measured_s"]["whole"].get<double>();
+    m.recorded_s = number_at(p, "predicted_s", where);
+    out.push_back(std::move(m));
+  }
+}
+
+std::string bucket(int tokens) {
+  if (tokens < 1024) return "< 1K";
+  if (tokens < 4096) return "1K-4K";
+  if (tokens < 16384) return "4K-16K";
+  if (tokens < 65536) return "16K-64K";
+  return ">= 64K";
+}
+
+std::string percent(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f%%", v * 100);
+  return text;
+}
+
+}  // namespace
+
+std::string MeasuredMicroBatch::kind() const {
+  if (sharded.empty()) return "whole, longest " + bucket(*std::max_element(local.begin(), local.end()));
+  const std::string s = "sharded " + bucket(*std::max_element(sharded.begin(), sharded.end()));
+  return local.empty() ? s : "whole + " + s;
+}
+
+std::vector<MeasuredMicroBatch> read_measured_micro_batches(const std::string& file) {
+  const Json doc = parse_json_file(file);
+  if (!doc.is_object()) throw InputError(file + ": expected a JSON object");
+  std::vector<MeasuredMicroBatch> out;
+  const std::string schema = doc.value("schema", "");
+  if (schema == "lcsim-mix-sweep/1") {
+    read_mix_points(doc, file, out);
+  } else if (known_results_schema(schema) && doc.value("mode", "") == "live") {
+    read_live_jobs(doc, file, out);
+  } else {
+    throw InputError(file + ": schema: expected an lcsim-gpu live --json file or lcsim-mix-sweep/1, got '" + schema +
+                     "'");
+  }
+  return out;
+}
+
+std::vector<JobCheckRow> check_jobs(const LoadedScenario& loaded, std::vector<MeasuredMicroBatch>& jobs) {
+  const CostModel& cost = *loaded.cost;
+  const ModelConfig& model = loaded.scenario.model;
+  std::map<std::string, std::vector<const MeasuredMicroBatch*>> by_kind;
+  for (MeasuredMicroBatch& m : jobs) {
+    if (m.tp > 0) {  // a live job records its TP shard's heads
+      if (model.heads % m.tp != 0)
+        throw InputError(m.file + ": a job of " + std::to_string(m.tp) + " heads is no TP shard of " + model.name);
+      m.tp = model.heads / m.tp;
+    } else {
+      m.tp = 1;
+    }
+    std::vector<SequenceShare> shares;
+    for (int t : m.local) shares.push_back({t, 1});
+    for (int t : m.sharded) shares.push_back({t, m.cp});
+    ParallelScheme scheme;
+    scheme.tp = m.tp;
+    scheme.cp = m.cp;
+    scheme.recompute = m.recompute;
+    scheme.checkpointed_layers = m.checkpointed_layers;
+    m.predicted_s = cost.compute_seconds(shares, scheme, LayerSpan(m.layers), m.lm_head);
+    by_kind[m.kind()].push_back(&m);
+    by_kind["all"].push_back(&m);
+  }
+  std::vector<JobCheckRow> rows;
+  for (const auto& [kind, list] : by_kind) {
+    JobCheckRow row;
+    row.kind = kind;
+    double recorded = 0, predicted = 0, measured = 0;
+    for (const MeasuredMicroBatch* m : list) {
+      ++row.jobs;
+      row.steps += m->steps;
+      row.recorded_mape += std::abs(m->recorded_s / m->measured_s - 1);
+      row.mape += std::abs(m->predicted_s / m->measured_s - 1);
+      recorded += m->steps * m->recorded_s;
+      predicted += m->steps * m->predicted_s;
+      measured += m->steps * m->measured_s;
+    }
+    row.recorded_mape /= row.jobs;
+    row.mape /= row.jobs;
+    row.recorded_bias = recorded / measured - 1;
+    row.bias = predicted / measured - 1;
+    rows.push_back(row);
+  }
+  // "all" last.
+  std::stable_partition(rows.begin(), rows.end(), [](const JobCheckRow& r) { return r.kind != "all"; });
+  return rows;
+}
+
+const char* check_jobs_usage() {
+  return "  check-jobs SCENARIO FILE...\n"
+         "      No GPU needed. Re-predicts every micro-batch a live --json or bench-mix --json FILE measured with\n"
+         "      SCENARIO's model and profile (today's cost model) and prints, by kind of micro-batch, the error the\n"
+         "      file recorded and today's: MAPE over jobs, and bias (steps-weighted predicted / measured - 1).\n";
+}
+
+void run_check_jobs_command(const std::vector<std::string>& args, std::ostream& out) {
+  std::vector<std::string> files;
+  for (const std::string& a : args) {
+    if (a.size() > 1 && a[0] == '-') throw InputError("check-jobs: unknown option '" + a + "'");
+    files.push_back(a);
+  }
+  if (files.size() < 2) throw InputError("check-jobs: expected SCENARIO and at least one FILE");
+  const LoadedScenario loaded = load_and_prepare(files.front());
+  std::vector<MeasuredMicroBatch> jobs;
+  for (std::size_t i = 1; i < files.size(); ++i) {
+    std::vector<MeasuredMicroBatch> more = read_measured_micro_batches(files[i]);
+    jobs.insert(jobs.end(), more.begin(), more.end());
+  }
+  if (jobs.empty()) throw InputError("check-jobs: no measured micro-batch in the files");
+  const std::vector<JobCheckRow> rows = check_jobs(loaded, jobs);
+  out << "scenario   " << loaded.scenario.name << " (model " << loaded.scenario.model.name << ")\n"
+      << "profile    " << loaded.profile.label() << '\n';
+  std::vector<std::vector<std::string>> table{
+      {"micro-batches", "jobs", "steps", "recorded MAPE", "recorded bias", "MAPE now", "bias now"}};
+  for (const JobCheckRow& r : rows) {
+    char mape[32], recorded[32];
+    std::snprintf(mape, sizeof mape, "%.1f%%", r.mape * 100);
+    std::snprintf(recorded, sizeof recorded, "%.1f%%", r.recorded_mape * 100);
+    table.push_back({r.kind, std::to_string(r.jobs), std::to_string(r.steps), recorded, percent(r.recorded_bias), mape,
+                     percent(r.bias)});
+  }
+  print_aligned_rows(table, out);
+  out << "recorded: the prediction in the file (the cost model of the run's day); now: this lcsim's; bias: "
+         "steps-weighted sum of predicted over measured - 1\n";
+}
+
+}  // namespace lcsim

@@ -1,0 +1,55 @@
+#pragma once
+// `lcsim-gpu check-jobs` (host-only, no GPU): every micro-batch a GPU run measured -- the "jobs" of an
+// `lcsim-gpu live --json` file, the points of an `lcsim-gpu bench-mix --json` file -- re-predicted by today's cost
+// model and compared with its measured time, by kind of micro-batch. Beside today's error it prints the error the
+// file recorded (the model of the day of the run), so a model change is judged per micro-batch shape on real
+// hardware without a GPU (docs/validation.md, "Measured runs").
+//
+//   lcsim-gpu check-jobs SCENARIO FILE... [--json OUT]
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "traces/scenario_loader.hpp"
+
+namespace lcsim {
+
+/// One measured micro-batch.
+struct MeasuredMicroBatch {
+  std::string file;
+  std::vector<int> local;    ///< whole sequences: tokens
+  std::vector<int> sharded;  ///< Ulysses-sharded sequences: full lengths
+  int cp = 1;
+  int tp = 1;
+  int layers = 0;
+  int checkpointed_layers = 0;
+  Recompute recompute = Recompute::Selective;
+  bool lm_head = false;
+  int steps = 1;             ///< how many steps of the run's iterations ran it (bench-mix points: 1)
+  double measured_s = 0;     ///< forward + backward, median
+  double recorded_s = 0;     ///< the prediction the file recorded
+  double predicted_s = 0;    ///< today's cost model (check_jobs fills it)
+  std::string kind() const;  ///< "whole", "sharded <bucket>", "whole + sharded"
+};
+
+/// Reads the measured micro-batches of a live or bench-mix results file (by its schema). InputError naming the file
+/// and the JSON path for anything else, a job without a measured time being skipped (out of memory, memory probe).
+std::vector<MeasuredMicroBatch> read_measured_micro_batches(const std::string& file);
+
+struct JobCheckRow {
+  std::string kind;
+  int jobs = 0;
+  int steps = 0;
+  double recorded_mape = 0, recorded_bias = 0;  ///< bias: steps-weighted sum predicted / sum measured - 1
+  double mape = 0, bias = 0;
+};
+
+/// Fills predicted_s with the loaded scenario's cost model (model and profile; each job's own cp, tp, layers,
+/// recomputation and LM head) and summarizes by kind, then over all. InputError for a job the model cannot shape
+/// (its heads do not divide the scenario model's).
+std::vector<JobCheckRow> check_jobs(const LoadedScenario& loaded, std::vector<MeasuredMicroBatch>& jobs);
+
+void run_check_jobs_command(const std::vector<std::string>& args, std::ostream& out);
+const char* check_jobs_usage();
+
+}  // namespace lcsim
