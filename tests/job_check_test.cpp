@@ -1,0 +1,85 @@
+// `lcsim-gpu check-jobs` (calibrate/host/job_check.hpp) on the micro-batches an H200 measured on 2026-11-26: the
+// files read as written, today's prediction is the cost model's, and today's error stays within what the rebuilt
+// layer model reached (docs/measurements/h200-2026-11-26.md) -- a regression entry per micro-batch shape.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "calibrate/host/job_check.hpp"
+#include "policies/core/errors.hpp"
+
+namespace lcsim {
+namespace {
+
+const std::string kRoot = LCSIM_SOURCE_DIR;
+const std::string kScenario = kRoot + "/scenarios/live/qwen2.5-0.5b-chatqa2-dp1-cp8-h200.json";
+const std::string kLive = kRoot + "/measurements/live/h200-2026-11-26/qwen2.5-0.5b-chatqa2-dp1-cp8-h200.live.json";
+const std::string kMix = kRoot + "/measurements/mix/h200-2026-11-26/mix-qwen2.5-0.5b-wikipedia-dp1-cp8-h200.json";
+
+const JobCheckRow& row(const std::vector<JobCheckRow>& rows, const std::string& kind) {
+  for (const auto& r : rows)
+    if (r.kind == kind) return r;
+  throw std::runtime_error("no row " + kind);
+}
+
+TEST(JobCheck, ReadsLiveJobsAndSweepPointsAsTheyWereMeasured) {
+  const auto live = read_measured_micro_batches(kLive);
+  const auto mix = read_measured_micro_batches(kMix);
+  EXPECT_GT(live.size(), 200u);
+  ASSERT_EQ(mix.size(), 75u);                           // 3 long lengths x (1 + 3 short lengths x 4 counts x 2)
+  EXPECT_EQ(mix[0].sharded, (std::vector<int>{2048}));  // the sweep's first point: the long sequence alone
+  EXPECT_TRUE(mix[0].local.empty());
+  EXPECT_EQ(mix[0].cp, 8);
+  EXPECT_EQ(mix[0].layers, 24);
+  EXPECT_NEAR(mix[0].measured_s, 0.015217, 1e-6);
+  for (const auto& m : live) {
+    EXPECT_GT(m.measured_s, 0);
+    EXPECT_GT(m.steps, 0);
+    EXPECT_EQ(m.layers, 24);
+  }
+}
+
+TEST(JobCheck, TodaysModelPricesEveryMeasuredShapeWithinItsCommittedError) {
+  const LoadedScenario loaded = load_and_prepare(kScenario);
+  auto jobs = read_measured_micro_batches(kLive);
+  const auto more = read_measured_micro_batches(kMix);
+  jobs.insert(jobs.end(), more.begin(), more.end());
+  const auto rows = check_jobs(loaded, jobs);
+  // today's prediction is the cost model's compute_seconds of the job's shares
+  const MeasuredMicroBatch& first = jobs.back();
+  std::vector<SequenceShare> shares;
+  for (int t : first.local) shares.push_back({t, 1});
+  for (int t : first.sharded) shares.push_back({t, first.cp});
+  ParallelScheme scheme;
+  scheme.cp = first.cp;
+  EXPECT_DOUBLE_EQ(first.predicted_s, loaded.cost->compute_seconds(shares, scheme, 24, false));
+  // What the files recorded (the model of the morning of 2026-11-26) and what the rebuilt model gives: a change
+  // that makes any of these worse than committed fails here, without a GPU.
+  const JobCheckRow& all = row(rows, "all");
+  EXPECT_EQ(all.jobs, static_cast<int>(jobs.size()));
+  EXPECT_GT(all.recorded_mape, 0.12);
+  EXPECT_LT(all.mape, 0.09);
+  EXPECT_LT(std::abs(all.bias), 0.08);
+  EXPECT_LT(row(rows, "sharded 4K-16K").mape, 0.11);
+  EXPECT_LT(row(rows, "sharded 16K-64K").mape, 0.08);
+  EXPECT_LT(row(rows, "whole, longest 1K-4K").mape, 0.06);
+}
+
+TEST(JobCheck, RefusesFilesWithoutMeasuredMicroBatches) {
+  const std::string results = kRoot + "/measurements/live/h200-2026-11/qwen2.5-0.5b-wikipedia-dp1-cp8.live.json";
+  try {
+    read_measured_micro_batches(results);  // transcribed: no per-job times
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("jobs"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_measured_micro_batches(kScenario), InputError);  // not a results file
+  std::ostringstream out;
+  EXPECT_THROW(run_check_jobs_command({kScenario}, out), InputError);
+  EXPECT_THROW(run_check_jobs_command({kScenario, kLive, "--fast"}, out), InputError);
+}
+
+}  // namespace
+}  // namespace lcsim
