@@ -154,6 +154,190 @@ TEST(KinetoFit, AttentionEfficiencyRecovered) {
   EXPECT_EQ(fit.profile.compute.attention_backward_ratio, h100_prior().compute.attention_backward_ratio);
 }
 
+/// PyTorch 2.11's SDPA as its profiler records it (H200 trace of calibrate/torch_trace_step.py): the kernels'
+/// External id names the backend's inner op (aten::_cudnn_attention_forward / _flash_attention_forward), which
+/// runs inside aten::_scaled_dot_product_{cudnn,flash}_attention inside aten::scaled_dot_product_attention; the
+/// backward ops run on autograd's thread, with grad_out as input 0 and is_causal in Concrete Inputs.
+struct SdpaTrace {
+  nlohmann::json events = nlohmann::json::array();
+  double clock = 100;
+  std::uint64_t id = 1000;
+
+  static nlohmann::json op(const std::string& name, double ts, double dur, std::uint64_t ext, nlohmann::json dims,
+                           nlohmann::json concrete, int tid) {
+    nlohmann::json types = nlohmann::json::array();
+    for (const auto& d : dims) types.push_back(d.empty() ? "" : "c10::BFloat16");
+    return {
+        {"ph", "X"},
+        {"cat", "cpu_op"},
+        {"name", name},
+        {"pid", 1},
+        {"tid", tid},
+        {"ts", ts},
+        {"dur", dur},
+        {"args", {{"External id", ext}, {"Input Dims", dims}, {"Input type", types}, {"Concrete Inputs", concrete}}}};
+  }
+  /// A launch (on the CPU op's thread) and its kernel (stream 7) for CPU op `ext`.
+  void kernel(const std::string& name, double launch_ts, double dur, std::uint64_t ext, int tid) {
+    const std::uint64_t corr = ++id;
+    events.push_back({{"ph", "X"},
+                      {"cat", "cuda_runtime"},
+                      {"name", "cudaLaunchKernel"},
+                      {"pid", 1},
+                      {"tid", tid},
+                      {"ts", launch_ts},
+                      {"dur", 1},
+                      {"args", {{"External id", ext}, {"correlation", corr}}}});
+    events.push_back({{"ph", "X"},
+                      {"cat", "kernel"},
+                      {"name", name},
+                      {"pid", 0},
+                      {"tid", 7},
+                      {"ts", launch_ts + 5},
+                      {"dur", dur},
+                      {"args", {{"External id", ext}, {"correlation", corr}, {"stream", 7}, {"device", 0}}}});
+  }
+  /// One forward (main thread) and one backward (autograd thread) of causal SDPA on q [b, h, s, d].
+  void cudnn(std::int64_t b, std::int64_t h, std::int64_t s, std::int64_t d, double fwd_us, double bwd_us) {
+    const nlohmann::json q = {b, h, s, d}, none = nlohmann::json::array();
+    const std::string len = std::to_string(s);
+    const double t = clock;
+    const std::uint64_t outer = ++id, sdpa = ++id, inner = ++id;
+    events.push_back(op("aten::scaled_dot_product_attention", t, 50, outer, {q, q, q, none, none, none, none, none},
+                        {"", "", "", "", "0.", "True", "", "False"}, static_cast<int>(kMainThread)));
+    events.push_back(op("aten::_scaled_dot_product_cudnn_attention", t + 2, 45, sdpa,
+                        {q, q, q, none, none, none, none, none, none},
+                        {"", "", "", "", "True", "0.", "True", "False", ""}, static_cast<int>(kMainThread)));
+    events.push_back(op("aten::_cudnn_attention_forward", t + 4, 40, inner,
+                        {q, q, q, none, none, none, none, none, none, none, none, none, none},
+                        {"", "", "", "", "", "", len, len, "True", "0.", "True", "False", ""},
+                        static_cast<int>(kMainThread)));
+    kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0",
+           t + 30, fwd_us, inner, static_cast<int>(kMainThread));
+    // The backward: three kernels (cuDNN's dot(dO, O) pre-pass, the bprop kernel, dQ to 16 bits), all named by
+    // the inner backward op.
+    const nlohmann::json lse = {b, h, s, 1};
+    const nlohmann::json bdims = {q, q, q, q, q, lse, none, none, none, none, none, none, none, none, none, none};
+    const nlohmann::json bconcrete = {"", "", "", "", "", "", "", "", "", "", "", len, len, "0.", "True", ""};
+    const std::uint64_t bsdpa = ++id, binner = ++id;
+    const int autograd = static_cast<int>(kAutogradThread);
+    events.push_back(
+        op("aten::_scaled_dot_product_cudnn_attention_backward", t + 60, 30, bsdpa, bdims, bconcrete, autograd));
+    events.push_back(op("aten::_cudnn_attention_backward", t + 62, 25, binner, bdims, bconcrete, autograd));
+    kernel("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*, void const*, void*)", t + 70,
+           0.1 * bwd_us, binner, autograd);
+    kernel("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1_cga1x1x1_kernel0_0",
+           t + 75, 0.8 * bwd_us, binner, autograd);
+    kernel("void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*, unsigned int)", t + 80, 0.1 * bwd_us,
+           binner, autograd);
+    clock += 100;
+  }
+  KinetoTrace trace() const {
+    nlohmann::json all = events;
+    all.push_back({{"ph", "X"},
+                   {"cat", "user_annotation"},
+                   {"name", "ProfilerStep#0"},
+                   {"pid", 1},
+                   {"tid", kMainThread},
+                   {"ts", 0},
+                   {"dur", clock + 10}});
+    auto t = kineto_trace_from_json({{"traceEvents", all}}, "sdpa.json");
+    classify_kernels(t, KernelClassifier::builtin());
+    return t;
+  }
+};
+
+double attention_truth(double s) {
+  return 0.3 + 0.05 * std::log2(s / 512);
+}
+
+// The real trace's layout: before, the kernels' op (the inner _cudnn_attention_forward) was not an SDPA op of the
+// table, so every forward counted as "without dense q shapes" and nothing was fitted.
+TEST(KinetoFit, CudnnSdpaAsPyTorchRecordsIt) {
+  SdpaTrace b;
+  const double peak = h100_prior().compute.peak_tflops * 1e12;
+  const std::vector<double> lens{512, 1024, 2048, 4096, 8192};
+  for (double s : lens) {
+    const double fwd_us = 2 * s * s * 14 * 64 / (attention_truth(s) * peak) * 1e6;
+    // Backward / forward grows from 2.5 to 2.9: the fit is the slope through the origin.
+    b.cudnn(1, 14, static_cast<std::int64_t>(s), 64, fwd_us, (2.5 + 0.1 * std::log2(s / 512)) * fwd_us);
+  }
+  const auto fit = fit_profile_from_traces({b.trace()}, h100_prior());
+  const auto& c = fit.profile.compute.attention_efficiency;
+  ASSERT_EQ(c.x, lens);
+  for (std::size_t i = 0; i < lens.size(); ++i) EXPECT_NEAR(c.y[i], attention_truth(lens[i]), 1e-9) << lens[i];
+  const auto& l = line(fit, "compute.attention_efficiency");
+  EXPECT_TRUE(l.fitted);
+  EXPECT_TRUE(contains(l.detail, "median per length over 5 forward ops")) << l.detail;
+  const auto& r = line(fit, "compute.attention_backward_ratio");
+  ASSERT_TRUE(r.fitted) << r.detail;
+  EXPECT_EQ(r.points, 5);
+  EXPECT_EQ(r.held_out, 1);
+  // The calibration's proportional fit (relative least squares) on 512, 2048, 4096 and 8192 (1024 held out):
+  // ratios r = 2.5, 2.7, 2.8, 2.9 give sum(1/r) / sum(1/r^2).
+  double inv = 0, inv2 = 0;
+  for (double ratio : {2.5, 2.7, 2.8, 2.9}) {
+    inv += 1 / ratio;
+    inv2 += 1 / (ratio * ratio);
+  }
+  EXPECT_NEAR(fit.profile.compute.attention_backward_ratio, inv / inv2, 1e-9);
+  EXPECT_TRUE(contains(r.detail, "2.50 at the shortest .. 2.90 at the longest")) << r.detail;
+}
+
+// FlashAttention through SDPA: the kernels name aten::_flash_attention_forward, whose q is [B, S, H, D]; by itself
+// (no SDPA op around it) it is the varlen entry point, whose lengths are tensor values.
+TEST(KinetoFit, FlashSdpaInnerOpIsNotVarlen) {
+  const double peak = h100_prior().compute.peak_tflops * 1e12;
+  auto build = [&](bool wrapped) {
+    SdpaTrace b;
+    for (double s : {1024.0, 2048.0, 4096.0}) {
+      const std::int64_t len = static_cast<std::int64_t>(s);
+      const nlohmann::json q = {1, 32, len, 128}, q_bshd = {1, len, 32, 128}, none = nlohmann::json::array();
+      const std::uint64_t sdpa = ++b.id, inner = ++b.id;
+      if (wrapped) {
+        b.events.push_back(SdpaTrace::op("aten::_scaled_dot_product_flash_attention", b.clock, 45, sdpa,
+                                         {q, q, q, none, none, none, none}, {"", "", "", "0.", "True", "False", ""},
+                                         static_cast<int>(kMainThread)));
+      }
+      b.events.push_back(
+          SdpaTrace::op("aten::_flash_attention_forward", b.clock + 4, 40, inner,
+                        {q_bshd, q_bshd, q_bshd, none, none, none, none, none, none, none, none},
+                        {"", "", "", "", "", std::to_string(len), std::to_string(len), "0.", "True", "False", ""},
+                        static_cast<int>(kMainThread)));
+      b.kernel("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>, true>(Flash_fwd_params)",
+               b.clock + 30, 2 * s * s * 32 * 128 / (attention_truth(s) * peak) * 1e6, inner,
+               static_cast<int>(kMainThread));
+      b.clock += 100;
+    }
+    return fit_profile_from_traces({b.trace()}, h100_prior());
+  };
+  const auto fit = build(true);
+  EXPECT_TRUE(line(fit, "compute.attention_efficiency").fitted) << line(fit, "compute.attention_efficiency").detail;
+  EXPECT_NEAR(fit.profile.compute.attention_efficiency.at(2048), attention_truth(2048), 1e-9);
+  // No backward op in this trace: the prior's ratio, and the report says so.
+  EXPECT_FALSE(line(fit, "compute.attention_backward_ratio").fitted);
+  EXPECT_TRUE(contains(line(fit, "compute.attention_backward_ratio").detail, "no backward SDPA"));
+  const auto bare = build(false);
+  EXPECT_FALSE(line(bare, "compute.attention_efficiency").fitted);
+  EXPECT_TRUE(contains(line(bare, "compute.attention_efficiency").detail, "3 varlen"));
+}
+
+// A backward op without a forward op of its shape (e.g. only the backward of a step is inside the trace) gives no
+// ratio: nothing to divide by.
+TEST(KinetoFit, BackwardRatioNeedsAForwardOfTheSameShape) {
+  SdpaTrace b;
+  b.cudnn(1, 14, 1024, 64, 100, 250);
+  auto t = b.trace();
+  // Drop the forward kernel: its op stays, with no kernel time.
+  std::erase_if(t.kernels, [](const KinetoKernel& k) { return contains(k.name, "fprop"); });
+  const auto fit = fit_profile_from_traces({t}, h100_prior());
+  EXPECT_FALSE(line(fit, "compute.attention_efficiency").fitted);
+  const auto& r = line(fit, "compute.attention_backward_ratio");
+  EXPECT_FALSE(r.fitted);
+  EXPECT_TRUE(contains(r.detail, "beside a forward op of the same shape (1 backward ops)")) << r.detail;
+  EXPECT_EQ(fit.profile.compute.attention_backward_ratio, h100_prior().compute.attention_backward_ratio);
+}
+
 KinetoCollective allreduce(std::uint64_t elements, std::vector<int> ranks) {
   KinetoCollective c;
   c.name = "allreduce";
@@ -249,6 +433,19 @@ TEST(KinetoFit, MissingFieldsKeepThePriorAndSayWhy) {
   EXPECT_TRUE(contains(fit.profile.provenance.notes, "Kept from the prior"));
   EXPECT_TRUE(contains(fit.profile.provenance.notes, "compute.attention_efficiency (no forward SDPA"));
   EXPECT_EQ(fit.profile.provenance.source, "PyTorch profiler trace");
+}
+
+// Kineto's timestamps are relative to baseTimeNanoseconds: the H200 traces' base is 2026-10-01T12:17:06Z and
+// their first event 4834607.7 s later, on the day they were recorded.
+TEST(KinetoFit, DateIsTheBasePlusTheFirstEvent) {
+  Builder b;
+  b.add(mm(1024, 4096, 4096), "gemm", 1000);
+  b.t.base_time_ns = 1790857026000000000;
+  const double shift = 4834607734880.074;
+  b.t.steps[0].ts_us += shift;
+  for (auto& op : b.t.ops) op.ts_us += shift;
+  for (auto& k : b.t.kernels) k.ts_us += shift;
+  EXPECT_EQ(fit_profile_from_traces({b.t}, h100_prior()).profile.provenance.date, "2026-11-26T11:13:53Z");
 }
 
 TEST(KinetoFit, AbovePeakIsAnInputError) {
@@ -461,6 +658,46 @@ TEST(KinetoFitCli, RealTraceReportsWhatItLacks) {
   EXPECT_TRUE(contains(run.output, "collectives all_reduce nvlink n=2"));
   EXPECT_TRUE(contains(run.output, "no profile field could be fitted"));
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// The committed real trace (H200, PyTorch 2.11, Qwen2.5-0.5B, one sequence of 512 .. 16384 tokens per step;
+// docs/measurements/h200-2026-11-26-kineto.md): the GEMM and attention curves and the backward ratio are fitted,
+// with efficiencies in (0, 1) that grow with the length. A reader that loses the shapes or the op links breaks it.
+TEST(KinetoFit, RealH200TorchTrace) {
+  const std::string file =
+      std::string(LCSIM_SOURCE_DIR) + "/measurements/torch/h200-2026-11-26/torch-qwen2.5-0.5b.trace.json.gz";
+  auto t = load_kineto_trace(file);
+  classify_kernels(t, KernelClassifier::builtin());
+  EXPECT_EQ(t.steps.size(), 6u);
+  const auto fit = fit_profile_from_traces({t}, derive_default_profile(named_gpu("H200")));
+  EXPECT_EQ(fit.profile.gpu, "H200");
+  // baseTimeNanoseconds is 2026-10-01T12:17:06Z; the steps ran 56 days later (steps.json: 2026-11-26T11:13:59Z).
+  EXPECT_EQ(fit.profile.provenance.date, "2026-11-26T11:13:53Z");
+  const std::vector<double> lens{512, 1024, 2048, 4096, 8192, 16384};
+  for (const char* field : {"compute.gemm_efficiency", "compute.attention_efficiency"}) {
+    const auto& l = line(fit, field);
+    EXPECT_TRUE(l.fitted) << field << ": " << l.detail;
+    EXPECT_EQ(l.points, 6) << field;
+    ASSERT_TRUE(l.held_out_mape) << field;
+    EXPECT_LT(*l.held_out_mape, 0.25) << field;
+    const auto& c = std::string(field) == "compute.gemm_efficiency" ? fit.profile.compute.gemm_efficiency
+                                                                    : fit.profile.compute.attention_efficiency;
+    ASSERT_EQ(c.x, lens) << field;
+    for (std::size_t i = 0; i < c.y.size(); ++i) {
+      EXPECT_GT(c.y[i], 0.05) << field << " at " << c.x[i];
+      EXPECT_LT(c.y[i], 1.0) << field << " at " << c.x[i];
+      // Monotone-ish: longer steps are not much less efficient than shorter ones.
+      if (i > 0) {
+        EXPECT_GT(c.y[i], 0.9 * c.y[i - 1]) << field << " at " << c.x[i];
+      }
+    }
+    EXPECT_GT(c.y.back(), 1.5 * c.y.front()) << field;
+  }
+  const auto& r = line(fit, "compute.attention_backward_ratio");
+  EXPECT_TRUE(r.fitted) << r.detail;
+  EXPECT_EQ(r.points, 6);
+  EXPECT_GT(fit.profile.compute.attention_backward_ratio, 1.5);
+  EXPECT_LT(fit.profile.compute.attention_backward_ratio, 4.0);
 }
 
 }  // namespace

@@ -115,6 +115,40 @@ TEST(KinetoTrace, RecordedShapes) {
   EXPECT_TRUE(t.ops[1].input_dims[0].empty());
 }
 
+// PyTorch's SDPA as its profiler records it: the kernel's External id names the innermost op
+// (aten::_cudnn_attention_forward), nested in aten::_scaled_dot_product_cudnn_attention and
+// aten::scaled_dot_product_attention on the same thread; an op on another thread at the same time is not nested.
+TEST(KinetoTrace, NestedOpsKnowTheirParent) {
+  json events = json::array();
+  events.push_back(event("user_annotation", "ProfilerStep#0", 0, 1000, json::object()));
+  events.push_back(event("cpu_op", "aten::scaled_dot_product_attention", 100, 50, {{"External id", 140}}));
+  events.push_back(event("cpu_op", "aten::_scaled_dot_product_cudnn_attention", 102, 45, {{"External id", 141}}));
+  events.push_back(event("cpu_op", "aten::_cudnn_attention_forward", 104, 40, {{"External id", 142}}));
+  events.push_back(event("cpu_op", "aten::empty", 105, 1, {{"External id", 143}}));
+  events.push_back(event("cpu_op", "aten::linear", 120, 10, {{"External id", 144}}, 2));  // another thread
+  events.push_back(event("cpu_op", "aten::add", 150, 5, {{"External id", 145}}));         // after the SDPA op
+  events.push_back(event("cuda_runtime", "cudaLaunchKernel", 130, 2, {{"correlation", 624}, {"External id", 142}}));
+  events.push_back(event("kernel", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7", 140, 8,
+                         {{"stream", 7}, {"correlation", 624}, {"External id", 142}}, 7));
+  const auto t = kineto_trace_from_json({{"traceEvents", events}}, "sdpa.json");
+  auto index = [&](const std::string& name) {
+    for (std::size_t i = 0; i < t.ops.size(); ++i) {
+      if (t.ops[i].name == name) return static_cast<int>(i);
+    }
+    return -2;
+  };
+  ASSERT_EQ(t.kernels.size(), 1u);
+  EXPECT_EQ(t.kernels[0].op, index("aten::_cudnn_attention_forward"));
+  EXPECT_EQ(t.ops[static_cast<std::size_t>(index("aten::_cudnn_attention_forward"))].parent,
+            index("aten::_scaled_dot_product_cudnn_attention"));
+  EXPECT_EQ(t.ops[static_cast<std::size_t>(index("aten::_scaled_dot_product_cudnn_attention"))].parent,
+            index("aten::scaled_dot_product_attention"));
+  EXPECT_EQ(t.ops[static_cast<std::size_t>(index("aten::scaled_dot_product_attention"))].parent, -1);
+  EXPECT_EQ(t.ops[static_cast<std::size_t>(index("aten::empty"))].parent, index("aten::_cudnn_attention_forward"));
+  EXPECT_EQ(t.ops[static_cast<std::size_t>(index("aten::linear"))].parent, -1);
+  EXPECT_EQ(t.ops[static_cast<std::size_t>(index("aten::add"))].parent, -1);
+}
+
 TEST(KinetoTrace, C10dMetadata) {
   json d = synthetic();
   d["traceEvents"].push_back(event("cpu_op", "record_param_comms", 20, 5,
@@ -271,6 +305,10 @@ TEST(KinetoKernels, RealKernelNames) {
       {"void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Traits, true>(Flash_bwd_params)", "attention"},
       {"fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel::Params)", "attention"},
       {"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x64_4x1x1_kernel0_0", "attention"},
+      // cuDNN SDPA backward's pre- and post-pass (FlashAttention's are flash_bwd_dot_do_o / flash_bwd_convert_dq).
+      {"void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*, void const*, void*, void*)",
+       "attention"},
+      {"void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*, unsigned int, unsigned int)", "attention"},
       {"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "collective"},
       {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "collective"},
       {"void at::native::(anonymous namespace)::multi_tensor_apply_kernel<TensorListMetadata<4>, FusedAdamMathFunctor>",

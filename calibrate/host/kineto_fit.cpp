@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ctime>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -62,18 +63,55 @@ std::map<std::pair<std::size_t, int>, double> kernel_time_by_op(const std::vecto
   return out;
 }
 
-/// The SDPA / FlashAttention ops with dense [batch, heads, seq, head_dim] shapes, and where is_causal is.
+/// The SDPA / FlashAttention ops that carry dense q shapes and is_causal (PyTorch's native_functions.yaml and
+/// flash_attn's custom ops). A kernel's External id names the innermost op that launched it -- for PyTorch's SDPA
+/// the backend's inner op (aten::_cudnn_attention_forward, aten::_flash_attention_forward,
+/// aten::_efficient_attention_forward and their backward ops) -- so the fit walks up from it to the nearest op of
+/// this table.
 struct AttentionOp {
   const char* name;
-  bool heads_first;  ///< q is [B, H, S, D]; else [B, S, H, D]
-  std::size_t causal_index;
+  bool backward;
+  bool heads_first;          ///< q is [B, H, S, D]; else [B, S, H, D]
+  std::size_t q_index;       ///< the backward ops' input 0 is grad_out
+  std::size_t causal_index;  ///< is_causal in Concrete Inputs
 };
 constexpr AttentionOp kAttentionOps[] = {
-    {"aten::_scaled_dot_product_flash_attention", true, 4},
-    {"aten::_scaled_dot_product_efficient_attention", true, 6},
-    {"aten::_scaled_dot_product_cudnn_attention", true, 6},
-    {"flash_attn::_flash_attn_forward", false, 5},
+    {"aten::_scaled_dot_product_flash_attention", false, true, 0, 4},
+    {"aten::_scaled_dot_product_efficient_attention", false, true, 0, 6},
+    {"aten::_scaled_dot_product_cudnn_attention", false, true, 0, 6},
+    {"flash_attn::_flash_attn_forward", false, false, 0, 5},
+    {"aten::_scaled_dot_product_flash_attention_backward", true, true, 1, 11},
+    {"aten::_scaled_dot_product_efficient_attention_backward", true, true, 1, 11},
+    {"aten::_scaled_dot_product_cudnn_attention_backward", true, true, 1, 14},
+    {"flash_attn::_flash_attn_backward", true, false, 1, 11},
 };
+
+const AttentionOp* attention_kind(const KinetoCpuOp& op) {
+  for (const auto& a : kAttentionOps) {
+    if (op.name == a.name) return &a;
+  }
+  return nullptr;
+}
+
+/// The op of kAttentionOps that encloses (or is) `op`, on its thread; -1 when none does.
+int attention_op_of(const KinetoTrace& t, int op) {
+  for (int i = op; i >= 0; i = t.ops[static_cast<std::size_t>(i)].parent) {
+    if (attention_kind(t.ops[static_cast<std::size_t>(i)])) return i;
+  }
+  return -1;
+}
+
+/// When the trace starts, in ns since the epoch: Kineto writes timestamps in us relative to
+/// baseTimeNanoseconds (its traces' first events sit weeks after it), so the start is the base plus the earliest
+/// step, op or kernel.
+std::uint64_t trace_start_ns(const KinetoTrace& t) {
+  double first = std::numeric_limits<double>::infinity();
+  for (const auto& s : t.steps) first = std::min(first, s.ts_us);
+  for (const auto& o : t.ops) first = std::min(first, o.ts_us);
+  for (const auto& k : t.kernels) first = std::min(first, k.ts_us);
+  if (!std::isfinite(first) || first <= 0 || first > 1e15) return *t.base_time_ns;  // none, or not relative
+  return *t.base_time_ns + static_cast<std::uint64_t>(first * 1e3);
+}
 
 struct Fitter {
   const std::vector<KinetoTrace>& traces;
@@ -166,26 +204,36 @@ struct Fitter {
   }
 
   void attention() {
-    const auto times = kernel_time_by_op(traces, "attention");
+    // Kernel time per attention op: the kernels of the family, summed over the op they resolve to.
+    std::map<std::pair<std::size_t, int>, double> times;
+    for (std::size_t t = 0; t < traces.size(); ++t) {
+      for (const auto& k : traces[t].kernels) {
+        if (k.family != "attention" || k.op < 0) continue;
+        if (!traces[t].steps.empty() && k.step < 0) continue;
+        const int a = attention_op_of(traces[t], k.op);
+        times[{t, a >= 0 ? a : k.op}] += k.dur_us * 1e-6;
+      }
+    }
+    // Per shape (trace, batch, heads, length, head_dim, causal): forward and backward kernel seconds.
+    using Shape = std::tuple<std::size_t, double, double, double, double, bool>;
+    std::map<Shape, std::pair<std::vector<double>, std::vector<double>>> by_shape;
     std::map<double, std::vector<double>> by_len;
     int varlen = 0, no_shape = 0, no_causal = 0, backward = 0;
     for (const auto& [key, seconds] : times) {
       const KinetoTrace& t = traces[key.first];
       const KinetoCpuOp& op = t.ops[static_cast<std::size_t>(key.second)];
-      if (!t.steps.empty() && op.tid != t.step_thread) {
-        ++backward;
-        continue;
-      }
-      const AttentionOp* kind = nullptr;
-      for (const auto& a : kAttentionOps) {
-        if (op.name == a.name) kind = &a;
-      }
-      if (!kind || op.input_dims.empty()) {
+      const AttentionOp* kind = attention_kind(op);
+      if (!kind) {
         ++(op.name.find("varlen") != std::string::npos || op.name == "aten::_flash_attention_forward" ? varlen
                                                                                                       : no_shape);
         continue;
       }
-      const auto& q = op.input_dims[0];
+      if (kind->backward) ++backward;
+      if (op.input_dims.size() <= kind->q_index) {
+        ++no_shape;
+        continue;
+      }
+      const auto& q = op.input_dims[kind->q_index];
       if (q.size() != 4) {
         ++(q.size() == 3 ? varlen : no_shape);
         continue;
@@ -200,34 +248,68 @@ struct Fitter {
       const double s = static_cast<double>(kind->heads_first ? q[2] : q[1]);
       const double h = static_cast<double>(kind->heads_first ? q[1] : q[2]);
       const double d = static_cast<double>(q[3]);
+      if (!(seconds > 0)) continue;
+      auto& samples = by_shape[{key.first, b, h, s, d, causal}];
+      (kind->backward ? samples.second : samples.first).push_back(seconds);
+      if (kind->backward) continue;
       // The profile's convention: causal forward FLOPs 2 s^2 q_hidden; a full mask does twice the work.
       const double flops = b * (causal ? 2.0 : 4.0) * s * s * h * d;
-      if (!(seconds > 0)) continue;
       const double eff = flops / (seconds * peak());
       check_efficiency(eff, key.first, op.name + " at sequence length " + fixed(s, 0));
       by_len[s].push_back(eff);
     }
-    const std::string skipped = std::to_string(backward) + " backward, " + std::to_string(varlen) +
-                                " varlen (lengths are tensor values, not recorded), " + std::to_string(no_shape) +
-                                " without dense q shapes, " + std::to_string(no_causal) + " without is_causal";
+    const std::string skipped = std::to_string(varlen) + " varlen (lengths are tensor values, not recorded), " +
+                                std::to_string(no_shape) + " without dense q shapes, " + std::to_string(no_causal) +
+                                " without is_causal";
     if (by_len.empty()) {
       line({"compute.attention_efficiency", false, 0, 0, std::nullopt,
             "no forward SDPA/FlashAttention op with dense shapes among " + std::to_string(times.size()) +
-                " attention ops: " + skipped});
+                " attention ops: " + std::to_string(backward) + " backward, " + skipped});
     } else {
       std::vector<double> x, e;
+      std::size_t used = 0;
       for (const auto& [len, effs] : by_len) {
         x.push_back(len);
         e.push_back(median(effs));
+        used += effs.size();
       }
       const std::string scaled = set_curve(p.compute.attention_efficiency, x, e, traces.front().file + ": attention");
       const auto& c = p.compute.attention_efficiency;
       line({"compute.attention_efficiency", true, static_cast<int>(x.size()), count_held(x.size()), c.fit_mape,
             fixed(c.y.front(), 3) + " at " + fixed(c.x.front(), 0) + " .. " + fixed(c.y.back(), 3) + " at " +
-                fixed(c.x.back(), 0) + " (not used: " + skipped + ")" + scaled});
+                fixed(c.x.back(), 0) + " (median per length over " + std::to_string(used) +
+                " forward ops; not used: " + skipped + ")" + scaled});
     }
-    line({"compute.attention_backward_ratio", false, 0, 0, std::nullopt,
-          "backward kernels run on autograd's threads with no link to their forward op in the trace"});
+    // Backward / forward: a backward op's shapes and mask pair it with the forward ops of the same shape (the
+    // trace records no link from an autograd node's kernels to the forward op they differentiate).
+    std::vector<double> fwd, bwd;
+    int unpaired = 0;
+    for (const auto& [shape, samples] : by_shape) {
+      if (samples.first.empty() || samples.second.empty()) {
+        unpaired += static_cast<int>(samples.second.size());
+        continue;
+      }
+      fwd.push_back(median(samples.first));
+      bwd.push_back(median(samples.second));
+    }
+    if (fwd.empty()) {
+      line({"compute.attention_backward_ratio", false, 0, 0, std::nullopt,
+            backward == 0 ? "no backward SDPA/FlashAttention op in the traces' steps"
+                          : "no backward SDPA/FlashAttention op with dense shapes and is_causal beside a forward op of "
+                            "the same shape (" +
+                                std::to_string(backward) + " backward ops)"});
+      return;
+    }
+    const auto ratio = proportional_held_out(fwd, bwd, kMeasuredHoldOutEvery);
+    p.compute.attention_backward_ratio = ratio.slope;
+    const auto [lo, hi] = std::minmax_element(fwd.begin(), fwd.end());
+    const std::string range = fixed(bwd[static_cast<std::size_t>(lo - fwd.begin())] / *lo, 2) + " at the shortest .. " +
+                              fixed(bwd[static_cast<std::size_t>(hi - fwd.begin())] / *hi, 2) + " at the longest";
+    line({"compute.attention_backward_ratio", true, static_cast<int>(fwd.size()), count_held(fwd.size()),
+          ratio.held_out_mape,
+          fixed(ratio.slope, 3) + " (backward / forward kernel time through the origin, median per shape; " + range +
+              (unpaired ? "; " + std::to_string(unpaired) + " backward ops without a forward op of their shape" : "") +
+              ")"});
   }
 
   std::optional<LinkClass> link_of(const KinetoCollective& c, const KinetoTrace& t, std::string& why) const {
@@ -406,7 +488,7 @@ struct Fitter {
     for (const auto& t : traces) {
       files += (files.empty() ? "" : ", ") + t.file;
       if (!t.device_name.empty() && device.empty()) device = t.device_name;
-      if (t.base_time_ns && !base) base = t.base_time_ns;
+      if (t.base_time_ns && !base) base = trace_start_ns(t);
     }
     pv.calibrated = true;
     pv.source = "PyTorch profiler trace";

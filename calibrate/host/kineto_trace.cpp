@@ -284,6 +284,26 @@ KinetoTrace kineto_trace_from_json(const nlohmann::json& document, const std::st
   std::stable_sort(t.kernels.begin(), t.kernels.end(),
                    [](const KinetoKernel& a, const KinetoKernel& b) { return a.ts_us < b.ts_us; });
 
+  // Nesting on each thread: ops ordered by start (an enclosing op first when two start together); an op's parent
+  // is the innermost open op whose span contains its start.
+  {
+    std::vector<std::size_t> order(t.ops.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const auto& x = t.ops[a];
+      const auto& y = t.ops[b];
+      return std::tie(x.tid, x.ts_us, y.dur_us) < std::tie(y.tid, y.ts_us, x.dur_us);
+    });
+    std::vector<std::size_t> open;
+    for (std::size_t n = 0; n < order.size(); ++n) {
+      KinetoCpuOp& op = t.ops[order[n]];
+      if (n > 0 && t.ops[order[n - 1]].tid != op.tid) open.clear();
+      while (!open.empty() && t.ops[open.back()].ts_us + t.ops[open.back()].dur_us <= op.ts_us) open.pop_back();
+      if (!open.empty()) op.parent = static_cast<int>(open.back());
+      open.push_back(order[n]);
+    }
+  }
+
   std::map<std::uint64_t, int> op_by_external;
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     if (t.ops[i].external_id) op_by_external.emplace(*t.ops[i].external_id, static_cast<int>(i));

@@ -35,6 +35,11 @@ struct KinetoCpuOp {
   std::vector<std::string> input_types;               ///< "Input type"
   std::vector<std::string> concrete_inputs;           ///< "Concrete Inputs" (scalars as text)
   std::optional<KinetoCollective> collective;
+  /// Index in KinetoTrace::ops of the innermost op on the same thread whose span contains this op's start; -1
+  /// for a top-level op. A kernel's External id names the innermost op that launched it (for SDPA the backend's
+  /// inner op, e.g. aten::_cudnn_attention_forward under aten::_scaled_dot_product_cudnn_attention): the fits
+  /// walk up to the op that carries the shapes they read.
+  int parent = -1;
 };
 
 struct KinetoKernel {

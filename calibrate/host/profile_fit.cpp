@@ -49,29 +49,6 @@ std::vector<std::size_t> order_of(const std::vector<double>& values) {
   return order;
 }
 
-/// y = slope x through the origin on the points not held out (ordered by x); MAPE on the held-out ones.
-struct ProportionalFit {
-  double slope = 0;
-  std::optional<double> held_out_mape;
-};
-ProportionalFit proportional_held_out(const std::vector<double>& x, const std::vector<double>& y, int every_k) {
-  const auto order = order_of(x);
-  const auto mask = held_out_mask(x.size(), every_k);
-  std::vector<double> fx, fy, hx, hy;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    (mask[i] ? hx : fx).push_back(x[order[i]]);
-    (mask[i] ? hy : fy).push_back(y[order[i]]);
-  }
-  const LinearFit fit = fit_proportional(fx, fy);
-  ProportionalFit out{fit.slope, std::nullopt};
-  if (!hx.empty()) {
-    std::vector<double> predicted;
-    for (double v : hx) predicted.push_back(fit.slope * v);
-    out.held_out_mape = mean_absolute_percentage_error(predicted, hy);
-  }
-  return out;
-}
-
 ClusterSpec one_gpu_cluster(const Profile& profile, double memory_bytes) {
   ClusterSpec cluster;
   for (const auto& gpu : named_gpus()) {
@@ -463,6 +440,24 @@ struct Fitter {
 };
 
 }  // namespace
+
+ProportionalFit proportional_held_out(const std::vector<double>& x, const std::vector<double>& y, int every_k) {
+  const auto order = order_of(x);
+  const auto mask = held_out_mask(x.size(), every_k);
+  std::vector<double> fx, fy, hx, hy;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    (mask[i] ? hx : fx).push_back(x[order[i]]);
+    (mask[i] ? hy : fy).push_back(y[order[i]]);
+  }
+  const LinearFit fit = fit_proportional(fx, fy);
+  ProportionalFit out{fit.slope, std::nullopt};
+  if (!hx.empty()) {
+    std::vector<double> predicted;
+    for (double v : hx) predicted.push_back(fit.slope * v);
+    out.held_out_mape = mean_absolute_percentage_error(predicted, hy);
+  }
+  return out;
+}
 
 Curve efficiency_curve(std::vector<double> x, std::vector<double> efficiency, int every_k, const std::string& what) {
   if (x.size() != efficiency.size() || x.empty()) throw InputError(what + " curve: no points");

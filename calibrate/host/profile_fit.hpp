@@ -44,6 +44,14 @@ ModelConfig measured_model(const Measurements& measurements, const std::string& 
 /// (time is inversely proportional to efficiency). x need not be sorted; duplicates are an InputError.
 Curve efficiency_curve(std::vector<double> x, std::vector<double> efficiency, int every_k, const std::string& what);
 
+/// y = slope x through the origin on the points not held out (ordered by x, every `every_k`-th held out as
+/// held_out_mask); MAPE of the slope on the held-out ones (none when nothing is held out).
+struct ProportionalFit {
+  double slope = 0;
+  std::optional<double> held_out_mape;
+};
+ProportionalFit proportional_held_out(const std::vector<double>& x, const std::vector<double>& y, int every_k);
+
 /// Per-token-per-layer bytes = c_h hidden + c_kv kv_hidden + c_f ffn from several model shapes, minimising relative
 /// error; a coefficient that comes out negative is fixed at 0 and the rest refitted.
 struct ActivationFit {
