@@ -101,7 +101,8 @@ Profile perturb_profile(const Profile& profile, Rng& rng) {
     for (double& y : curve->y) y = std::min(1.0, y / factor);
   }
   if (c.layer_overhead_fit_mape) {
-    // The fit's residual is on the whole layer time (1 + k) work + fixed: scale that, not just the overhead.
+    // The fit's residual is on the layer time (1 + k) GEMM passes + attention + fixed; the attention curve is
+    // perturbed by its own fit error above, so the GEMM passes with their share and the fixed cost scale here.
     const double factor = scale_of(rng, *c.layer_overhead_fit_mape);
     // k stays in its profile range (non-negative): a layer is never cheaper than its GEMM and attention terms.
     c.gemm_work_overhead = std::max(0.0, (1 + c.gemm_work_overhead) * factor - 1);
