@@ -62,7 +62,7 @@ void read_live_jobs(const Json& doc, const std::string& file, std::vector<Measur
     m.recompute = recompute_of(j.value("recompute", ""), where + ".recompute");
     m.lm_head = j.value("lm_head", false);
     m.steps = static_cast<int>(number_at(j, "steps", where));
-    m.tp = static_cast<int>(number_at(j, "heads", where));  // the shard's heads: turned into tp by check_jobs
+    m.shard_heads = static_cast<int>(number_at(j, "heads", where));
     m.measured_s = measured["whole"].get<double>();
     m.recorded_s = predicted["whole"].get<double>();
     out.push_back(std::move(m));
@@ -88,7 +88,6 @@ void read_mix_points(const Json& doc, const std::string& file, std::vector<Measu
     m.cp = cp;
     m.layers = layers;
     m.recompute = recompute;
-    m.tp = 0;  // the scenario model's heads (tp 1)
     m.measured_s = p["measured_s"]["whole"].get<double>();
     m.recorded_s = number_at(p, "predicted_s", where);
     out.push_back(std::move(m));
@@ -138,13 +137,10 @@ std::vector<JobCheckRow> check_jobs(const LoadedScenario& loaded, std::vector<Me
   const ModelConfig& model = loaded.scenario.model;
   std::map<std::string, std::vector<const MeasuredMicroBatch*>> by_kind;
   for (MeasuredMicroBatch& m : jobs) {
-    if (m.tp > 0) {  // a live job records its TP shard's heads
-      if (model.heads % m.tp != 0)
-        throw InputError(m.file + ": a job of " + std::to_string(m.tp) + " heads is no TP shard of " + model.name);
-      m.tp = model.heads / m.tp;
-    } else {
-      m.tp = 1;
-    }
+    if (m.shard_heads > 0 && model.heads % m.shard_heads != 0)
+      throw InputError(m.file + ": a job of " + std::to_string(m.shard_heads) + " heads is no TP shard of " +
+                       model.name);
+    m.tp = m.shard_heads > 0 ? model.heads / m.shard_heads : 1;
     std::vector<SequenceShare> shares;
     for (int t : m.local) shares.push_back({t, 1});
     for (int t : m.sharded) shares.push_back({t, m.cp});

@@ -20,7 +20,8 @@ struct MeasuredMicroBatch {
   std::vector<int> local;    ///< whole sequences: tokens
   std::vector<int> sharded;  ///< Ulysses-sharded sequences: full lengths
   int cp = 1;
-  int tp = 1;
+  int shard_heads = 0;  ///< a live job's TP shard's heads (tp = model heads / these); 0: the whole model (tp 1)
+  int tp = 1;           ///< check_jobs fills it
   int layers = 0;
   int checkpointed_layers = 0;
   Recompute recompute = Recompute::Selective;

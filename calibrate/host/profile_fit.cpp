@@ -171,13 +171,13 @@ struct Fitter {
   }
 
   /// The layer fit (LayerOverheadFit) on the points not held out, with the profile's attention blocks.
-  struct LayerFitTry {
+  struct LayerFitResult {
     LayerOverheadFit fit;
     std::vector<double> base, gemm;
   };
-  LayerFitTry try_layer_fit(const std::vector<std::size_t>& order, const std::vector<bool>& mask) {
+  LayerFitResult fit_layer_terms(const std::vector<std::size_t>& order, const std::vector<bool>& mask) {
     const CostModel cm = cost_model();
-    LayerFitTry t;
+    LayerFitResult t;
     for (const auto& l : m.layers) {
       double g = 0;
       t.base.push_back(cm.layer_work_seconds(shares_of(l.seqlens), 1, l.recompute, l.recompute == Recompute::Full,
@@ -232,12 +232,12 @@ struct Fitter {
     // by time).
     const auto order = order_of(measured_s);
     const auto mask = held_out_mask(order.size(), kMeasuredHoldOutEvery);
-    const LayerFitTry best = try_layer_fit(order, mask);
-    const LayerOverheadFit& fit = best.fit;
+    const LayerFitResult layer = fit_layer_terms(order, mask);
+    const LayerOverheadFit& fit = layer.fit;
     std::vector<double> predicted, actual;
     for (std::size_t i = 0; i < order.size(); ++i) {
       if (!mask[i]) continue;
-      predicted.push_back(best.base[order[i]] + fit.gemm_share * best.gemm[order[i]] + fit.fixed_seconds);
+      predicted.push_back(layer.base[order[i]] + fit.gemm_share * layer.gemm[order[i]] + fit.fixed_seconds);
       actual.push_back(measured_s[order[i]]);
     }
     p.compute.layer_overhead_us = fit.fixed_seconds * 1e6;

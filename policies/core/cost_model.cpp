@@ -181,9 +181,7 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
     parts.attention += attention_flops(share.sequence_tokens) * attention_share(share.cp, tp, ring) /
                        (peak * c.attention_efficiency.at(kernel_tokens));
     if (!block_model) continue;
-    const int heads = (model_.heads + tp - 1) / tp, kv_heads = (model_.kv_heads + tp - 1) / tp;
-    const UlyssesHeads rank =
-        share.cp == 1 ? UlyssesHeads{heads, kv_heads} : ulysses_rank_heads(heads, kv_heads, share.cp);
+    const UlyssesHeads rank = rank_heads(share.cp, tp);
     const double tiles = std::ceil(kernel_tokens / blocks.tile_tokens);
     const bool group = blocks.backward_walk == AttentionBlocks::BackwardWalk::KvGroup;
     const double walk = group ? static_cast<double>(rank.heads) / rank.kv_heads : 1.0;
@@ -215,13 +213,16 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
   return parts;
 }
 
+UlyssesHeads CostModel::rank_heads(int cp, int tp) const {
+  // The TP rank's slice (Megatron keeps one KV head per rank when there are fewer than TP ranks), then Ulysses'
+  // busiest rank of it.
+  const int heads = (model_.heads + tp - 1) / tp, kv_heads = (model_.kv_heads + tp - 1) / tp;
+  return cp == 1 ? UlyssesHeads{heads, kv_heads} : ulysses_rank_heads(heads, kv_heads, cp);
+}
+
 double CostModel::attention_share(int cp, int tp, bool ring) const {
-  if (cp == 1 || ring) return 1.0 / (cp * tp);  // ring: every head, 1/cp of the tokens
-  // Ulysses: all tokens for the busiest rank's whole heads of the TP rank's slice (Megatron keeps one KV head per
-  // rank when there are fewer than TP ranks).
-  const int heads = (model_.heads + tp - 1) / tp;
-  const int kv_heads = (model_.kv_heads + tp - 1) / tp;
-  return static_cast<double>(ulysses_rank_heads(heads, kv_heads, cp).heads) / model_.heads;
+  if (cp == 1 || ring) return 1.0 / (cp * tp);                          // ring: every head, 1/cp of the tokens
+  return static_cast<double>(rank_heads(cp, tp).heads) / model_.heads;  // Ulysses: all tokens, whole heads
 }
 
 double CostModel::layer_gemm_seconds(const LayerParts& parts, bool recomputed, LayerGrad grad) const {

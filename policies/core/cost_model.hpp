@@ -224,6 +224,8 @@ class CostModel {
     double adapters = 0;            ///< LoRA adapters' forward (lora_forward_seconds)
   };
   LayerParts layer_parts(std::span<const SequenceShare> work, int tp) const;
+  /// The heads one GPU runs for a sequence over cp Ulysses ranks (cp 1: whole) at TP degree tp.
+  UlyssesHeads rank_heads(int cp, int tp) const;
   /// The part of a sequence's attention FLOPs one GPU runs: 1/tp whole, Ulysses the busiest rank's heads.
   double attention_share(int cp, int tp, bool ring) const;
   /// The GEMM passes of one layer (and its LoRA adapters), with the forward again when `recomputed`.

@@ -1,5 +1,5 @@
 // Profile JSON (format_version 2), documented field by field in calibrate/PROFILE.md. Reading is strict: every
-// field is required (compute.attention_blocks is optional: absent, no critical path), unknown keys are errors, and
+// field is required (compute.attention_blocks is optional: absent, no busiest-SM bound), unknown keys are errors, and
 // every error names the file and the JSON path.
 #include <cmath>
 #include <set>
