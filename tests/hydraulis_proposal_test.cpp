@@ -189,6 +189,22 @@ TEST(HydraulisProposal, RoundingKeepsNearbyIntegerStrategiesThatFit) {
   EXPECT_EQ(round_relaxed({{1, 2.0}}, 5000, space), (std::vector<Strategy>{make_strategy({{1, 2}})}));
 }
 
+TEST(HydraulisProposal, RoundingHoldsTheLongestWhenNoFloorOrCeilFits) {
+  // 8 GPUs, relaxed 3.8 x <1,2> + 0.1 x <4,1>, as the LLaMA2-7B CommonCrawl 8-GPU proposal finds at 25K tokens.
+  // Floors and ceilings: 3 x <1,2> + 1 x <4,1> needs 10 GPUs, 4 + 1 needs 12, and 3 or 4 x <1,2> alone holds no
+  // 25K sequence. Problem 1 defines a strategy for every L, so the nearest one that holds it is kept: one <4,1>,
+  // and the <1,2> floor reduced to what fits.
+  const SchemeSpace space({make_scheme(1, 2, 15000, 0, 1e-4, 0), make_scheme(4, 1, 60000, 0, 5e-5, 0)}, 8, 8);
+  const auto rounded = round_relaxed({{0, 3.8}, {1, 0.1}}, 25000, space);
+  ASSERT_EQ(rounded.size(), 1u);
+  EXPECT_EQ(rounded[0], make_strategy({{0, 2}, {1, 1}}));
+  EXPECT_GE(rounded[0].max_len(space), 25000);
+  // Where a floor / ceil combination fits, the repair is not used: 3.5 x <1,2> + 0.5 x <2,1> on 8 GPUs gives
+  // 3 + 1 (8 GPUs), filled to nothing more.
+  const SchemeSpace fits({make_scheme(1, 2, 15000, 0, 1e-4, 0), make_scheme(2, 1, 30000, 0, 5e-5, 0)}, 8, 8);
+  EXPECT_EQ(round_relaxed({{0, 3.5}, {1, 0.5}}, 25000, fits), (std::vector<Strategy>{make_strategy({{0, 3}, {1, 1}})}));
+}
+
 TEST(HydraulisProposal, KeptRoundingsAreAmongAllRoundings) {
   // Three schemes on 16 GPUs and a spread of lengths.
   const SchemeSpace space({make_scheme(1, 1, 2000, 1e-9, 1e-3, 0.01), make_scheme(2, 1, 6000, 1e-9, 6e-4, 0.01),

@@ -35,10 +35,12 @@
 // ceil of each scheme's count is kept when it fits N GPUs and holds the longest sequence up to L; GPUs left over
 // are filled, one pipeline at a time, with the combination's scheme furthest below its relaxed count that still
 // fits (ties: fewer GPUs, lower index) -- an extra pipeline never slows an iteration (dispatch may leave it
-// empty). With roundings_per_length 0 every such strategy is a candidate, as in the paper; by default the 4 the
-// relaxed model finds fastest (segments on their schemes, or moved to the cheapest scheme present that holds
-// them; per scheme, work over pipelines + sync) -- at 1024 GPUs "all" gives thousands of near-identical
-// candidates. The union over all L, without repeats, is the candidate set.
+// empty). Problem 1 defines a strategy for every L, so when no floor / ceil combination both fits and holds L (a
+// small share of a wide holder beside many narrow pipelines), the nearest one that does is kept: one holder
+// pipeline, the others' floors reduced, then the fill. With roundings_per_length 0 every such strategy is a candidate,
+// as in the paper; by default the 4 the relaxed model finds fastest (segments on their schemes, or moved to the
+// cheapest scheme present that holds them; per scheme, work over pipelines + sync) -- at 1024 GPUs "all" gives
+// thousands of near-identical candidates. The union over all L, without repeats, is the candidate set.
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -86,7 +88,7 @@ Proposal propose_strategies(std::span<const Tokens> lengths, double iterations, 
 std::vector<std::size_t> undominated_schemes(const SchemeSpace& space, Tokens longest);
 
 /// The rounding step alone: integer strategies near the relaxed pipeline counts (scheme, count) that fit
-/// `total_gpus` and include a scheme with MaxLen >= `longest`.
+/// `total_gpus` and include a scheme with MaxLen >= `longest`; never empty when a relaxed scheme holds `longest`.
 std::vector<Strategy> round_relaxed(const std::vector<std::pair<std::size_t, double>>& relaxed, Tokens longest,
                                     const SchemeSpace& space);
 

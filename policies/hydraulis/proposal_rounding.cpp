@@ -51,6 +51,81 @@ std::vector<std::size_t> undominated_schemes(const SchemeSpace& space, Tokens lo
   return kept;
 }
 
+namespace {
+
+/// GPUs left over by `counts` are filled, one pipeline at a time, with the entry furthest below its relaxed count
+/// that still fits (ties: fewer GPUs, lower index); an entry the combination does not use is not added.
+void fill_left_over(const std::vector<std::pair<std::size_t, double>>& entries, const SchemeSpace& space,
+                    std::vector<int>& counts, int& used) {
+  while (true) {
+    std::size_t chosen = entries.size();
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      const int width = space[entries[e].first].gpus();
+      if (counts[e] == 0 || width > space.total_gpus() - used) continue;
+      if (chosen == entries.size()) {
+        chosen = e;
+        continue;
+      }
+      const double deficit = entries[e].second - counts[e];
+      const double best = entries[chosen].second - counts[chosen];
+      const int best_width = space[entries[chosen].first].gpus();
+      if (deficit > best || (deficit == best && width < best_width)) chosen = e;
+    }
+    if (chosen == entries.size()) return;
+    ++counts[chosen];
+    used += space[entries[chosen].first].gpus();
+  }
+}
+
+Strategy strategy_of(const std::vector<std::pair<std::size_t, double>>& entries, const std::vector<int>& counts) {
+  std::vector<std::pair<std::size_t, int>> pairs;
+  for (std::size_t e = 0; e < entries.size(); ++e) pairs.emplace_back(entries[e].first, counts[e]);
+  return make_strategy(pairs);
+}
+
+/// When no floor / ceil combination both holds `longest` and fits (a small share of a wide holder beside many
+/// narrow pipelines: ceil(holder) + floor(others) can exceed N), the nearest strategy that does: one holder
+/// pipeline at least, the other entries' floors reduced one pipeline at a time where the fewest are lost relative
+/// to their relaxed counts (the entry with the most pipelines left over its share first; ties: wider, lower
+/// index), then the fill. One per holding entry.
+std::vector<Strategy> repair(const std::vector<std::pair<std::size_t, double>>& entries, Tokens longest,
+                             const SchemeSpace& space) {
+  std::vector<Strategy> out;
+  for (std::size_t h = 0; h < entries.size(); ++h) {
+    const SchemeInfo& holder = space[entries[h].first];
+    if (holder.max_len < longest || holder.gpus() > space.total_gpus()) continue;
+    std::vector<int> counts(entries.size());
+    int used = 0;
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      counts[e] = std::max(e == h ? 1 : 0, static_cast<int>(std::floor(entries[e].second)));
+      used += counts[e] * space[entries[e].first].gpus();
+    }
+    while (used > space.total_gpus()) {
+      std::size_t drop = entries.size();
+      for (std::size_t e = 0; e < entries.size(); ++e) {
+        if (counts[e] == 0 || (e == h && counts[e] == 1)) continue;
+        if (drop == entries.size()) {
+          drop = e;
+          continue;
+        }
+        const double over = counts[e] - entries[e].second;
+        const double best = counts[drop] - entries[drop].second;
+        if (over > best || (over == best && space[entries[e].first].gpus() > space[entries[drop].first].gpus()))
+          drop = e;
+      }
+      if (drop == entries.size()) throw std::logic_error("hydraulis::round_relaxed: a holder alone exceeds N");
+      --counts[drop];
+      used -= space[entries[drop].first].gpus();
+    }
+    fill_left_over(entries, space, counts, used);
+    Strategy s = strategy_of(entries, counts);
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<Strategy> round_relaxed(const std::vector<std::pair<std::size_t, double>>& relaxed, Tokens longest,
                                     const SchemeSpace& space) {
   std::map<std::size_t, double> merged;
@@ -80,34 +155,15 @@ std::vector<Strategy> round_relaxed(const std::vector<std::pair<std::size_t, dou
       if (counts[e] > 0 && space[entries[e].first].max_len >= longest) holds = true;
     }
     if (holds && used <= space.total_gpus()) {
-      while (true) {
-        std::size_t chosen = entries.size();
-        for (std::size_t e = 0; e < entries.size(); ++e) {
-          const int width = space[entries[e].first].gpus();
-          if (counts[e] == 0 || width > space.total_gpus() - used) continue;
-          if (chosen == entries.size()) {
-            chosen = e;
-            continue;
-          }
-          const double deficit = entries[e].second - counts[e];
-          const double best = entries[chosen].second - counts[chosen];
-          const int best_width = space[entries[chosen].first].gpus();
-          if (deficit > best || (deficit == best && width < best_width)) chosen = e;
-        }
-        if (chosen == entries.size()) break;
-        ++counts[chosen];
-        used += space[entries[chosen].first].gpus();
-      }
-      std::vector<std::pair<std::size_t, int>> pairs;
-      for (std::size_t e = 0; e < entries.size(); ++e) pairs.emplace_back(entries[e].first, counts[e]);
-      Strategy s = make_strategy(pairs);
+      fill_left_over(entries, space, counts, used);
+      Strategy s = strategy_of(entries, counts);
       if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(std::move(s));
     }
     std::size_t e = 0;
     while (e < pick.size() && ++pick[e] == choices[e].size()) pick[e++] = 0;
     if (e == pick.size()) break;
   }
-  return out;
+  return out.empty() ? repair(entries, longest, space) : out;
 }
 
 }  // namespace lcsim::hydraulis
