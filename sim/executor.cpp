@@ -1,5 +1,7 @@
 #include "sim/executor.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -394,8 +396,11 @@ class Simulation {
 
 }  // namespace
 
-// Measured: every shipped scenario, traces included, runs with 8 KiB stacks and crashes with 4 KiB; 64 KiB leaves
-// 8x. At 512 KiB, zeroing 1024 stacks took 65 ms and 90 MB more memory than the whole 1024-GPU simulation.
+// Measured: every shipped scenario, traces included, runs with 8 KiB stacks and crashes with 4 KiB; 128 KiB leaves
+// 16x. SimGrid callocs each stack: below glibc's mmap threshold it comes from the heap and is zeroed whole (64 KiB
+// stacks wrote 1 GiB at 16,384 GPUs); at the threshold, which simulate() pins to 128 KiB (glibc raises it after
+// large frees), it is a fresh mapping whose untouched pages cost nothing: 16,384 GPUs 3.24 -> 3.0 s, peak RSS 1.27
+// -> 0.92 GB (docs/simulation.md, "Scale").
 // Under AddressSanitizer, actors are threads: ASan does not know SimGrid's swapped stacks (Debian's SimGrid has no
 // fiber annotations), and a `throw` inside an actor then makes GCC's ASan runtime report a stack-buffer-overflow
 // in __asan_handle_no_return at any stack size (docs/robustness.md). Threads have stacks it knows; their frames
@@ -411,7 +416,7 @@ class Simulation {
 constexpr int kActorStackKiB = 512;
 constexpr bool kThreadActors = true;
 #else
-constexpr int kActorStackKiB = 64;
+constexpr int kActorStackKiB = 128;
 constexpr bool kThreadActors = false;
 #endif
 
@@ -428,6 +433,7 @@ void simulate(std::span<const IterationPlan* const> plans, const CostModel& cost
   char* argv[] = {program_name.data(), kThreadActors ? thread_actors.data() : nullptr, nullptr};
   sg4::Engine engine(&argc, argv);
   set_network_model();
+  if (!kThreadActors) mallopt(M_MMAP_THRESHOLD, kActorStackKiB * 1024);
   set_actor_stacks(kActorStackKiB);
 
   // Every flow the run may start, for the platform to build its links and find the groups that have theirs alone.

@@ -1,18 +1,19 @@
 #pragma once
-// The simulated cluster, built from the scenario's ClusterSpec inside a running SimGrid engine.
+// The simulated cluster, built from the scenario's ClusterSpec inside a running SimGrid engine: one star zone
+// whose center is the non-blocking switch of a one-level fat-tree and each node's NVSwitch at once.
 //
-//   node n (star zone, the NVSwitch)             nodes (one-level fat-tree: one non-blocking switch)
-//     gpu-i  --nvlink-i (split duplex)--+            node-0 --leaf link--+
-//     nic-i  --ib-i     (split duplex)--+-- gw-n     node-1 --leaf link--+-- switch
-//                                                     ...
+//   gpu-i  --nvlink-i (split duplex)--------------------+
+//   nic-i  --ib-i     (split duplex)-- leaf-n (node n) --+-- center
 //
 // Every GPU has two hosts: `gpu-i` runs its actor and computes, and talks NVLink to the GPUs of its node;
-// `nic-i` is its InfiniBand NIC, one per GPU, and carries its traffic to other nodes. Keeping them apart lets one
-// star zone give a GPU two different routes (a star zone has one route per member). Link bandwidths are the
-// cluster's per-direction figures; a leaf link carries a whole node's NICs (gpus_per_node x ib), so the fabric
-// is non-blocking and the NICs are where inter-node flows contend. Links have no latency: every transfer is a
-// collective or send/recv whose fitted latency in the profile already includes the wire's, and the collectives
-// pay it (sim/collectives.cpp), so the cluster's nvlink_latency_us and ib_latency_us are not added a second time.
+// `nic-i` is its InfiniBand NIC, one per GPU, and carries its traffic to other nodes. Keeping them apart gives a
+// GPU two different routes (a star zone has one route per member). Link bandwidths are the cluster's
+// per-direction figures; a leaf link carries a whole node's NICs (gpus_per_node x ib), so the fabric is
+// non-blocking and the NICs are where inter-node flows contend; a one-node cluster has no leaf. Links have no
+// latency: every transfer is a collective or send/recv whose fitted latency in the profile already includes the
+// wire's, and the collectives pay it (sim/collectives.cpp), so the cluster's nvlink_latency_us and
+// ib_latency_us are not added a second time. One zone rather than a zone per node under a fat-tree zone: the same
+// links on every route, built in linear time (docs/simulation.md, "Scale").
 //
 // Aggregate hosts (one flow per node loads every member's links) and merged links (GPUs whose links the same
 // declared uses cross share one link): docs/simulation.md, "Platform: aggregates and merged links".

@@ -75,20 +75,6 @@ inline void add_star_one_way(sg4::NetZone* zone, simgrid::kernel::routing::NetPo
   zone->add_route(source, destination, nullptr, nullptr, route, false);
 }
 
-/// Leaf of a fat-tree: the netpoint of a child zone and its gateway router.
-using FatTreeLeaf = std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*>;
-
-/// A one-level fat-tree (every leaf on one non-blocking switch) whose leaves `make_leaf(zone, index)` creates;
-/// every leaf-to-switch link is split-duplex with `bandwidth` bytes/s per direction.
-template <class MakeLeaf>
-sg4::NetZone* make_fat_tree_zone(const std::string& name, unsigned leaves, double bandwidth, MakeLeaf make_leaf) {
-  const sg4::FatTreeParams params(1, {leaves}, {1}, {1});
-  const sg4::ClusterCallbacks callbacks([make_leaf](sg4::NetZone* zone, const std::vector<unsigned long>&,
-                                                    unsigned long id) -> FatTreeLeaf { return make_leaf(zone, id); });
-  return sg4::create_fatTree_zone(name, nullptr, params, callbacks, bandwidth, 0.0,
-                                  sg4::Link::SharingPolicy::SPLITDUPLEX);
-}
-
 inline sg4::CommPtr start_flow(sg4::Host* from, sg4::Host* to, std::uint64_t bytes) {
   return sg4::Comm::sendto_async(from, to, bytes);
 }
