@@ -94,16 +94,19 @@ struct ShareIds {
   std::vector<Ids> local;
   Ids dist;
 };
-ShareIds split_ids(const Replica& replica, const MicroBatch& micro_batch) {
-  ShareIds ids;
+/// The sequence ids of a micro-batch's shares, per CP rank and distributed, into `ids` (its memory kept); with
+/// `describe` false only the per-rank lists, empty (the ids describe work, nothing else).
+void split_ids(const Replica& replica, const MicroBatch& micro_batch, bool describe, ShareIds& ids) {
   ids.local.resize(static_cast<std::size_t>(replica.scheme.cp));
+  for (auto& local : ids.local) local.clear();
+  ids.dist.clear();
+  if (!describe) return;
   for (const auto& p : micro_batch.placements) {
     if (p.sharded())
       ids.dist.push_back(p.sequence_id);
     else if (p.cp_rank >= 0 && p.cp_rank < replica.scheme.cp)
       ids.local[static_cast<std::size_t>(p.cp_rank)].push_back(p.sequence_id);
   }
-  return ids;
 }
 
 struct Block {
@@ -200,9 +203,17 @@ struct MicroBatchCosts {
   std::vector<ShareCost> local;  ///< per CP rank
   std::vector<ShareCost> all;    ///< per CP rank: local ++ dist; empty costs with overlap
 
+  MicroBatchCosts() = default;
   MicroBatchCosts(const CostModel& cost, const MicroBatchWork& work, const ParallelScheme& s, const LayerMix& stage,
-                  bool overlap, bool head)
-      : dist(cost, work.dist, s, stage, head), local(work.local.size()), all(work.local.size()) {
+                  bool overlap, bool head) {
+    assign(cost, work, s, stage, overlap, head);
+  }
+  /// Recomputes them for another micro-batch, keeping the vectors' memory.
+  void assign(const CostModel& cost, const MicroBatchWork& work, const ParallelScheme& s, const LayerMix& stage,
+              bool overlap, bool head) {
+    dist = ShareCost(cost, work.dist, s, stage, head);
+    local.assign(work.local.size(), ShareCost{});
+    all.assign(work.local.size(), ShareCost{});
     for (std::size_t j = 0; j < work.local.size(); ++j) {
       const Shares& shares = work.local[j];
       if (shares.empty()) {
@@ -364,12 +375,10 @@ class Builder {
   std::size_t step_count(int gpu) const { return program_.gpus[static_cast<std::size_t>(gpu)].size(); }
   Step& step_at(int gpu, std::size_t i) { return program_.gpus[static_cast<std::size_t>(gpu)][i]; }
 
-  /// split_ids when work is described; else only the per-rank lists, empty (the ids describe work, nothing else).
   ShareIds share_ids(const Replica& rep, const MicroBatch& micro_batch) const {
-    if (options_.describe_work) return split_ids(rep, micro_batch);
-    ShareIds none;
-    none.local.resize(static_cast<std::size_t>(rep.scheme.cp));
-    return none;
+    ShareIds ids;
+    split_ids(rep, micro_batch, options_.describe_work, ids);
+    return ids;
   }
 
   static Step compute(WorkKind kind, double seconds, int replica, int micro_batch, int work) {
@@ -527,17 +536,29 @@ class Builder {
     const LayerSpan layers = stage_span(cost_.model(), 1, 0);
     const std::vector<Block> blocks = make_blocks(cost_, s, layers, options_.layers_per_block);
     const double bytes_per_token = cost_.activation_bytes_per_token(s, layers, true);
+    const LayerMix mix = cost_.layer_mix(s, layers);
+    // Per micro-batch scratch, reused: a replica's micro-batches are the program's bulk (131,072 an iteration for
+    // DeepSpeed at 16,384 GPUs), and fresh vectors for each were a third of the build's time.
+    MicroBatchWork& work = scratch_.work;
+    auto& cp_index = scratch_.cp_index;
+    auto& ring = scratch_.ring;
+    auto& tp_index = scratch_.tp_index;
+    MicroBatchCosts& costs = scratch_.costs;
     for (std::size_t mi = 0; mi < rep.micro_batches.size(); ++mi) {
       const int m = static_cast<int>(mi);
       check_placements(plan_, static_cast<std::size_t>(r), rep.micro_batches[mi]);
-      const MicroBatchWork work = split_work(rep, rep.micro_batches[mi]);
-      const ShareIds ids = share_ids(rep, rep.micro_batches[mi]);
+      split_work(rep, rep.micro_batches[mi], work);
+      ShareIds& ids = scratch_.ids;
+      split_ids(rep, rep.micro_batches[mi], options_.describe_work, ids);
       const bool sharded = s.cp > 1 && work.sharded_tokens > 0;
       // cp_index[block][tp rank]: the block's all-to-all among the CP ranks of that TP rank; ring[block][tp rank]
       // its ring exchanges instead, with ring attention.
-      std::vector<std::vector<int>> cp_index(blocks.size(), std::vector<int>(static_cast<std::size_t>(s.tp), -1));
-      std::vector<std::vector<std::vector<RingStep>>> ring(
-          blocks.size(), std::vector<std::vector<RingStep>>(static_cast<std::size_t>(s.tp)));
+      resize_grid(cp_index, blocks.size(), static_cast<std::size_t>(s.tp), -1);
+      ring.resize(blocks.size());
+      for (auto& per_tp : ring) {
+        per_tp.resize(static_cast<std::size_t>(s.tp));
+        for (auto& steps : per_tp) steps.clear();
+      }
       if (sharded)
         for (std::size_t b = 0; b < blocks.size(); ++b)
           for (int t = 0; t < s.tp; ++t) {
@@ -549,7 +570,7 @@ class Builder {
                   add_calls(group_over_cp(rep, 0, t), cost_.ulysses_calls(work.sharded_per_gpu, s.cp, blocks[b].span),
                             WorkKind::CpAllToAll);
           }
-      const MicroBatchCosts costs(cost_, work, s, cost_.layer_mix(s, layers), rep.overlap_cp_comm, true);
+      costs.assign(cost_, work, s, mix, rep.overlap_cp_comm, true);
       const ShareCost& dist = costs.dist;
       for (int j = 0; j < s.cp; ++j) {
         const Shares& local_shares = work.local[static_cast<std::size_t>(j)];
@@ -557,7 +578,7 @@ class Builder {
         const Tokens tokens = work.gpu_tokens(j);
         const ShareCost& local = costs.local[static_cast<std::size_t>(j)];
         const ShareCost& all = costs.all[static_cast<std::size_t>(j)];
-        std::vector<int> tp_index(blocks.size(), -1);
+        tp_index.assign(blocks.size(), -1);
         if (s.tp > 1 && tokens > 0)
           for (std::size_t b = 0; b < blocks.size(); ++b)
             tp_index[b] = add_calls(group_over_tp(rep, 0, j), cost_.tp_comm_calls(tokens, s.tp, blocks[b].span),
@@ -640,11 +661,28 @@ class Builder {
   void add_pipeline_pass(const StageContext& c, int j, int t, std::size_t m, bool forward, std::size_t& first_step);
   void add_gradient_sync(const std::vector<int>& replicas);
 
+  /// rows x cols of `fill`, keeping the rows' memory.
+  static void resize_grid(std::vector<std::vector<int>>& grid, std::size_t rows, std::size_t cols, int fill) {
+    grid.resize(rows);
+    for (auto& row : grid) row.assign(cols, fill);
+  }
+
+  /// add_flat_replica's per micro-batch state (see there).
+  struct FlatScratch {
+    MicroBatchWork work;
+    ShareIds ids;
+    std::vector<std::vector<int>> cp_index;
+    std::vector<std::vector<std::vector<RingStep>>> ring;
+    std::vector<int> tp_index;
+    MicroBatchCosts costs;
+  };
+
   const IterationPlan& plan_;
   const CostModel& cost_;
   const ProgramOptions& options_;
   const bool ring_attention_;
   IterationProgram program_;
+  FlatScratch scratch_;
 };
 
 /// The 1F1B order of a stage: min(pp - 1 - stage, M) warm-up forwards, then one forward and one backward

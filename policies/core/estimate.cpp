@@ -17,10 +17,18 @@ Tokens ceil_div(Tokens a, int b) {
 }  // namespace
 
 MicroBatchWork split_work(const Replica& replica, const MicroBatch& micro_batch) {
-  const int cp = replica.scheme.cp;
   MicroBatchWork work;
+  split_work(replica, micro_batch, work);
+  return work;
+}
+
+void split_work(const Replica& replica, const MicroBatch& micro_batch, MicroBatchWork& work) {
+  const int cp = replica.scheme.cp;
   work.local.resize(static_cast<std::size_t>(cp));
+  for (auto& shares : work.local) shares.clear();
   work.local_tokens.assign(static_cast<std::size_t>(cp), 0);
+  work.dist.clear();
+  work.sharded_tokens = 0;
   const Tokens longest = micro_batch.longest();
   for (const auto& p : micro_batch.placements) {
     const Tokens tokens = micro_batch.padded ? longest : p.tokens;
@@ -34,7 +42,6 @@ MicroBatchWork split_work(const Replica& replica, const MicroBatch& micro_batch)
     }
   }
   work.sharded_per_gpu = ceil_div(work.sharded_tokens, cp);
-  return work;
 }
 
 namespace {

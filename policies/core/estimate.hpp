@@ -33,6 +33,8 @@ struct MicroBatchWork {
 /// A padded micro-batch costs (and holds) every sequence at its longest length. Placements with a cp_rank outside
 /// [-1, cp) are skipped (the validator reports them).
 MicroBatchWork split_work(const Replica& replica, const MicroBatch& micro_batch);
+/// The same into `work`, whose vectors keep their capacity (a program builds one per micro-batch).
+void split_work(const Replica& replica, const MicroBatch& micro_batch, MicroBatchWork& work);
 
 /// Peak bytes on every GPU of the plan (indexed by global GPU index, world-size long): static bytes plus the
 /// activations of the micro-batches in flight; on stage s of a pipeline the pp - s largest of its micro-batches

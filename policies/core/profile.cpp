@@ -60,13 +60,13 @@ CollectiveFit single_segment(CollectiveOp op, LinkClass link, int group_size, do
   return fit;
 }
 
-CollectiveTime CollectiveFit::time(double bytes) const {
+CollectiveTime CollectiveFit::time(double bytes, int members) const {
   if (segments.empty()) throw std::logic_error("CollectiveFit::time without segments");
   if (bytes < 0) throw std::invalid_argument("CollectiveFit::time: negative size");
   // The last segment is open-ended whatever its max_bytes says.
   auto segment = std::find_if(segments.begin(), segments.end() - 1,
                               [bytes](const CollectiveSegment& s) { return bytes <= s.max_bytes; });
-  return {segment->latency_us * 1e-6, bytes * bus_factor(op, group_size) / (segment->bus_GBps * 1e9)};
+  return {segment->latency_us * 1e-6, bytes * bus_factor(op, members) / (segment->bus_GBps * 1e9)};
 }
 
 CollectiveTime Profile::collective_time(CollectiveOp op, LinkClass link, int group_size, double bytes) const {
@@ -89,9 +89,7 @@ CollectiveTime Profile::collective_time(CollectiveOp op, LinkClass link, int gro
                      ", which this cluster and layout need");
   }
   // Bus bandwidth is group-size normalised; the size term uses the bus factor of the group actually asked for.
-  CollectiveFit fit = *best;
-  fit.group_size = group_size;
-  return fit.time(bytes);
+  return best->time(bytes, group_size);
 }
 
 std::string collective_parameter(CollectiveOp op, LinkClass link) {

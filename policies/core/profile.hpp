@@ -73,7 +73,9 @@ struct CollectiveFit {
   std::optional<double> fit_mape;
   bool measured = false;  ///< false: prior value kept (e.g. one-GPU calibration, or derived from public figures)
   double seconds(double bytes) const { return time(bytes).seconds(); }
-  CollectiveTime time(double bytes) const;
+  CollectiveTime time(double bytes) const { return time(bytes, group_size); }
+  /// The fit's segments, with the bus factor of `members` GPUs (bus bandwidth is group-size normalised).
+  CollectiveTime time(double bytes, int members) const;
 };
 /// A fit of one segment for every size: `latency_us` plus the size term at `bus_GBps` (priors, test profiles).
 CollectiveFit single_segment(CollectiveOp op, LinkClass link, int group_size, double latency_us, double bus_GBps);
