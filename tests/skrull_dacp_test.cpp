@@ -252,6 +252,29 @@ TEST(SkrullGds, BinPackingBalancesFlops) {
   EXPECT_EQ(bins[1], (std::vector<std::size_t>{1, 2, 5, 6}));
 }
 
+TEST(SkrullGds, BinPackingMatchesTheLightestRankScan) {
+  // The heap must pick what a scan of every rank picks: the lightest, ties to the lowest index. Small integer
+  // FLOPs make many ties; the scan is the definition.
+  Rng rng(5);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int ranks = 1 + static_cast<int>(rng.below(12));
+    std::vector<double> flops(rng.below(60));
+    for (auto& f : flops) f = static_cast<double>(1 + rng.below(6));
+    std::vector<std::size_t> order(flops.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return flops[a] > flops[b]; });
+    std::vector<std::vector<std::size_t>> expected(static_cast<std::size_t>(ranks));
+    std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);
+    for (const std::size_t seq : order) {
+      const auto r = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      expected[r].push_back(seq);
+      load[r] += flops[seq];
+    }
+    for (auto& bin : expected) std::sort(bin.begin(), bin.end());
+    EXPECT_EQ(binpack_by_flops(flops, ranks), expected) << "trial " << trial;
+  }
+}
+
 TEST(SkrullGds, InterleavedCutWithFewestMicroBatches) {
   // Sum 36 over C * N = 20 -> first try 2 micro-batches: [1,3,5,7] (16) and [2,4,6,8] (20, placed after three
   // roll-backs as fully sharded).

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
+#include <queue>
+#include <utility>
 
 #include "policies/core/check.hpp"
 
@@ -14,11 +17,17 @@ std::vector<std::vector<std::size_t>> binpack_by_flops(std::span<const double> f
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return flops[a] > flops[b]; });
   std::vector<std::vector<std::size_t>> bins(static_cast<std::size_t>(ranks));
-  std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);
+  // The lightest rank first, ties to the lowest index: a heap of (load, rank) instead of a scan of every rank per
+  // sequence (131,072 sequences over 2,048 ranks at 16,384 GPUs took half a second).
+  using Load = std::pair<double, std::size_t>;
+  std::vector<Load> heap;
+  for (std::size_t r = 0; r < bins.size(); ++r) heap.emplace_back(0.0, r);
+  std::priority_queue<Load, std::vector<Load>, std::greater<>> lightest(std::greater<>{}, std::move(heap));
   for (const std::size_t seq : order) {
-    const auto lightest = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    bins[lightest].push_back(seq);
-    load[lightest] += flops[seq];
+    auto [load, rank] = lightest.top();
+    lightest.pop();
+    bins[rank].push_back(seq);
+    lightest.emplace(load + flops[seq], rank);
   }
   for (auto& bin : bins) std::sort(bin.begin(), bin.end());
   return bins;
