@@ -18,8 +18,9 @@ gpus = int(sys.argv[2].rsplit("sim-", 1)[1].split("gpu")[0])
 calls = os.path.join(os.environ["FAKE_DIR"], f"calls-{gpus}")
 n = int(open(calls).read()) if os.path.exists(calls) else 0
 open(calls, "w").write(str(n + 1))
-ds = {64: 2.0, 256: 8.4, 1024: 33.6}[gpus] * (3 if gpus == 1024 and n == 0 else 1)
-ds *= 10 if "--all-flows" in sys.argv[3:] else 1  # flows everywhere: slower
+assert sys.argv[3:5] == ["--samples", "1"], sys.argv  # the sampled worlds are not the simulator's cost
+ds = {32: 1.0, 64: 2.0, 256: 8.4, 1024: 33.6, 4096: 134.4}[gpus] * (3 if gpus == 1024 and n == 0 else 1)
+ds *= 10 if "--all-flows" in sys.argv[5:] else 1  # flows everywhere: slower
 print("policy  mean s  wall ms/iter  cpu ms/iter  build ms/iter")
 print(f"deepspeed  2.2  {ds:.2f}  {ds:.2f}  {ds / 2:.2f}")
 print(f"skrull  1.1  {gpus / 256:.2f}  {gpus / 256:.2f}  0.00")
@@ -58,6 +59,25 @@ class ScaleBenchTest(unittest.TestCase):
         ds = {row["gpus"]: row for row in data["figures"] if row["policy"] == "deepspeed"}
         self.assertEqual(ds[256]["cpu_ms_per_iteration"], 84.0)
         self.assertIn("every collective as flows", proc.stdout)
+
+    def test_sizes_and_whole_process_figures(self):
+        proc, data = self.run_bench(FAKE_LCSIM, "--rounds", "1", "--sizes", "4096", "32")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(data["schema"], "lcsim-scale-bench/2")
+        self.assertEqual(sorted({row["gpus"] for row in data["figures"]}), [32, 4096])
+        ds = {row["gpus"]: row for row in data["figures"] if row["policy"] == "deepspeed"}
+        lines = [line.split() for line in proc.stdout.splitlines()]
+        self.assertEqual(next(f for f in lines if f[:2] == ["deepspeed", "4096"])[3], "134.40")  # x128 GPUs
+        self.assertEqual(ds[4096]["cpu_ms_per_iteration"], 134.4)
+        self.assertEqual([p["gpus"] for p in data["process"]], [32, 4096])
+        for p in data["process"]:
+            self.assertGreater(p["wall_s"], 0)
+            self.assertGreater(p["peak_rss_mib"], 1)  # the child's own, a Python interpreter's worth
+
+    def test_refuses_a_size_without_a_scenario(self):
+        proc, _ = self.run_bench(FAKE_LCSIM, "--rounds", "1", "--sizes", "48")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("sim-48gpu.json", proc.stderr)
 
     def test_refuses_output_without_the_timing_columns(self):
         proc, _ = self.run_bench("#!/bin/sh\necho 'policy mean s'\necho 'deepspeed 1.0'\n", "--rounds", "1")
