@@ -611,6 +611,7 @@ class Builder {
           mark_in_flight(g, first, bytes_per_token * static_cast<double>(tokens));
         }
       }
+      if (options_.after_flat_micro_batch) options_.after_flat_micro_batch(program_, rep.gpus);
     }
   }
 

@@ -5,6 +5,8 @@
 // replay all run it. The steps of each kind of replica, pipelines and phases: docs/program.md.
 #include <compare>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "policies/core/cost_model.hpp"
@@ -123,6 +125,10 @@ struct ProgramOptions {
   /// them; the simulator reads only seconds and turns this off, which saves a copy of every share list per compute
   /// step and of every call list per collective.
   bool describe_work = true;
+  /// Called after each micro-batch of a replica without pipeline stages, with the program so far and that replica's
+  /// GPUs: the streaming estimate (program/estimate.hpp) replays them there and drops what they have run. It may
+  /// clear those GPUs' steps and, when nothing else is pending, every collective; the builder indexes from there.
+  std::function<void(IterationProgram&, std::span<const int>)> after_flat_micro_batch;
 };
 
 /// Throws PlanningError for a plan the estimate would refuse (bad shapes, GPUs outside the cluster), and whatever

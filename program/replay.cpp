@@ -8,55 +8,47 @@
 #include "policies/core/check.hpp"
 
 namespace lcsim::program {
-namespace {
-
-struct CollectiveState {
-  std::size_t arrived = 0;
-  double latest = 0;  // latest arrival (ready time) so far
-  bool done = false;
-  double start = 0;
-  double end = 0;
-};
-
-struct TransferState {
-  bool sent = false;
-  double sent_at = 0;
-};
-
-struct GpuState {
-  std::size_t pc = 0;
-  bool arrived = false;  // joined the collective of the current step
-  double ready = 0;
-  double busy = 0;
-  double static_bytes = 0;
-  double in_flight = 0;
-  double peak = 0;
-  double propagation_end = 0;  // end of its last micro-batch step
-};
 
 class Replay {
+  // Per collective, transfer and GPU: how far the replay has got.
+  struct CollectiveState {
+    std::size_t arrived = 0;
+    double latest = 0;  // latest arrival (ready time) so far
+    bool done = false;
+    double start = 0;
+    double end = 0;
+  };
+
+  struct TransferState {
+    bool sent = false;
+    double sent_at = 0;
+  };
+
+  struct GpuState {
+    std::size_t pc = 0;
+    bool arrived = false;  // joined the collective of the current step
+    double ready = 0;
+    double busy = 0;
+    double static_bytes = 0;
+    double in_flight = 0;
+    double peak = 0;
+    double propagation_end = 0;  // end of its last micro-batch step
+  };
+
  public:
-  Replay(const IterationProgram& program, double start_s, bool record_spans)
-      : program_(program),
-        record_spans_(record_spans),
-        gpus_(program.gpus.size()),
-        collectives_(program.collectives.size()),
-        transfers_(program.transfers.size()) {
+  Replay(std::size_t gpus, double start_s, bool record_spans) : record_spans_(record_spans), gpus_(gpus) {
     for (auto& gpu : gpus_) gpu.ready = start_s;
     outcome_.start_s = start_s;
   }
 
-  IterationOutcome run() {
+  IterationOutcome run(const IterationProgram& program) {
+    bind(program);
     // Each GPU runs until it blocks; a GPU is run again only when what it waits for may have come (the last member
     // of its collective arrived, or its transfer was sent), so the replay costs its steps, not GPUs x rounds.
     for (std::size_t g = gpus_.size(); g-- > 0;) runnable_.push_back(static_cast<int>(g));
-    while (!runnable_.empty()) {
-      const int g = runnable_.back();
-      runnable_.pop_back();
-      advance(g);
-    }
+    drain();
     for (std::size_t g = 0; g < gpus_.size(); ++g)
-      if (gpus_[g].pc < program_.gpus[g].size())
+      if (gpus_[g].pc < program_->gpus[g].size())
         throw std::logic_error("replay_program: the program cannot finish (" + blocked() + ")");
     double end = outcome_.start_s;
     for (const auto& gpu : gpus_) {
@@ -72,11 +64,45 @@ class Replay {
     return std::move(outcome_);
   }
 
+  /// Runs `gpus` as far as their steps go; then, since each ran all of its steps, drops them (the GPUs' next steps
+  /// start at 0), and drops every collective when all are complete (the builder indexes new ones from 0).
+  void run_and_drop(IterationProgram& program, std::span<const int> gpus) {
+    bind(program);
+    for (auto g = gpus.rbegin(); g != gpus.rend(); ++g) runnable_.push_back(*g);
+    drain();
+    for (const int g : gpus) {
+      auto& steps = program.gpus[static_cast<std::size_t>(g)];
+      LCSIM_CHECK(gpus_[static_cast<std::size_t>(g)].pc == steps.size(), "a streamed GPU ran all its steps");
+      steps.clear();
+      gpus_[static_cast<std::size_t>(g)].pc = 0;
+    }
+    if (std::all_of(collectives_.begin(), collectives_.end(), [](const CollectiveState& c) { return c.done; }) &&
+        collectives_.size() == program.collectives.size() && program.transfers.empty()) {
+      program.collectives.clear();
+      collectives_.clear();
+    }
+  }
+
  private:
+  void bind(const IterationProgram& program) {
+    LCSIM_CHECK(program.gpus.size() == gpus_.size(), "a replay's program covers its GPUs");
+    program_ = &program;
+    collectives_.resize(program.collectives.size());
+    transfers_.resize(program.transfers.size());
+  }
+
+  void drain() {
+    while (!runnable_.empty()) {
+      const int g = runnable_.back();
+      runnable_.pop_back();
+      advance(g);
+    }
+  }
+
   /// Runs GPU g's steps until it blocks or ends.
   void advance(int g) {
     GpuState& gpu = gpus_[static_cast<std::size_t>(g)];
-    const auto& steps = program_.gpus[static_cast<std::size_t>(g)];
+    const auto& steps = program_->gpus[static_cast<std::size_t>(g)];
     while (gpu.pc < steps.size()) {
       const Step& step = steps[gpu.pc];
       if (step.type == Step::Type::SetStatic) {
@@ -110,7 +136,7 @@ class Replay {
       case Step::Type::Collective: {
         const CollectiveState* c = join(gpu, step);
         if (c == nullptr) return false;
-        const auto& spec = program_.collectives[static_cast<std::size_t>(step.index)];
+        const auto& spec = program_->collectives[static_cast<std::size_t>(step.index)];
         gpu.busy += c->end - c->start;
         record(g, c->start, c->end, spec.kind, step);
         gpu.ready = std::max(gpu.ready, c->end);
@@ -119,7 +145,7 @@ class Replay {
       case Step::Type::ComputeWithCollective: {
         const CollectiveState* c = join(gpu, step);
         if (c == nullptr) return false;
-        const auto& spec = program_.collectives[static_cast<std::size_t>(step.index)];
+        const auto& spec = program_->collectives[static_cast<std::size_t>(step.index)];
         const double compute_start = std::max(gpu.ready, c->start - step.lead_s);
         const double compute_end = compute_start + step.seconds;
         const double overlap = std::max(0.0, std::min(compute_end, c->end) - std::max(compute_start, c->start));
@@ -133,13 +159,13 @@ class Replay {
         TransferState& t = transfers_.at(static_cast<std::size_t>(step.index));
         t.sent = true;
         t.sent_at = gpu.ready;
-        runnable_.push_back(program_.transfers[static_cast<std::size_t>(step.index)].to);
+        runnable_.push_back(program_->transfers[static_cast<std::size_t>(step.index)].to);
         return true;
       }
       case Step::Type::Recv: {
         const TransferState& t = transfers_.at(static_cast<std::size_t>(step.index));
         if (!t.sent) return false;
-        const auto& spec = program_.transfers[static_cast<std::size_t>(step.index)];
+        const auto& spec = program_->transfers[static_cast<std::size_t>(step.index)];
         const double start = std::max(t.sent_at, gpu.ready);
         const double end = start + spec.time.seconds();
         record(g, start, end, spec.kind, step);
@@ -155,7 +181,7 @@ class Replay {
   /// The collective of `step` once every member has arrived (nullptr before). A group of one GPU does not wait.
   const CollectiveState* join(const GpuState& gpu, const Step& step) {
     CollectiveState& c = collectives_.at(static_cast<std::size_t>(step.index));
-    const auto& spec = program_.collectives[static_cast<std::size_t>(step.index)];
+    const auto& spec = program_->collectives[static_cast<std::size_t>(step.index)];
     if (spec.gpus.size() <= 1) {
       c = {1, gpu.ready, true, gpu.ready, gpu.ready + spec.time.seconds()};
       return &c;
@@ -184,13 +210,13 @@ class Replay {
 
   std::string blocked() const {
     for (std::size_t g = 0; g < gpus_.size(); ++g)
-      if (gpus_[g].pc < program_.gpus[g].size())
+      if (gpus_[g].pc < program_->gpus[g].size())
         return "GPU " + std::to_string(g) + " waits at step " + std::to_string(gpus_[g].pc) + ", " +
-               to_string(program_.gpus[g][gpus_[g].pc].kind);
+               to_string(program_->gpus[g][gpus_[g].pc].kind);
     return "no GPU waits";
   }
 
-  const IterationProgram& program_;
+  const IterationProgram* program_ = nullptr;
   bool record_spans_;
   std::vector<GpuState> gpus_;
   std::vector<CollectiveState> collectives_;
@@ -198,8 +224,6 @@ class Replay {
   std::vector<int> runnable_;  ///< GPUs to run again: waiting for nothing, or for something that may have come
   IterationOutcome outcome_;
 };
-
-}  // namespace
 
 void check_finite(const IterationOutcome& outcome) {
   const auto all_finite = [](const std::vector<double>& values) {
@@ -211,7 +235,25 @@ void check_finite(const IterationOutcome& outcome) {
 }
 
 IterationOutcome replay_program(const IterationProgram& program, double start_s, bool record_spans) {
-  return Replay(program, start_s, record_spans).run();
+  return Replay(program.gpus.size(), start_s, record_spans).run(program);
+}
+
+PartialReplay::PartialReplay(std::size_t gpus, double start_s)
+    : replay_(std::make_unique<Replay>(gpus, start_s, false)) {}
+PartialReplay::~PartialReplay() = default;
+
+void PartialReplay::run(IterationProgram& program, std::span<const int> gpus) {
+  // build_program checks the times of what it returns; these steps are run and dropped before that.
+  for (const int g : gpus)
+    for (const Step& step : program.gpus.at(static_cast<std::size_t>(g)))
+      LCSIM_CHECK(std::isfinite(step.seconds) && step.seconds >= 0, "a step's seconds");
+  for (const auto& c : program.collectives)
+    LCSIM_CHECK(std::isfinite(c.time.latency_s) && std::isfinite(c.time.transfer_s), "a collective's time");
+  replay_->run_and_drop(program, gpus);
+}
+
+IterationOutcome PartialReplay::finish(const IterationProgram& program) {
+  return replay_->run(program);
 }
 
 IterationProgram retime_compute(IterationProgram program,
