@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Simulator scale benchmark: how the time to simulate one iteration, and the whole process, grow with GPUs.
 
 Runs `lcsim simulate --samples 1` on scenarios/scale/sim-{N}gpu.json for each size N of --sizes (default 64 256
@@ -25,6 +25,11 @@ POLICIES = ("deepspeed", "skrull")
 
 def scenario_of(gpus):
     return os.path.join(ROOT, "scenarios", "scale", f"sim-{gpus}gpu.json")
+
+
+def scenario_iterations(gpus):
+    with open(scenario_of(gpus)) as f:
+        return json.load(f)["training"]["iterations"]
 
 
 def run_once(binary, gpus, extra):
@@ -67,7 +72,11 @@ def plot(path, sizes, best, process):
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     left.plot(sizes, [process[g][0] for g in sizes], marker="o", color="black")
+    iterations = {g: scenario_iterations(g) for g in sizes}
     left.set_title("whole `lcsim simulate` process")
+    for g in sizes:
+        left.annotate(f"{iterations[g]} it.", (g, process[g][0]), textcoords="offset points", xytext=(4, -10),
+                      fontsize=7)
     left.set_ylabel("wall seconds")
     for policy in POLICIES:
         right.plot(sizes, [best[(g, policy)][0] for g in sizes], marker="o", label=policy)
