@@ -437,7 +437,7 @@ class Builder {
 
   /// A collective of the cost model's calls over `gpus`, timed on the link class of the group.
   int add_calls(std::vector<int> gpus, const std::vector<CollectiveCall>& calls, WorkKind kind, bool half = false) {
-    const LinkClass link = cost_.cluster().link_class(gpus);
+    const LinkClass link = cost_.cluster().topology().link_class(gpus);
     const CollectiveTime time = cost_.collective_time(calls, link);
     std::vector<CollectiveCall> described;  // the calls are for the live executor only
     if (options_.describe_work) described = half ? halve(calls) : calls;
@@ -494,7 +494,7 @@ class Builder {
   /// The ring exchanges of one block of `work` over the CP group of TP rank t on a stage, one collective each.
   std::vector<RingStep> add_ring(const Replica& rep, int stage, int t, const MicroBatchWork& work, const Block& b) {
     std::vector<int> group = group_over_cp(rep, stage, t);
-    const LinkClass link = cost_.cluster().link_class(group);
+    const LinkClass link = cost_.cluster().topology().link_class(group);
     std::vector<RingStep> steps;
     for (const CpExchange& e :
          cost_.cp_exchanges(work.dist, work.sharded_per_gpu, rep.scheme, b.span, b.checkpointed()))
@@ -754,7 +754,7 @@ Builder::PipelineTransfers Builder::add_pipeline_transfers(const Replica& rep,
           const int lower = rep.gpu(b, j, t);
           const int upper = rep.gpu(b + 1, j, t);
           const int pair[] = {lower, upper};
-          const LinkClass link = cost_.cluster().link_class(pair);
+          const LinkClass link = cost_.cluster().topology().link_class(pair);
           const CollectiveTime time = cost_.collective_time(calls, link);
           const auto k = static_cast<std::size_t>(j * s.tp + t);
           program_.transfers.push_back({lower, upper, link, time, WorkKind::PpActivation, bytes});

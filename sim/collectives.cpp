@@ -18,32 +18,32 @@ std::uint64_t flow_bytes(const Platform& platform, LinkClass link, double transf
   return static_cast<std::uint64_t>(std::llround(transfer_s * platform.bandwidth(link)));
 }
 
-/// The members split by node, in order of GPU index.
-std::vector<std::vector<int>> node_parts(int gpus_per_node, std::vector<int> gpus) {
+/// The members split by NVLink domain (a node), in order of GPU index.
+std::vector<std::vector<int>> node_parts(const Topology& topology, std::vector<int> gpus) {
   std::sort(gpus.begin(), gpus.end());
   std::vector<std::vector<int>> parts;
   for (int g : gpus) {
-    if (parts.empty() || parts.back().front() / gpus_per_node != g / gpus_per_node) parts.emplace_back();
+    if (parts.empty() || !topology.same_domain(parts.back().front(), g)) parts.emplace_back();
     parts.back().push_back(g);
   }
   return parts;
 }
 
 /// Ring attention spanning nodes: one flow per hop, over NVLink within a node and the NICs between nodes.
-std::vector<FlowShape> ring_hops(int gpus_per_node, const std::vector<int>& gpus) {
+std::vector<FlowShape> ring_hops(const Topology& topology, const std::vector<int>& gpus) {
   std::vector<FlowShape> shapes;
   for (std::size_t k = 0; k < gpus.size(); ++k) {
     const int from = gpus[k];
     const int to = gpus[(k + 1) % gpus.size()];
-    const LinkClass hop = from / gpus_per_node == to / gpus_per_node ? LinkClass::NvLink : LinkClass::InfiniBand;
+    const LinkClass hop = topology.same_domain(from, to) ? LinkClass::NvLink : LinkClass::InfiniBand;
     shapes.push_back({hop, {from}, {to}});
   }
   return shapes;
 }
 
 /// One flow per node part when the parts are the same size: part i sends to part i + 1 (to itself on one node).
-std::vector<FlowShape> part_flows(int gpus_per_node, const std::vector<int>& gpus, LinkClass link) {
-  const std::vector<std::vector<int>> parts = node_parts(gpus_per_node, gpus);
+std::vector<FlowShape> part_flows(const Topology& topology, const std::vector<int>& gpus, LinkClass link) {
+  const std::vector<std::vector<int>> parts = node_parts(topology, gpus);
   for (const auto& part : parts)
     if (part.size() != parts.front().size()) return {};
   std::vector<FlowShape> shapes;
@@ -52,13 +52,12 @@ std::vector<FlowShape> part_flows(int gpus_per_node, const std::vector<int>& gpu
 }
 
 /// One flow per member to the member `shift` places on (header comment).
-std::vector<FlowShape> member_flows(int gpus_per_node, const std::vector<int>& gpus, LinkClass link) {
+std::vector<FlowShape> member_flows(const Topology& topology, const std::vector<int>& gpus, LinkClass link) {
   const std::size_t n = gpus.size();
   std::size_t shift = 1;
   if (link == LinkClass::InfiniBand) {
-    const int node = gpus.front() / gpus_per_node;
     const auto same_node = static_cast<std::size_t>(
-        std::count_if(gpus.begin(), gpus.end(), [&](int g) { return g / gpus_per_node == node; }));
+        std::count_if(gpus.begin(), gpus.end(), [&](int g) { return topology.same_domain(g, gpus.front()); }));
     if (same_node < n) shift = same_node;
   }
   std::vector<FlowShape> shapes;
@@ -80,25 +79,25 @@ sg4::Host* end_host(const Platform& platform, const std::vector<int>& gpus, Link
 
 }  // namespace
 
-std::vector<FlowShape> flow_shapes(int gpus_per_node, const std::vector<int>& gpus, LinkClass link,
+std::vector<FlowShape> flow_shapes(const Topology& topology, const std::vector<int>& gpus, LinkClass link,
                                    program::WorkKind kind, bool aggregate) {
-  LCSIM_CHECK(gpus_per_node >= 1, "a node holds at least one GPU");
   if (gpus.size() <= 1) return {};
   if (is_transfer(kind)) {
     LCSIM_CHECK(gpus.size() == 2, "a transfer is a pair (from, to)");
     return {{link, {gpus[0]}, {gpus[1]}}};
   }
-  if (kind == program::WorkKind::CpRing && link == LinkClass::InfiniBand) return ring_hops(gpus_per_node, gpus);
+  if (kind == program::WorkKind::CpRing && link == LinkClass::InfiniBand) return ring_hops(topology, gpus);
   if (aggregate) {
-    std::vector<FlowShape> shapes = part_flows(gpus_per_node, gpus, link);
+    std::vector<FlowShape> shapes = part_flows(topology, gpus, link);
     if (!shapes.empty()) return shapes;
   }
-  return member_flows(gpus_per_node, gpus, link);
+  return member_flows(topology, gpus, link);
 }
 
 std::vector<LinkUse> link_uses(const ClusterSpec& cluster, const std::vector<int>& gpus, program::WorkKind kind) {
   std::vector<LinkUse> uses;
-  for (const FlowShape& shape : flow_shapes(cluster.gpus_per_node, gpus, cluster.link_class(gpus), kind, true)) {
+  const auto topology = cluster.topology();
+  for (const FlowShape& shape : flow_shapes(topology, gpus, topology.link_class(gpus), kind, true)) {
     uses.push_back({shape.link, shape.from});
     uses.push_back({shape.link, shape.to});
   }
@@ -122,8 +121,8 @@ std::vector<FlowPlan::Flow> flow_ends(const Platform& platform, const std::vecto
     return true;
   };
   // Per-node flows need the parts' aggregates; a group the platform was not told of gets one flow per member.
-  if (!ends(flow_shapes(platform.gpus_per_node(), gpus, link, kind, true)))
-    ends(flow_shapes(platform.gpus_per_node(), gpus, link, kind, false));
+  if (!ends(flow_shapes(platform.topology(), gpus, link, kind, true)))
+    ends(flow_shapes(platform.topology(), gpus, link, kind, false));
   return flows;
 }
 

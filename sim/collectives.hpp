@@ -95,7 +95,7 @@ struct FlowShape {
 /// The flows of a collective of `kind` over `gpus` (in group order) on link class `link`, or of a transfer
 /// (`kind` PpActivation or PpGradient, `gpus` = {from, to}); `aggregate` false: one flow per member, never per
 /// node. plan_flows() gives these hosts; link_uses() declares them to the platform.
-std::vector<FlowShape> flow_shapes(int gpus_per_node, const std::vector<int>& gpus, LinkClass link,
+std::vector<FlowShape> flow_shapes(const Topology& topology, const std::vector<int>& gpus, LinkClass link,
                                    program::WorkKind kind, bool aggregate);
 /// What the flows of a collective (or transfer) of `kind` over `gpus` cross, on the group's link class: the
 /// platform must be built with these for plan_flows() to find its aggregates and its endpoints unmerged.

@@ -37,10 +37,10 @@ std::vector<NodeUses> node_uses(const ClusterSpec& cluster, const std::vector<Li
     if (use.gpus.empty()) throw std::invalid_argument("platform: a link use names no GPU");
     for (int g : use.gpus)
       if (g < 0 || g >= cluster.world_size()) throw std::invalid_argument("platform: use of a GPU outside the cluster");
-    const auto node = static_cast<std::size_t>(cluster.node_of(use.gpus.front()));
+    const auto topology = cluster.topology();
+    const auto node = static_cast<std::size_t>(topology.domain_of(use.gpus.front()));
     for (int g : use.gpus)
-      if (static_cast<std::size_t>(cluster.node_of(g)) != node)
-        throw std::invalid_argument("platform: a link use spans nodes");
+      if (!topology.same_domain(g, use.gpus.front())) throw std::invalid_argument("platform: a link use spans nodes");
     if (use.gpus.size() >= 2) nodes[node].aggregates.push_back(use);
     for (int g : use.gpus) signatures[node][use.link][g].push_back(u);
   }
@@ -137,13 +137,17 @@ class NodeBuilder {
   std::vector<Platform::AggregateMap>& aggregates_;
 };
 
+FatTree fat_tree_of(const ClusterSpec& cluster) {
+  if (cluster.nodes < 1 || cluster.gpus_per_node < 1) throw std::invalid_argument("platform: empty cluster");
+  return cluster.topology();
+}
+
 }  // namespace
 
-Platform::Platform(const ClusterSpec& cluster, const std::vector<LinkUse>& uses, bool merge_links) {
-  if (cluster.nodes < 1 || cluster.gpus_per_node < 1) throw std::invalid_argument("platform: empty cluster");
+Platform::Platform(const ClusterSpec& cluster, const std::vector<LinkUse>& uses, bool merge_links)
+    : topology_(fat_tree_of(cluster)) {
   if (!(cluster.nvlink_GBps > 0) || !(cluster.ib_GBps > 0))
     throw std::invalid_argument("platform: link bandwidths must be positive");
-  gpus_per_node_ = cluster.gpus_per_node;
   nvlink_Bps_ = cluster.nvlink_GBps * 1e9;
   ib_Bps_ = cluster.ib_GBps * 1e9;
   const LinkFigures figures{nvlink_Bps_, ib_Bps_};
@@ -188,7 +192,7 @@ sg4::Host* Platform::endpoint(int rank, LinkClass link) const {
 
 std::pair<sg4::Host*, sg4::Host*> Platform::aggregate(const std::vector<int>& gpus, LinkClass link) const {
   if (gpus.empty()) return {nullptr, nullptr};
-  const auto node = static_cast<std::size_t>(node_of(gpus.front()));
+  const auto node = static_cast<std::size_t>(topology_.domain_of(gpus.front()));
   if (node >= aggregates_.size()) return {nullptr, nullptr};
   const auto it = aggregates_[node].find({link, gpus});
   if (it == aggregates_[node].end()) return {nullptr, nullptr};

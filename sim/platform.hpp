@@ -47,8 +47,8 @@ class Platform {
   explicit Platform(const ClusterSpec& cluster, const std::vector<LinkUse>& uses = {}, bool merge_links = true);
 
   int world_size() const { return static_cast<int>(gpus_.size()); }
-  int node_of(int rank) const { return rank / gpus_per_node_; }
-  int gpus_per_node() const { return gpus_per_node_; }
+  /// The shape it builds (its node is an NVLink domain).
+  const FatTree& topology() const { return topology_; }
   /// The host that computes for GPU `rank` (global GPU index) and sends its NVLink traffic.
   sg4::Host* gpu(int rank) const { return gpus_.at(static_cast<std::size_t>(rank)); }
   /// The host that sends GPU `rank`'s InfiniBand traffic.
@@ -72,7 +72,7 @@ class Platform {
   std::vector<AggregateMap> aggregates_;  // by node: a lookup searches only its node's few parts
   std::vector<int> nvlink_sharers_;       // by GPU: how many GPUs its NVLink link stands for
   std::vector<int> ib_sharers_;           // and its NIC link
-  int gpus_per_node_ = 1;
+  FatTree topology_;
   double nvlink_Bps_ = 0;
   double ib_Bps_ = 0;
 };

@@ -129,7 +129,7 @@ double collective_seconds(const ValidationPoint& point, const std::string& where
   const LoadedScenario loaded = load_and_prepare(scenario_for(point, where, profiles), point.scenario, 1);
   const CollectiveQuery& q = *point.collective;
   const LinkClass link =
-      q.group_size <= loaded.scenario.cluster.gpus_per_node ? LinkClass::NvLink : LinkClass::InfiniBand;
+      q.group_size <= loaded.scenario.cluster.topology().domain_size() ? LinkClass::NvLink : LinkClass::InfiniBand;
   const CollectiveCall call{q.op, q.group_size, q.bytes, 1.0};
   return loaded.cost->collective_time(std::span<const CollectiveCall>(&call, 1), link).seconds();
 }
@@ -260,7 +260,7 @@ std::vector<double> collective_seconds_worlds(const ValidationPoint& point, cons
   const LoadedScenario loaded = load_and_prepare(scenario_for(point, where, profiles), point.scenario, 1);
   const CollectiveQuery& q = *point.collective;
   const LinkClass link =
-      q.group_size <= loaded.scenario.cluster.gpus_per_node ? LinkClass::NvLink : LinkClass::InfiniBand;
+      q.group_size <= loaded.scenario.cluster.topology().domain_size() ? LinkClass::NvLink : LinkClass::InfiniBand;
   const CollectiveCall call{q.op, q.group_size, q.bytes, 1.0};
   std::vector<double> out;
   for (int w = 0; w < samples; ++w) {

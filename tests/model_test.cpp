@@ -113,15 +113,38 @@ TEST(ModelClusterTest, LinkClassFollowsNodeBoundaries) {
   const std::vector<int> one_node{8, 9, 10, 15};
   const std::vector<int> two_nodes{7, 8};
   const std::vector<int> single{31};
-  EXPECT_EQ(cluster.link_class(one_node), LinkClass::NvLink);
-  EXPECT_EQ(cluster.link_class(two_nodes), LinkClass::InfiniBand);
-  EXPECT_EQ(cluster.link_class(single), LinkClass::NvLink);
+  EXPECT_EQ(cluster.topology().link_class(one_node), LinkClass::NvLink);
+  EXPECT_EQ(cluster.topology().link_class(two_nodes), LinkClass::InfiniBand);
+  EXPECT_EQ(cluster.topology().link_class(single), LinkClass::NvLink);
   // Not contiguous, but all on node 2.
-  EXPECT_EQ(cluster.link_class(std::vector<int>{23, 16, 20}), LinkClass::NvLink);
-  EXPECT_EQ(cluster.link_class(std::vector<int>{0, 1, 2, 31}), LinkClass::InfiniBand);
-  EXPECT_THROW(cluster.link_class(std::vector<int>{}), std::invalid_argument);
-  EXPECT_THROW(cluster.link_class(std::vector<int>{0, 32}), std::out_of_range);
-  EXPECT_THROW(cluster.link_class(std::vector<int>{-1}), std::out_of_range);
+  EXPECT_EQ(cluster.topology().link_class(std::vector<int>{23, 16, 20}), LinkClass::NvLink);
+  EXPECT_EQ(cluster.topology().link_class(std::vector<int>{0, 1, 2, 31}), LinkClass::InfiniBand);
+  EXPECT_THROW(cluster.topology().link_class(std::vector<int>{}), std::invalid_argument);
+  EXPECT_THROW(cluster.topology().link_class(std::vector<int>{0, 32}), std::out_of_range);
+  EXPECT_THROW(cluster.topology().link_class(std::vector<int>{-1}), std::out_of_range);
+}
+
+TEST(ModelClusterTest, FatTreeDomainsAreNodes) {
+  ClusterSpec cluster;
+  cluster.nodes = 3;
+  cluster.gpus_per_node = 4;
+  const FatTree t = cluster.topology();
+  EXPECT_EQ(t.name(), "fat-tree");
+  EXPECT_EQ(t.world_size(), 12);
+  EXPECT_EQ(t.domain_size(), 4);
+  EXPECT_EQ(t.nodes(), 3);
+  EXPECT_EQ(t.domain_of(0), 0);
+  EXPECT_EQ(t.domain_of(3), 0);
+  EXPECT_EQ(t.domain_of(4), 1);
+  EXPECT_EQ(t.domain_of(11), 2);
+  EXPECT_TRUE(t.same_domain(5, 7));
+  EXPECT_FALSE(t.same_domain(3, 4));
+  // Through the interface, as the cost model and the simulator ask it.
+  const Topology& asked = t;
+  EXPECT_EQ(asked.link_class(std::vector<int>{4, 5, 6, 7}), LinkClass::NvLink);
+  EXPECT_EQ(asked.link_class(std::vector<int>{3, 4}), LinkClass::InfiniBand);
+  EXPECT_THROW(FatTree(0, 8), std::invalid_argument);
+  EXPECT_THROW(FatTree(2, 0), std::invalid_argument);
 }
 
 TEST(ModelClusterTest, LinkClassNames) {

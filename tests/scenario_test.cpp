@@ -51,7 +51,7 @@ TEST(ScenarioParse, MinimalScenarioGetsDocumentedDefaults) {
   EXPECT_DOUBLE_EQ(s.cluster.nvlink_latency_us, 2.0);
   EXPECT_DOUBLE_EQ(s.cluster.ib_GBps, 50.0);
   EXPECT_DOUBLE_EQ(s.cluster.ib_latency_us, 5.0);
-  EXPECT_EQ(s.cluster.topology, "fat-tree");
+  EXPECT_EQ(s.cluster.topology_name, "fat-tree");
   EXPECT_EQ(s.training.iterations, 10);
   EXPECT_EQ(s.training.zero_stage, 2);
   EXPECT_EQ(s.training.recompute, Recompute::Selective);

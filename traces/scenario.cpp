@@ -91,8 +91,9 @@ ClusterSpec parse_cluster(JsonObjectReader r) {
   c.nvlink_latency_us = physical("nvlink_latency_us", kLatencyUsRange, 2.0);
   c.ib_GBps = physical("ib_GBps", kBandwidthGBpsRange, 50.0);
   c.ib_latency_us = physical("ib_latency_us", kLatencyUsRange, 5.0);
-  c.topology = r.optional<std::string>("topology", "fat-tree");
-  if (c.topology != "fat-tree") r.fail("topology", "only \"fat-tree\" is supported, got \"" + c.topology + "\"");
+  c.topology_name = r.optional<std::string>("topology", "fat-tree");
+  if (c.topology_name != "fat-tree")
+    r.fail("topology", "only \"fat-tree\" is supported, got \"" + c.topology_name + "\"");
   r.finish();
   return c;
 }

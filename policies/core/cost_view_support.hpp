@@ -17,9 +17,9 @@ inline Tokens ceil_div(Tokens a, Tokens b) {
   return (a + b - 1) / b;
 }
 
-/// The link a group of `gpus` contiguous GPUs communicates over.
+/// The link a group of `gpus` contiguous GPUs, aligned to an NVLink domain, communicates over.
 inline LinkClass group_link(const CostModel& cost, int gpus) {
-  return gpus <= cost.cluster().gpus_per_node ? LinkClass::NvLink : LinkClass::InfiniBand;
+  return gpus <= cost.cluster().topology().domain_size() ? LinkClass::NvLink : LinkClass::InfiniBand;
 }
 
 }  // namespace lcsim::views

@@ -99,12 +99,12 @@ class Checker {
       return;
     }
     if (!indices_ok || s.tp == 1) return;
-    const auto& cluster = cost_.cluster();
+    const auto topology = cost_.cluster().topology();
     for (int stage = 0; stage < s.pp; ++stage) {
       for (int j = 0; j < s.cp; ++j) {
-        const int node = cluster.node_of(replica.gpu(stage, j, 0));
+        const int first = replica.gpu(stage, j, 0);
         for (int t = 1; t < s.tp; ++t) {
-          if (cluster.node_of(replica.gpu(stage, j, t)) != node) {
+          if (!topology.same_domain(replica.gpu(stage, j, t), first)) {
             add(PlanIssue::Kind::BadScheme, at + "TP group of stage " + std::to_string(stage) + ", CP rank " +
                                                 std::to_string(j) + " spans more than one node");
             break;

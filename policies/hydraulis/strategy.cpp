@@ -27,7 +27,7 @@ std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, in
       {"model", {m.name, m.hidden, m.layers, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab, m.tied_embeddings}},
       {"cluster",
        {c.gpu.name, c.gpu.memory_bytes, c.gpu.peak_bf16_tflops, c.gpu.hbm_TBps, c.gpu.nvlink_GBps, c.nodes,
-        c.gpus_per_node, c.nvlink_GBps, c.nvlink_latency_us, c.ib_GBps, c.ib_latency_us, c.topology}},
+        c.gpus_per_node, c.nvlink_GBps, c.nvlink_latency_us, c.ib_GBps, c.ib_latency_us, c.topology_name}},
       {"profile", profile_to_json(cost.profile())},
       {"zero_stage", cost.options().zero_stage},
       {"gpus", total_gpus},
@@ -50,10 +50,10 @@ std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, in
   return space;
 }
 
-std::vector<int> tp_degrees(int gpus_per_node, int total_gpus) {
+std::vector<int> tp_degrees(int domain_gpus, int total_gpus) {
   std::vector<int> degrees;
-  for (int tp = 1; tp <= gpus_per_node && tp <= total_gpus; tp *= 2)
-    if (gpus_per_node % tp == 0) degrees.push_back(tp);
+  for (int tp = 1; tp <= domain_gpus && tp <= total_gpus; tp *= 2)
+    if (domain_gpus % tp == 0) degrees.push_back(tp);
   return degrees;
 }
 
@@ -65,9 +65,9 @@ std::vector<int> pp_degrees(int layers, int total_gpus) {
 }
 
 SchemeSpace::SchemeSpace(const CostModel& cost, int total_gpus, const SpaceOptions& options)
-    : total_gpus_(total_gpus), gpus_per_node_(cost.cluster().gpus_per_node) {
+    : total_gpus_(total_gpus), domain_gpus_(cost.cluster().topology().domain_size()) {
   if (total_gpus < 1) throw PlanningError("Hydraulis: the strategy space needs at least one GPU");
-  for (int tp : tp_degrees(gpus_per_node_, total_gpus))
+  for (int tp : tp_degrees(domain_gpus_, total_gpus))
     for (int pp : pp_degrees(cost.model().layers, total_gpus))
       if (tp * pp <= total_gpus) add(cost, tp, pp, options);
   if (schemes_.empty())
@@ -77,14 +77,14 @@ SchemeSpace::SchemeSpace(const CostModel& cost, int total_gpus, const SpaceOptio
 
 SchemeSpace::SchemeSpace(const CostModel& cost, int total_gpus, const SpaceOptions& options,
                          const std::vector<std::pair<int, int>>& tp_pp)
-    : total_gpus_(total_gpus), gpus_per_node_(cost.cluster().gpus_per_node) {
-  const auto tps = tp_degrees(gpus_per_node_, total_gpus);
+    : total_gpus_(total_gpus), domain_gpus_(cost.cluster().topology().domain_size()) {
+  const auto tps = tp_degrees(domain_gpus_, total_gpus);
   const auto pps = pp_degrees(cost.model().layers, total_gpus);
   for (const auto& [tp, pp] : tp_pp) {
     const ParallelScheme shown{tp, pp};
     if (std::find(tps.begin(), tps.end(), tp) == tps.end())
       throw InputError("Hydraulis scheme " + describe(shown) + ": TP must be a power of two dividing the " +
-                       std::to_string(gpus_per_node_) + " GPUs per node");
+                       std::to_string(domain_gpus_) + " GPUs per node");
     if (std::find(pps.begin(), pps.end(), pp) == pps.end() || tp * pp > total_gpus)
       throw InputError("Hydraulis scheme " + describe(shown) + ": PP must divide the " +
                        std::to_string(cost.model().layers) + " layers and TP x PP fit the " +
@@ -98,8 +98,8 @@ SchemeSpace::SchemeSpace(const CostModel& cost, int total_gpus, const SpaceOptio
   }
 }
 
-SchemeSpace::SchemeSpace(std::vector<SchemeInfo> schemes, int total_gpus, int gpus_per_node)
-    : schemes_(std::move(schemes)), total_gpus_(total_gpus), gpus_per_node_(gpus_per_node) {
+SchemeSpace::SchemeSpace(std::vector<SchemeInfo> schemes, int total_gpus, int domain_gpus)
+    : schemes_(std::move(schemes)), total_gpus_(total_gpus), domain_gpus_(domain_gpus) {
   if (schemes_.empty()) throw std::invalid_argument("hydraulis::SchemeSpace: no schemes");
   for (const auto& s : schemes_)
     if (s.max_len < 1 || s.util_len < 1 || s.gpus() > total_gpus || s.scheme.cp != 1)
@@ -120,7 +120,7 @@ void SchemeSpace::add(const CostModel& cost, int tp, int pp, const SpaceOptions&
     // As the estimate times a replica's tail: ZeRO across the GPUs holding the same model slice, over InfiniBand
     // once the cluster spans nodes.
     const int shards = std::max(1, total_gpus_ / (tp * pp));
-    const LinkClass link = total_gpus_ > gpus_per_node_ ? LinkClass::InfiniBand : LinkClass::NvLink;
+    const LinkClass link = total_gpus_ > domain_gpus_ ? LinkClass::InfiniBand : LinkClass::NvLink;
     // The slowest stage's (stages differ when part of the model is frozen).
     info.sync = 0;
     for (int stage = 0; stage < pp; ++stage)

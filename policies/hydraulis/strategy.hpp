@@ -65,13 +65,14 @@ class SchemeSpace {
               const std::vector<std::pair<int, int>>& tp_pp);
   /// Given schemes (hand-made ones in tests); throws std::invalid_argument for an empty list, MaxLen or
   /// UtilLen < 1, or a scheme wider than `total_gpus`.
-  SchemeSpace(std::vector<SchemeInfo> schemes, int total_gpus, int gpus_per_node);
+  SchemeSpace(std::vector<SchemeInfo> schemes, int total_gpus, int domain_gpus);
 
   const std::vector<SchemeInfo>& schemes() const { return schemes_; }
   const SchemeInfo& operator[](std::size_t i) const { return schemes_[i]; }
   std::size_t size() const { return schemes_.size(); }
   int total_gpus() const { return total_gpus_; }
-  int gpus_per_node() const { return gpus_per_node_; }
+  /// GPUs per NVLink domain: a TP group's bound, and the widest group on NVLink.
+  int domain_gpus() const { return domain_gpus_; }
   std::optional<std::size_t> find(int tp, int pp) const;
   /// Index of the scheme with the largest MaxLen (ties: fewer GPUs, then lower index); the space is non-empty.
   std::size_t longest() const;
@@ -81,7 +82,7 @@ class SchemeSpace {
 
   std::vector<SchemeInfo> schemes_;
   int total_gpus_ = 0;
-  int gpus_per_node_ = 0;
+  int domain_gpus_ = 0;
 };
 
 /// SchemeSpace(cost, total_gpus, options), memoised: fitting every scheme costs about a millisecond and a policy
@@ -91,8 +92,8 @@ class SchemeSpace {
 std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, int total_gpus,
                                                        const SpaceOptions& options);
 
-/// TP degrees of the space: powers of two dividing `gpus_per_node`, at most `total_gpus`.
-std::vector<int> tp_degrees(int gpus_per_node, int total_gpus);
+/// TP degrees of the space: powers of two dividing `domain_gpus` (an NVLink domain), at most `total_gpus`.
+std::vector<int> tp_degrees(int domain_gpus, int total_gpus);
 /// PP degrees of the space: divisors of `layers`, at most `total_gpus`.
 std::vector<int> pp_degrees(int layers, int total_gpus);
 

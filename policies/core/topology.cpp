@@ -1,4 +1,4 @@
-#include "policies/core/cluster.hpp"
+#include "policies/core/topology.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -15,17 +15,21 @@ std::string_view to_string(LinkClass link) {
   throw std::invalid_argument("to_string: invalid LinkClass value");
 }
 
-LinkClass ClusterSpec::link_class(std::span<const int> group) const {
-  // An empty group or a GPU outside the cluster is a caller bug (plans are validated before they are costed).
+LinkClass Topology::link_class(std::span<const int> group) const {
   if (group.empty()) throw std::invalid_argument("link_class: empty GPU group");
+  const int world = world_size();
   for (const int index : group)
-    if (index < 0 || index >= world_size())
+    if (index < 0 || index >= world)
       throw std::out_of_range("link_class: GPU " + std::to_string(index) + " outside a cluster of " +
-                              std::to_string(world_size()) + " GPUs");
-  const int node = node_of(group.front());
+                              std::to_string(world) + " GPUs");
+  const int domain = domain_of(group.front());
   for (const int index : group)
-    if (node_of(index) != node) return LinkClass::InfiniBand;
+    if (domain_of(index) != domain) return LinkClass::InfiniBand;
   return LinkClass::NvLink;
+}
+
+FatTree::FatTree(int nodes, int gpus_per_node) : nodes_(nodes), gpus_per_node_(gpus_per_node) {
+  if (nodes < 1 || gpus_per_node < 1) throw std::invalid_argument("fat-tree: needs at least one node of one GPU");
 }
 
 }  // namespace lcsim
