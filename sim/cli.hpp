@@ -1,6 +1,7 @@
 #pragma once
 // The `lcsim` command line. Sub-commands throw (InputError for bad input, PlanningError when a policy cannot
 // plan); only main() turns exceptions into messages and exit codes.
+#include <exception>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -24,6 +25,15 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitPlanning = 3;
+
+/// What `lcsim` says of an error and the exit code it returns: "lcsim: error: ..." (bad input, a policy that
+/// cannot plan) or "lcsim: internal error: ...", one line. `lcsim tune` records a candidate that fails in process
+/// with the words its `lcsim plan` would have ended with.
+struct ErrorReport {
+  int status = kExitInternal;
+  std::string line;
+};
+ErrorReport report_error(const std::exception& error);
 
 /// The whole `lcsim` program: runs the command line, prints errors and returns the exit code. A program that adds
 /// its own policies (register_policy) calls it from main(), and is then `lcsim` with those policies.

@@ -1,12 +1,18 @@
 #include "sim/command_options.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "sim/cli.hpp"
 
 namespace lcsim {
 
 namespace po = boost::program_options;
+
+int default_jobs() {
+  return static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+}
 
 std::vector<OutputOption> output_options(const po::variables_map& vm, const std::vector<std::string>& names) {
   std::vector<OutputOption> outputs;

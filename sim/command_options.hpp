@@ -18,6 +18,9 @@ struct FileCommand {
   std::string file;
 };
 
+/// The default --jobs of the commands whose results do not depend on it (validate, tune): the machine's cores.
+int default_jobs();
+
 /// The output options among `names` ("json", "csv", "trace") that the command line gives, as "--name FILE".
 std::vector<OutputOption> output_options(const boost::program_options::variables_map& vm,
                                          const std::vector<std::string>& names);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -25,8 +26,10 @@ extern char** environ;
 namespace lcsim {
 namespace {
 
-/// The signal SIGINT or SIGTERM delivered (0: none yet).
-volatile std::sig_atomic_t g_interrupt = 0;
+/// The signal SIGINT or SIGTERM delivered (0: none yet). Atomic: `lcsim tune`'s estimating threads read it while
+/// the handler may write it; lock-free, so the handler may.
+std::atomic<int> g_interrupt{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
 extern "C" void record_interrupt(int signal) {
   g_interrupt = signal;

@@ -11,6 +11,13 @@
 
 namespace lcsim {
 
+ErrorReport report_error(const std::exception& error) {
+  const std::string what = terminal_text(error.what());
+  if (dynamic_cast<const InputError*>(&error)) return {kExitBadInput, "lcsim: error: " + what};
+  if (dynamic_cast<const PlanningError*>(&error)) return {kExitPlanning, "lcsim: error: " + what};
+  return {kExitInternal, "lcsim: internal error: " + what};
+}
+
 int run_main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
@@ -26,17 +33,13 @@ int run_main(int argc, char** argv) {
     std::cerr << "lcsim: " << e.what() << ": children stopped, temporary folders removed\n";
     return 128 + e.signal();
   } catch (const UsageError& e) {
-    std::cerr << "lcsim: error: " << terminal_text(e.what()) << "\n\n" << e.usage();
-    return kExitBadInput;
-  } catch (const InputError& e) {
-    std::cerr << "lcsim: error: " << terminal_text(e.what()) << '\n';
-    return kExitBadInput;
-  } catch (const PlanningError& e) {
-    std::cerr << "lcsim: error: " << terminal_text(e.what()) << '\n';
-    return kExitPlanning;
+    const ErrorReport report = report_error(e);
+    std::cerr << report.line << "\n\n" << e.usage();
+    return report.status;
   } catch (const std::exception& e) {
-    std::cerr << "lcsim: internal error: " << terminal_text(e.what()) << '\n';
-    return kExitInternal;
+    const ErrorReport report = report_error(e);
+    std::cerr << report.line << '\n';
+    return report.status;
   }
 }
 

@@ -1,7 +1,9 @@
 // `lcsim tune`: each policy's best settings and parallel layout. Every candidate of the search space
-// (traces/tune.hpp) is estimated by its own `lcsim plan` process; the most promising of each policy are then
-// simulated (`lcsim simulate`); plans that run out of memory are never accepted. Processes give --jobs
-// parallelism and keep each candidate's result independent of the others, so --jobs changes no result.
+// (traces/tune.hpp) is estimated in this process, as `lcsim plan` would, on --jobs threads, unless its bounds
+// already lose (pruning, traces/tune.hpp); the most promising of each policy are then simulated (`lcsim simulate`
+// child processes: SimGrid runs one simulation per process); plans that run out of memory are never accepted.
+// A candidate's result depends on nothing else and pruning is decided once all estimates are in, so --jobs
+// changes no result.
 #include <unistd.h>
 
 #include <chrono>
@@ -9,7 +11,10 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include <boost/program_options.hpp>
 
@@ -23,6 +28,7 @@
 #include "traces/sweep.hpp"
 #include "traces/sweep_shard.hpp"
 #include "traces/tune.hpp"
+#include "traces/tune_candidate.hpp"
 
 namespace lcsim {
 namespace {
@@ -38,8 +44,10 @@ po::options_description tune_options() {
   options.add_options()              //
       ("help,h", "print this help")  //
       ("policy,p", po::value<std::vector<std::string>>()->composing()->value_name("LABEL"),
-       "tune only the policy with this label (repeatable)")                                                      //
-      ("jobs,j", po::value<int>()->default_value(1)->value_name("N"), "candidates run in parallel (processes)")  //
+       "tune only the policy with this label (repeatable)")  //
+      ("jobs,j", po::value<int>()->default_value(default_jobs())->value_name("N"),
+       "candidates run in parallel (threads; simulations: processes); default: the machine's cores")  //
+      ("no-prune", "estimate every candidate: no bounds, no pruning (an exhaustive search)")          //
       ("iterations,n", po::value<int>()->value_name("N"),
        "global batches per candidate, overriding training.iterations")  //
       ("budget-s", po::value<double>()->value_name("S"),
@@ -65,8 +73,10 @@ std::string tune_help() {
           "cluster, TP inside a node) on the scenario's model, data and cluster. The scenario's \"tune\" object says\n"
           "which keys are free; what it leaves out takes the default space (docs/tune.md: Skrull's and RR's\n"
           "BucketSize, the packing length, sorted batching's micro-batch tokens, every layout). Every candidate is\n"
-          "estimated by `lcsim plan`; the most promising of each policy (tune.simulate_top, default 3) are\n"
-          "simulated. A candidate with an iteration out of memory is never accepted. Prints per policy the best\n"
+          "estimated as `lcsim plan` would, in this process on --jobs threads, unless bounds from its plans prove it\n"
+          "runs out of memory or cannot be among its policy's tune.simulate_top + 2 best estimates (--no-prune:\n"
+          "estimate all); the most promising of each policy (tune.simulate_top, default 3) are simulated. A\n"
+          "candidate with an iteration out of memory is never accepted. Prints per policy the best\n"
           "and runner-up settings with tokens/s, p99 iteration time and memory headroom, each knob's effect around\n"
           "the best, and the winning policy with its margin; results do not depend on --jobs. On many machines:\n"
           "`--shard K/N --slice FILE` for K = 1..N (e.g. a Slurm job array), then `--merge FILE...` gives the\n"
@@ -106,15 +116,17 @@ std::string fixed(double v, int precision) {
 void print_verdict(const LoadedScenario& base, const TuneSpace& space, const std::vector<TuneOutcome>& outcomes,
                    const TuneVerdict& verdict, double seconds, bool budget_hit, std::ostream& out) {
   const Scenario& s = base.scenario;
-  int estimated = 0, simulated = 0, refused = 0;
-  for (const auto& o : outcomes) estimated += o.estimated, simulated += o.simulated;
+  int estimated = 0, pruned = 0, simulated = 0, refused = 0;
+  for (const auto& o : outcomes) estimated += o.estimated, pruned += o.pruned, simulated += o.simulated;
   for (const auto& [label, n] : space.refused) refused += n;
   out << "tune      " << s.name << " (" << s.file << ")\n";
   out << "dataset   " << base.dataset_label << "\n";
   out << "profile   " << base.profile.label() << "\n";
   out << "searched  " << space.candidates.size() << " candidates of " << verdict.policies.size()
-      << " policies: " << estimated << " estimated (lcsim plan), " << simulated << " simulated (lcsim simulate); "
-      << refused << " refused (a layout or setting the policy or scenario cannot take); " << fixed(seconds, 1) << " s"
+      << " policies: " << estimated << " estimated (lcsim plan's estimate), " << pruned
+      << " pruned (bounds: out of memory, or below the policy's best estimates), " << simulated
+      << " simulated (lcsim simulate); " << refused
+      << " refused (a layout or setting the policy or scenario cannot take); " << fixed(seconds, 1) << " s"
       << (budget_hit ? " (stopped by --budget-s)" : "") << "\n\n";
   const auto row_of = [&](const std::string& what, const std::optional<int>& index) -> std::vector<std::string> {
     if (!index) return {what, "-", "-", "-", "-", "-"};
@@ -160,6 +172,62 @@ void print_verdict(const LoadedScenario& base, const TuneSpace& space, const std
   out << ".\n";
 }
 
+/// What a candidate that fails in process is recorded as: the words its `lcsim plan` would have ended with.
+std::string plan_failure(const std::exception& error) {
+  const ErrorReport report = report_error(error);
+  return "plan exited " + std::to_string(report.status) + ": " + report.line;
+}
+
+/// Estimates `order` (candidates of `space`) in this process, each on whichever of `jobs` threads is free, its
+/// scenario named `file_of(index)` in messages. The prune threshold of each policy follows the accepted estimates
+/// as they come (those already in `outcomes` included). Stops starting candidates on SIGINT or SIGTERM (then
+/// throws Interrupted once the running ones end) or after `budget` seconds since `started`; returns whether the
+/// budget stopped it.
+bool estimate_in_threads(const TuneSpace& space, const std::vector<const TuneCandidate*>& order, int jobs,
+                         CandidateBounds bounds, int keep, std::optional<double> budget,
+                         std::chrono::steady_clock::time_point started, const std::function<std::string(int)>& file_of,
+                         std::vector<TuneOutcome>& outcomes) {
+  std::mutex mutex;  // guards everything below and `outcomes`
+  std::map<std::string, std::vector<double>> accepted;
+  for (const auto& c : space.candidates)
+    if (const TuneOutcome& o = outcomes[static_cast<std::size_t>(c.index)]; o.accepted())
+      accepted[c.policy].push_back(o.estimate_tokens_per_s);
+  std::size_t next = 0, done = 0;
+  bool budget_hit = false;
+  const auto worker = [&] {
+    for (;;) {
+      const TuneCandidate* c = nullptr;
+      {
+        const std::lock_guard lock(mutex);
+        if (interrupt_signal() != 0 || next == order.size() || budget_hit) return;
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        if (budget && elapsed > *budget) {
+          budget_hit = true;
+          return;
+        }
+        c = order[next++];
+      }
+      const auto threshold = [&] {
+        const std::lock_guard lock(mutex);
+        return prune_threshold(accepted[c->policy], keep);
+      };
+      TuneOutcome o = estimate_candidate(*c, file_of(c->index), bounds, threshold, plan_failure);
+      const std::lock_guard lock(mutex);
+      if (o.accepted()) accepted[c->policy].push_back(o.estimate_tokens_per_s);
+      o.capacity_gib = outcomes[static_cast<std::size_t>(c->index)].capacity_gib;
+      outcomes[static_cast<std::size_t>(c->index)] = std::move(o);
+      print_progress(++done, order.size(), "candidates estimated or pruned");
+    }
+  };
+  {
+    std::vector<std::jthread> helpers;
+    for (int j = 1; j < jobs && static_cast<std::size_t>(j) < order.size(); ++j) helpers.emplace_back(worker);
+    worker();
+  }
+  if (const int signal = interrupt_signal(); signal != 0) throw Interrupted(signal);
+  return budget_hit;
+}
+
 }  // namespace
 
 void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
@@ -201,8 +269,10 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<std::string> policies;
   for (const auto& p : scenario.policies)
     if (labels.empty() || std::find(labels.begin(), labels.end(), p.label) != labels.end()) policies.push_back(p.label);
-  // What makes two runs the same search: the scenario as run, and the policies tuned.
-  const std::string digest = scenario_digest(Json{{"scenario", document}, {"policies", labels}});
+  const bool prune = !vm.count("no-prune");
+  const int keep = exact_estimates(scenario.tune.simulate_top);
+  // What makes two runs the same search: the scenario as run, the policies tuned, and whether it prunes.
+  const std::string digest = scenario_digest(Json{{"scenario", document}, {"policies", labels}, {"prune", prune}});
 
   const TuneSpace space = expand_tune_space(scenario, document, scenario.tune, labels);
   std::vector<TuneOutcome> outcomes(space.candidates.size());
@@ -247,8 +317,10 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
                  c.policy, sim, o);
   };
 
-  // Estimate every candidate (of this slice; none when merging slices), in chunks so that --budget-s can stop
-  // between them.
+  // Estimate every candidate (of this slice; none when merging slices). A policy that plans only in its own
+  // process gets `lcsim plan` children, in chunks so that --budget-s can stop between them; the others run in this
+  // process, the cheapest first (the most replicas: a replica's program grows with the GPUs and micro-batches it
+  // holds), so that the incumbents that prune the costly ones come early.
   std::vector<const TuneCandidate*> mine;
   if (vm.count("merge")) {
     std::vector<std::pair<std::string, TuneSlice>> slices;
@@ -261,22 +333,32 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
       if (!shard || in_sweep_shard(static_cast<std::size_t>(c.index), *shard)) mine.push_back(&c);
   }
   for (const auto* c : mine) write_file_atomically(name_of(c->index, ".json").string(), c->scenario.dump(1));
+  std::vector<const TuneCandidate*> own_process, in_process;
+  for (const auto* c : mine) (c->own_process ? own_process : in_process).push_back(c);
   bool budget_hit = false;
   const std::size_t chunk = static_cast<std::size_t>(jobs) * 8;
-  for (std::size_t first = 0; first < mine.size(); first += chunk) {
+  for (std::size_t first = 0; first < own_process.size(); first += chunk) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (budget && elapsed > *budget) {
       budget_hit = true;
       break;
     }
-    const std::size_t last = std::min(mine.size(), first + chunk);
+    const std::size_t last = std::min(own_process.size(), first + chunk);
     std::vector<ChildCommand> commands;
-    for (std::size_t i = first; i < last; ++i) commands.push_back(command(*mine[i], "plan"));
+    for (std::size_t i = first; i < last; ++i) commands.push_back(command(*own_process[i], "plan"));
     const auto status = run_children(commands, jobs, [&](std::size_t done, std::size_t) {
-      print_progress(first + done, mine.size(), "candidates estimated");
+      print_progress(first + done, own_process.size(), "candidates estimated (own processes)");
     });
-    for (std::size_t i = first; i < last; ++i) collect(*mine[i], status[i - first], false);
+    for (std::size_t i = first; i < last; ++i) collect(*own_process[i], status[i - first], false);
   }
+  std::stable_sort(in_process.begin(), in_process.end(),
+                   [](const TuneCandidate* a, const TuneCandidate* b) { return a->layout.dp > b->layout.dp; });
+  // A slice cannot prune, the incumbents being spread over the slices: it bounds every candidate for the merge.
+  const CandidateBounds bounds = !prune ? CandidateBounds::None : shard ? CandidateBounds::All : CandidateBounds::Prune;
+  if (!budget_hit)
+    budget_hit = estimate_in_threads(
+        space, in_process, jobs, bounds, keep, budget, started,
+        [&](int index) { return name_of(index, ".json").string(); }, outcomes);
   if (shard) {
     TuneSlice slice{digest, shard->index, shard->count, static_cast<int>(space.candidates.size()), {}};
     for (const auto* c : mine) slice.estimates.emplace_back(c->index, outcomes[static_cast<std::size_t>(c->index)]);
@@ -287,6 +369,8 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
           << space.candidates.size() << " candidates estimated into " << vm["slice"].as<std::string>() << "\n";
     return;
   }
+
+  if (prune) prune_candidates(space, outcomes, keep);
 
   // Simulate the most promising candidates of each policy.
   std::vector<const TuneCandidate*> to_simulate;
@@ -304,10 +388,12 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::vector<std::string> written;
   if (vm.count("json"))
-    write_output(
-        vm["json"].as<std::string>(),
-        tune_to_json(scenario, base.profile.label(), base.dataset_label, space, outcomes, verdict).dump(1) + "\n",
-        written);
+    write_output(vm["json"].as<std::string>(),
+                 tune_to_json(scenario, base.profile.label(), base.dataset_label, space, outcomes, verdict,
+                              prune ? std::optional<int>(keep) : std::nullopt)
+                         .dump(1) +
+                     "\n",
+                 written);
   if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), tune_to_csv(space, outcomes), written);
   if (!vm.count("quiet")) print_verdict(base, space, outcomes, verdict, seconds, budget_hit, out);
 }

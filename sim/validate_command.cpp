@@ -9,7 +9,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include <boost/program_options.hpp>
 
@@ -36,10 +35,6 @@ constexpr const char* kValidateUsage = "Usage: lcsim validate [options]\n";
 
 std::string default_catalogue() {
   return LCSIM_SOURCE_DIR "/scenarios/validation/catalogue.json";
-}
-
-int default_jobs() {
-  return static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
 }
 
 po::options_description validate_options() {

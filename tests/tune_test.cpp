@@ -1,10 +1,13 @@
 // `lcsim tune`: the search space it expands, the verdict it draws, and the command end to end -- it must find the
 // optimum an exhaustive in-process enumeration finds, never accept a plan that runs out of memory, and give the
-// same results for any --jobs.
+// same results for any --jobs; its bounds never fall below an estimate, and pruning with them keeps every
+// estimate the verdict reads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <unistd.h>
 
@@ -16,6 +19,7 @@
 #include "traces/scenario_loader.hpp"
 #include "traces/sweep.hpp"
 #include "traces/tune.hpp"
+#include "traces/tune_candidate.hpp"
 
 namespace lcsim {
 namespace {
@@ -201,6 +205,223 @@ TEST(TuneCli, FindsTheExhaustiveOptimumRejectsOomAndIgnoresJobs) {
     EXPECT_EQ(chosen["oom_iterations"], 0);
     EXPECT_GT(chosen["headroom_GiB"].get<double>(), 0);
   }
+  fs::remove_all(dir);
+}
+
+TEST(TunePruning, ThresholdIsTheKeptEstimateAndPrunedCandidatesLoseTheirEstimates) {
+  EXPECT_EQ(exact_estimates(3), 5);
+  EXPECT_EQ(prune_threshold({100, 80, 90}, 2), 90);
+  EXPECT_EQ(prune_threshold({100}, 2), 0);  // too few estimates: nothing is pruned
+  EXPECT_TRUE(bound_loses(89.9, 90));
+  EXPECT_FALSE(bound_loses(90, 90));  // a candidate that could tie the threshold is estimated
+  EXPECT_FALSE(bound_loses(std::nullopt, 90));
+  EXPECT_FALSE(bound_loses(1, 0));
+
+  TuneSpace space;
+  for (int i = 0; i < 9; ++i) {
+    TuneCandidate c;
+    c.index = i;
+    c.policy = i < 8 ? "p" : "q";
+    space.candidates.push_back(c);
+  }
+  space.knob_names["p"] = space.knob_names["q"] = {"cp", "tp", "pp"};
+  std::vector<TuneOutcome> o(9);
+  for (int i : {0, 1, 2, 8}) o[static_cast<std::size_t>(i)].estimated = true;
+  o[0].estimate_tokens_per_s = 100, o[1].estimate_tokens_per_s = 90, o[2].estimate_tokens_per_s = 80;
+  o[8].estimate_tokens_per_s = 10, o[8].compute_bound_tokens_per_s = 1;        // q has too few estimates to prune
+  o[3].compute_bound_tokens_per_s = 89;                                        // below the threshold (90): pruned
+  o[3].estimated = true, o[3].estimate_tokens_per_s = 85;                      // ... even when a thread estimated it
+  o[4].compute_bound_tokens_per_s = 90;                                        // could tie: kept
+  o[5].compute_bound_tokens_per_s = 95, o[5].replica_bound_tokens_per_s = 85;  // the replica bound prunes
+  o[6].compute_bound_tokens_per_s = 85, o[6].replica_bound_tokens_per_s = 84;  // the compute bound prunes first
+  o[7].memory_oom_iterations = 2, o[7].memory_bound_gib = 99;                  // out of memory whatever its speed
+  prune_candidates(space, o, 2);
+  const auto pruned = [&] {
+    std::vector<int> out;
+    for (int i = 0; i < 9; ++i)
+      if (o[static_cast<std::size_t>(i)].pruned) out.push_back(i);
+    return out;
+  };
+  EXPECT_EQ(pruned(), (std::vector<int>{3, 5, 6, 7}));
+  EXPECT_FALSE(o[3].estimated);
+  EXPECT_EQ(o[3].estimate_tokens_per_s, 0);
+  EXPECT_EQ(o[5].replica_bound_tokens_per_s, 85);
+  EXPECT_FALSE(o[6].replica_bound_tokens_per_s);  // whether a thread computed it depended on timing
+  EXPECT_EQ(o[7].oom_iterations, 2);
+  TuneVerdict v = judge_tune(space, o, {"p", "q"});
+  EXPECT_EQ(v.policies[0].pruned, 4);
+  EXPECT_EQ(v.policies[0].rejected_oom, 1);
+}
+
+/// Small search spaces of different shapes, each with candidates the bounds prune: 8 or 16 GPUs, 2 batches.
+std::vector<Json> small_spaces() {
+  Json two_nodes = default_document(2, {{"simulate_top", 1}});
+  two_nodes["cluster"]["nodes"] = 2;
+  two_nodes["parallel"] = {{"dp", 2}, {"cp", 8}, {"tp", 1}, {"pp", 1}};
+  two_nodes["training"]["global_batch_sequences"] = 64;
+  two_nodes["policies"] = {{{"kind", "deepspeed"}}, {{"kind", "sorted"}}, {{"kind", "rr"}}};
+  Json packing = default_document(2, {{"simulate_top", 2}});
+  packing["cluster"]["nodes"] = 1;
+  packing["parallel"] = {{"dp", 1}, {"cp", 8}, {"tp", 1}, {"pp", 1}};
+  packing["training"]["global_batch_sequences"] = 32;
+  packing["policies"] = {{{"kind", "deepspeed"}}, {{"kind", "packing"}}, {{"kind", "skrull-dacp"}}};
+  return {small_tune_document(), two_nodes, packing};
+}
+
+TEST(TunePruning, BoundsNeverFallBelowTheEstimate) {
+  const auto describe = [](const std::exception& e) { return std::string(e.what()); };
+  const auto no_threshold = [] { return 0.0; };
+  int replica_bounds = 0, out_of_memory = 0;
+  for (const Json& doc : small_spaces()) {
+    const Scenario s = scenario_from_json(doc, "small.json");
+    const TuneSpace space = expand_tune_space(s, doc, s.tune, {});
+    for (const auto& c : space.candidates) {
+      const TuneOutcome bounded = estimate_candidate(c, "small.json", CandidateBounds::All, no_threshold, describe);
+      const TuneOutcome plain = estimate_candidate(c, "small.json", CandidateBounds::None, no_threshold, describe);
+      SCOPED_TRACE(describe_settings(c) + " " + c.policy);
+      if (!plain.failed.empty()) continue;
+      ASSERT_TRUE(plain.estimated);
+      // A memory bound over the capacity proves the estimate runs out of memory in at least as many iterations.
+      EXPECT_GE(plain.oom_iterations, bounded.memory_oom_iterations);
+      ASSERT_TRUE(bounded.memory_bound_gib);
+      EXPECT_LE(*bounded.memory_bound_gib, plain.peak_gib * (1 + 1e-9));
+      if (bounded.memory_oom_iterations > 0) {
+        ++out_of_memory;
+        continue;
+      }
+      EXPECT_EQ(bounded.estimate_tokens_per_s, plain.estimate_tokens_per_s);
+      ASSERT_TRUE(bounded.compute_bound_tokens_per_s);
+      EXPECT_GE(*bounded.compute_bound_tokens_per_s, plain.estimate_tokens_per_s);
+      if (!bounded.replica_bound_tokens_per_s) continue;
+      ++replica_bounds;
+      EXPECT_GE(*bounded.replica_bound_tokens_per_s, plain.estimate_tokens_per_s);
+      EXPECT_LE(*bounded.replica_bound_tokens_per_s, *bounded.compute_bound_tokens_per_s);
+    }
+  }
+  EXPECT_GT(replica_bounds, 10);
+  EXPECT_GT(out_of_memory, 10);
+}
+
+/// The accepted candidates of `policy` in a results file, best estimate first (ties: lower index), as
+/// most_promising ranks them.
+std::vector<int> ranked_estimates(const Json& results, const std::string& policy) {
+  std::vector<int> ranked;
+  for (const auto& c : results["candidates"])
+    if (c["policy"] == policy && c["estimated"].get<bool>() && c["failed"] == "" && c["oom_iterations"] == 0)
+      ranked.push_back(c["index"].get<int>());
+  std::stable_sort(ranked.begin(), ranked.end(), [&](int a, int b) {
+    return results["candidates"][static_cast<std::size_t>(a)]["estimate_tokens_per_s"].get<double>() >
+           results["candidates"][static_cast<std::size_t>(b)]["estimate_tokens_per_s"].get<double>();
+  });
+  return ranked;
+}
+
+TEST(TunePruning, PrunedSearchKeepsTheExhaustiveOptimumOnSmallSpaces) {
+  const fs::path dir = fs::temp_directory_path() / ("lcsim-tune-prune-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  int space_index = 0;
+  for (const Json& doc : small_spaces()) {
+    const fs::path file = dir / ("space-" + std::to_string(space_index++) + ".json");
+    std::ofstream(file) << doc.dump(2);
+    SCOPED_TRACE(file.string());
+    const std::string run = "tune '" + file.string() + "' --jobs 2 --quiet --json '";
+    ASSERT_EQ(testing::run_lcsim(run + (dir / "exhaustive.json").string() + "' --no-prune").exit_code, 0);
+    ASSERT_EQ(testing::run_lcsim(run + (dir / "pruned.json").string() + "'").exit_code, 0);
+    const Json exhaustive = Json::parse(testing::read_file(dir / "exhaustive.json"));
+    const Json pruned = Json::parse(testing::read_file(dir / "pruned.json"));
+    EXPECT_EQ(pruned["winner"], exhaustive["winner"]);
+    EXPECT_EQ(pruned["margin"], exhaustive["margin"]);
+    const int keep = pruned["pruning"]["exact_estimates_per_policy"].get<int>();
+    EXPECT_EQ(keep, exact_estimates(doc["tune"]["simulate_top"].get<int>()));
+    int pruned_count = 0;
+    for (std::size_t p = 0; p < exhaustive["policies"].size(); ++p) {
+      const Json& e = exhaustive["policies"][p];
+      const std::string label = e["policy"];
+      EXPECT_EQ(pruned["policies"][p]["best"], e["best"]) << label;
+      EXPECT_EQ(pruned["policies"][p]["runner_up"], e["runner_up"]) << label;
+      pruned_count += pruned["policies"][p]["pruned"].get<int>();
+      // The estimates the verdict reads are all there: the policy's `keep` best, in the same order.
+      std::vector<int> top = ranked_estimates(exhaustive, label);
+      top.resize(std::min(top.size(), static_cast<std::size_t>(keep)));
+      std::vector<int> kept = ranked_estimates(pruned, label);
+      kept.resize(std::min(kept.size(), top.size()));
+      EXPECT_EQ(kept, top) << label;
+    }
+    EXPECT_GT(pruned_count, 0) << "a space that prunes nothing proves nothing";
+    for (std::size_t i = 0; i < exhaustive["candidates"].size(); ++i) {
+      const Json& e = exhaustive["candidates"][i];
+      const Json& c = pruned["candidates"][i];
+      if (!c["pruned"].get<bool>()) {
+        // Not pruned: the exhaustive search's figures.
+        for (const char* key : {"estimated", "estimate_tokens_per_s", "simulated_tokens_per_s", "p99_iteration_s",
+                                "peak_GiB", "oom_iterations"})
+          EXPECT_EQ(c[key], e[key]) << i << " " << key;
+        continue;
+      }
+      // Pruned: out of memory in the exhaustive search too, or its bound is no lower than its estimate there.
+      EXPECT_FALSE(c["estimated"].get<bool>());
+      if (c["oom_iterations"].get<int>() > 0) {
+        EXPECT_GE(e["oom_iterations"].get<int>(), c["oom_iterations"].get<int>()) << i;
+        continue;
+      }
+      const Json& bound =
+          c["replica_bound_tokens_per_s"].is_null() ? c["compute_bound_tokens_per_s"] : c["replica_bound_tokens_per_s"];
+      ASSERT_TRUE(bound.is_number()) << i;
+      if (e["estimated"].get<bool>()) {
+        EXPECT_GE(bound.get<double>(), e["estimate_tokens_per_s"].get<double>()) << i;
+      }
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(TuneCli, AFailingCandidateIsRecordedAndTheSearchGoesOn) {
+  const fs::path dir = fs::temp_directory_path() / ("lcsim-tune-fail-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // Packing refuses a packing length shorter than a sequence of the batch: those candidates fail as they plan.
+  Json doc = small_tune_document();
+  doc["policies"] = {{{"kind", "deepspeed"}}, {{"kind", "packing"}}};
+  doc["tune"] = {{"layout", {{"cp", {8}}, {"tp", {1}}, {"pp", {1}}}},
+                 {"policies", {{"packing", {{"options.packing_length_tokens", {4096, 131072}}}}}},
+                 {"simulate_top", 0}};
+  std::ofstream(dir / "s.json") << doc.dump(2);
+  const auto run = testing::run_lcsim("tune '" + (dir / "s.json").string() + "' --jobs 2 --quiet --json '" +
+                                      (dir / "t.json").string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json results = Json::parse(testing::read_file(dir / "t.json"));
+  int failed = 0;
+  for (const auto& c : results["candidates"]) {
+    if (c["settings"].value("options.packing_length_tokens", 0) != 4096) continue;
+    ++failed;
+    EXPECT_TRUE(testing::contains(c["failed"], "plan exited 2: lcsim: error: "));
+    EXPECT_TRUE(testing::contains(c["failed"], "packing does not truncate sequences"));
+  }
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(results["policies"][1]["failed"], 1);
+  EXPECT_TRUE(results["policies"][1]["best"].is_number());
+  fs::remove_all(dir);
+}
+
+TEST(TuneCli, APolicyThatNeedsItsOwnProcessIsPlannedInAChild) {
+  const fs::path dir = fs::temp_directory_path() / ("lcsim-tune-own-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // Hydraulis' exact packing gives CBC a limit on the process's CPU time: not for a thread of a busy process.
+  Json doc = small_tune_document();
+  doc["policies"] = {{{"kind", "deepspeed"}}, {{"kind", "hydraulis"}, {"options", {{"packing", "exact"}}}}};
+  doc["tune"] = {{"layout", {{"cp", {8}}, {"tp", {1}}, {"pp", {1}}}}, {"simulate_top", 0}};
+  const Scenario s = scenario_from_json(doc, "s.json");
+  const TuneSpace space = expand_tune_space(s, doc, s.tune, {});
+  ASSERT_EQ(space.candidates.size(), 2u);
+  EXPECT_FALSE(space.candidates[0].own_process);
+  EXPECT_TRUE(space.candidates[1].own_process);
+  std::ofstream(dir / "s.json") << doc.dump(2);
+  const auto run = testing::run_lcsim("tune '" + (dir / "s.json").string() + "' --jobs 2 --quiet --work '" +
+                                      (dir / "work").string() + "' --json '" + (dir / "t.json").string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json results = Json::parse(testing::read_file(dir / "t.json"));
+  EXPECT_TRUE(results["candidates"][1]["estimated"].get<bool>());
+  EXPECT_TRUE(fs::exists(dir / "work" / "candidate-00001.plan.json"));   // its `lcsim plan` child's results
+  EXPECT_FALSE(fs::exists(dir / "work" / "candidate-00000.plan.json"));  // estimated in process
   fs::remove_all(dir);
 }
 

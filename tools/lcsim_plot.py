@@ -12,8 +12,8 @@
       one line per policy over a sweep axis, from `lcsim sweep --json`; points run with sampled worlds (the sweep's
       "samples") carry p10-p90 error bars
   lcsim_plot.py tune TUNE.json --out tune.png
-      the search landscape of `lcsim tune --json`: one row per policy, every candidate's estimated tokens/s over
-      its CP degree (accepted dots, out-of-memory crosses), the best ringed
+      the search landscape of `lcsim tune --json`: one row per policy, every estimated candidate's tokens/s over
+      its CP degree (accepted dots, out-of-memory crosses), the best ringed; pruned candidates have no estimate
 
 Every figure's caption repeats the results' profile and dataset labels, so a plot of uncalibrated or synthetic
 numbers says so. Uses Debian's python3-matplotlib with the headless Agg backend.
@@ -276,7 +276,7 @@ def plot_tune(tune_path, out):
         ax.set_title(name, fontsize=8, loc="left")
         ax.tick_params(labelsize=7)
     axes[0, 0].legend(fontsize=6, loc="best")
-    axes[-1, 0].set_xlabel("CP degree (estimate, every candidate)")
+    axes[-1, 0].set_xlabel("CP degree (estimate; pruned candidates not drawn)")
     profile = tune.get("profile", {})
     fig.suptitle(f"{tune.get('scenario', '')} (tune)\n{tune.get('dataset', '')} | "
                  f"{profile.get('label', '') if isinstance(profile, dict) else profile}", fontsize=7)

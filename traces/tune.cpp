@@ -202,7 +202,10 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
                         c.settings[k].second));
         try {
           const Scenario checked = scenario_from_json(doc, scenario.file);
-          for (const auto& p : checked.policies) make_policy(p);
+          for (const auto& p : checked.policies) {
+            const auto made = make_policy(p);
+            if (p.label == policy.label) c.own_process = made->needs_own_process();
+          }
         } catch (const InputError& e) {
           ++space.refused[policy.label];
           for (const auto& key : used)
@@ -223,6 +226,48 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
                        excerpt(key.substr(newline + 1)) + ": " + excerpt(use.refusal, 300));
     }
   return space;
+}
+
+int exact_estimates(int simulate_top) {
+  return simulate_top + 2;
+}
+
+double prune_threshold(std::vector<double> accepted, int keep) {
+  if (keep < 1 || accepted.size() < static_cast<std::size_t>(keep)) return 0;
+  const auto kth = accepted.begin() + (keep - 1);
+  std::nth_element(accepted.begin(), kth, accepted.end(), std::greater<>());
+  return *kth;
+}
+
+bool bound_loses(const std::optional<double>& bound, double threshold) {
+  constexpr double kMargin = 1e-6;
+  return bound && threshold > 0 && *bound * (1 + kMargin) < threshold;
+}
+
+void prune_candidates(const TuneSpace& space, std::vector<TuneOutcome>& outcomes, int keep) {
+  std::map<std::string, std::vector<double>> accepted;
+  for (const auto& c : space.candidates)
+    if (const TuneOutcome& o = outcomes[static_cast<std::size_t>(c.index)]; o.accepted())
+      accepted[c.policy].push_back(o.estimate_tokens_per_s);
+  std::map<std::string, double> threshold;
+  for (const auto& [policy, estimates] : accepted) threshold[policy] = prune_threshold(estimates, keep);
+  for (const auto& c : space.candidates) {
+    TuneOutcome& o = outcomes[static_cast<std::size_t>(c.index)];
+    const double t = threshold.count(c.policy) ? threshold.at(c.policy) : 0.0;
+    const bool memory = o.memory_oom_iterations > 0;
+    const bool compute = !memory && bound_loses(o.compute_bound_tokens_per_s, t);
+    if (!memory && !compute && !bound_loses(o.replica_bound_tokens_per_s, t)) continue;
+    // Whether the replica bound was computed depends on the threshold when the candidate ran: dropped when the
+    // compute bound already prunes.
+    if (compute) o.replica_bound_tokens_per_s.reset();
+    o.pruned = true;
+    o.estimated = false;
+    o.failed.clear();
+    o.estimate_tokens_per_s = 0;
+    o.p99_iteration_s = 0;
+    o.peak_gib = 0;
+    o.oom_iterations = o.memory_oom_iterations;
+  }
 }
 
 std::vector<int> most_promising(const std::vector<TuneCandidate>& candidates, const std::vector<TuneOutcome>& outcomes,
@@ -257,6 +302,7 @@ TuneVerdict judge_tune(const TuneSpace& space, const std::vector<TuneOutcome>& o
       v.simulated += o.simulated ? 1 : 0;
       v.failed += o.failed.empty() ? 0 : 1;
       v.rejected_oom += o.failed.empty() && o.oom_iterations > 0 ? 1 : 0;
+      v.pruned += o.pruned ? 1 : 0;
       if (o.accepted()) ranked.push_back(c.index);
     }
     std::stable_sort(ranked.begin(), ranked.end(), [&](int a, int b) {
@@ -282,6 +328,7 @@ TuneVerdict judge_tune(const TuneSpace& space, const std::vector<TuneOutcome>& o
           const TuneOutcome& o = at(c.index);
           std::string cell = !o.failed.empty()      ? "failed"
                              : o.oom_iterations > 0 ? "OOM"
+                             : o.pruned             ? "pruned"
                              : o.estimated ? ratio_text(o.estimate_tokens_per_s / at(*v.best).estimate_tokens_per_s)
                                            : "-";
           s.values.emplace_back(knob_value(c, k), cell);
@@ -315,8 +362,10 @@ std::string describe_settings(const TuneCandidate& c) {
 
 nlohmann::ordered_json tune_to_json(const Scenario& scenario, const std::string& profile_label,
                                     const std::string& dataset_label, const TuneSpace& space,
-                                    const std::vector<TuneOutcome>& outcomes, const TuneVerdict& verdict) {
+                                    const std::vector<TuneOutcome>& outcomes, const TuneVerdict& verdict,
+                                    std::optional<int> keep) {
   using OJson = nlohmann::ordered_json;
+  const auto maybe = [](const std::optional<double>& v) { return v ? OJson(*v) : OJson(nullptr); };
   OJson j;
   j["schema"] = "lcsim-tune/1";
   j["scenario"] = scenario.name;
@@ -342,6 +391,10 @@ nlohmann::ordered_json tune_to_json(const Scenario& scenario, const std::string&
     item["peak_GiB"] = o.peak_gib;
     item["headroom_GiB"] = o.capacity_gib - o.peak_gib;
     item["oom_iterations"] = o.oom_iterations;
+    item["pruned"] = o.pruned;
+    item["compute_bound_tokens_per_s"] = maybe(o.compute_bound_tokens_per_s);
+    item["replica_bound_tokens_per_s"] = maybe(o.replica_bound_tokens_per_s);
+    item["memory_bound_GiB"] = maybe(o.memory_bound_gib);
     candidates.push_back(std::move(item));
   }
   j["candidates"] = std::move(candidates);
@@ -356,6 +409,7 @@ nlohmann::ordered_json tune_to_json(const Scenario& scenario, const std::string&
     item["rejected_oom"] = v.rejected_oom;
     item["failed"] = v.failed;
     item["refused"] = v.refused;
+    item["pruned"] = v.pruned;
     OJson sensitivity = OJson::array();
     for (const auto& s : v.sensitivity) {
       OJson values = OJson::array();
@@ -369,6 +423,7 @@ nlohmann::ordered_json tune_to_json(const Scenario& scenario, const std::string&
   j["winner"] = verdict.winner ? OJson(*verdict.winner) : OJson(nullptr);
   j["second"] = verdict.second ? OJson(*verdict.second) : OJson(nullptr);
   j["margin"] = verdict.margin;
+  j["pruning"] = keep ? OJson{{"exact_estimates_per_policy", *keep}} : OJson(nullptr);
   return j;
 }
 
@@ -376,7 +431,7 @@ std::string tune_to_csv(const TuneSpace& space, const std::vector<TuneOutcome>& 
   std::ostringstream s;
   s << std::setprecision(10);
   s << "index,policy,dp,cp,tp,pp,settings,estimate_tokens_per_s,simulated_tokens_per_s,p99_iteration_s,peak_GiB,"
-       "oom_iterations,failed\n";
+       "oom_iterations,failed,pruned\n";
   for (const auto& c : space.candidates) {
     const TuneOutcome& o = outcomes[static_cast<std::size_t>(c.index)];
     std::string failed = o.failed;
@@ -387,7 +442,7 @@ std::string tune_to_csv(const TuneSpace& space, const std::vector<TuneOutcome>& 
     s << c.index << "," << c.policy << "," << c.layout.dp << "," << c.layout.cp << "," << c.layout.tp << ","
       << c.layout.pp << ",\"" << settings << "\"," << o.estimate_tokens_per_s << ","
       << (o.simulated ? o.simulated_tokens_per_s : 0.0) << "," << o.p99_iteration_s << "," << o.peak_gib << ","
-      << o.oom_iterations << ",\"" << failed << "\"\n";
+      << o.oom_iterations << ",\"" << failed << "\"," << (o.pruned ? 1 : 0) << "\n";
   }
   return s.str();
 }
@@ -395,20 +450,25 @@ std::string tune_to_csv(const TuneSpace& space, const std::vector<TuneOutcome>& 
 nlohmann::ordered_json tune_slice_to_json(const TuneSlice& slice) {
   using OJson = nlohmann::ordered_json;
   OJson j;
-  j["schema"] = "lcsim-tune-slice/1";
+  j["schema"] = "lcsim-tune-slice/2";
   j["search_digest"] = slice.search_digest;
   j["shard"] = slice.shard;
   j["shards"] = slice.shards;
   j["candidates_total"] = slice.candidates_total;
   OJson estimates = OJson::array();
   for (const auto& [index, o] : slice.estimates) {
-    estimates.push_back({{"index", index},
-                         {"estimated", o.estimated},
-                         {"failed", o.failed},
-                         {"estimate_tokens_per_s", o.estimate_tokens_per_s},
-                         {"p99_iteration_s", o.p99_iteration_s},
-                         {"peak_GiB", o.peak_gib},
-                         {"oom_iterations", o.oom_iterations}});
+    OJson item{{"index", index},
+               {"estimated", o.estimated},
+               {"failed", o.failed},
+               {"estimate_tokens_per_s", o.estimate_tokens_per_s},
+               {"p99_iteration_s", o.p99_iteration_s},
+               {"peak_GiB", o.peak_gib},
+               {"oom_iterations", o.oom_iterations},
+               {"memory_oom_iterations", o.memory_oom_iterations}};
+    if (o.compute_bound_tokens_per_s) item["compute_bound_tokens_per_s"] = *o.compute_bound_tokens_per_s;
+    if (o.replica_bound_tokens_per_s) item["replica_bound_tokens_per_s"] = *o.replica_bound_tokens_per_s;
+    if (o.memory_bound_gib) item["memory_bound_GiB"] = *o.memory_bound_gib;
+    estimates.push_back(std::move(item));
   }
   j["estimates"] = std::move(estimates);
   return j;
@@ -416,8 +476,10 @@ nlohmann::ordered_json tune_slice_to_json(const TuneSlice& slice) {
 
 TuneSlice tune_slice_from_json(const Json& document, const std::string& file) {
   JsonObjectReader r(document, file);
-  if (r.required<std::string>("schema") != "lcsim-tune-slice/1")
-    r.fail("schema", "expected \"lcsim-tune-slice/1\" (a file of lcsim tune --shard K/N --slice FILE)");
+  if (r.required<std::string>("schema") != "lcsim-tune-slice/2")
+    r.fail("schema",
+           "expected \"lcsim-tune-slice/2\" (a file of lcsim tune --shard K/N --slice FILE; slices of an older lcsim "
+           "carry no bounds: run them again)");
   TuneSlice slice;
   slice.search_digest = r.required<std::string>("search_digest");
   slice.shards = static_cast<int>(r.integer_in("shards", 1, 1 << 20));
@@ -435,6 +497,10 @@ TuneSlice tune_slice_from_json(const Json& document, const std::string& file) {
     o.p99_iteration_s = e.required<double>("p99_iteration_s");
     o.peak_gib = e.required<double>("peak_GiB");
     o.oom_iterations = static_cast<int>(e.integer_in("oom_iterations", 0, 1 << 24));
+    o.memory_oom_iterations = static_cast<int>(e.integer_in("memory_oom_iterations", 0, 1 << 24));
+    o.compute_bound_tokens_per_s = e.maybe<double>("compute_bound_tokens_per_s");
+    o.replica_bound_tokens_per_s = e.maybe<double>("replica_bound_tokens_per_s");
+    o.memory_bound_gib = e.maybe<double>("memory_bound_GiB");
     e.finish();
     slice.estimates.emplace_back(index, std::move(o));
   }

@@ -1,7 +1,8 @@
 #pragma once
 // `lcsim tune`: the search space of each policy's settings and parallel layout, the candidates it expands to,
-// and what the search concludes from their results (best, runner-up, sensitivity, winner). Running the
-// candidates (lcsim plan, then lcsim simulate for the most promising) is sim/tune_command.cpp's.
+// which of them pruning skips, and what the search concludes from their results (best, runner-up, sensitivity,
+// winner). Estimating one candidate is traces/tune_candidate.hpp's; running the search (candidates on threads,
+// then lcsim simulate for the most promising) is sim/tune_command.cpp's.
 //
 // A scenario may say which keys are free, in an optional "tune" object (scenarios/README.md); what it leaves out
 // takes the default space (docs/tune.md):
@@ -26,7 +27,7 @@
 
 namespace lcsim {
 
-/// The most candidates a search may have (as a sweep's points): each is a process and files of its own.
+/// The most candidates a search may have (as a sweep's points): each is a scenario file of its own.
 inline constexpr std::size_t kMaxTuneCandidates = 100000;
 
 /// One point of the search: a policy under one layout and one value of each of its knobs.
@@ -35,7 +36,8 @@ struct TuneCandidate {
   std::string policy;  ///< label
   ParallelLayout layout;
   std::vector<std::pair<std::string, nlohmann::json>> settings;  ///< knob path -> value, in knob order
-  nlohmann::json scenario;  ///< the scenario document to run (paths absolute), only this policy and the baseline
+  nlohmann::json scenario;   ///< the scenario document to run (paths absolute), only this policy and the baseline
+  bool own_process = false;  ///< the policy plans only in a process of its own (Policy::needs_own_process)
 };
 
 /// The knobs a policy of `kind` is tuned over when the scenario's tune spec names none for it (docs/tune.md):
@@ -59,38 +61,71 @@ struct TuneSpace {
 TuneSpace expand_tune_space(const Scenario& scenario, const nlohmann::json& document, const TuneSpec& spec,
                             const std::vector<std::string>& labels);
 
-/// What a candidate's runs gave. `estimated`: lcsim plan ran; `simulated`: lcsim simulate too.
+/// What a candidate's runs gave. `estimated`: its estimate ran (`lcsim plan`'s); `simulated`: lcsim simulate too.
 struct TuneOutcome {
   bool estimated = false;
   bool simulated = false;
-  std::string failed;  ///< why a run gave no result (its last log line)
+  std::string failed;  ///< why a run gave no result (what `lcsim plan` or `lcsim simulate` said last)
   double estimate_tokens_per_s = 0;
   double simulated_tokens_per_s = 0;
   double p99_iteration_s = 0;  ///< of the simulation when simulated, else of the estimate
   double peak_gib = 0;         ///< the largest per-GPU peak over the iterations
   double capacity_gib = 0;     ///< usable GPU memory
-  int oom_iterations = 0;
+  int oom_iterations = 0;      ///< of a candidate pruned for memory, those its memory bound proves
+  /// Bounds from the candidate's plans (program/bound.hpp), computed before its estimate: upper bounds of the
+  /// estimate's tokens/s from the busiest GPU's compute and, when that one does not prune the candidate, from its
+  /// heaviest replica replayed alone (never looser); the largest per-GPU memory bound and the iterations where it
+  /// exceeds the capacity. Empty or 0 when not computed (`--no-prune`, a candidate planned in its own process).
+  std::optional<double> compute_bound_tokens_per_s;
+  std::optional<double> replica_bound_tokens_per_s;
+  std::optional<double> memory_bound_gib;
+  int memory_oom_iterations = 0;
+  bool pruned = false;  ///< skipped by prune_candidates: its bounds rule it out
   bool accepted() const { return estimated && failed.empty() && oom_iterations == 0; }
   /// The figure candidates are ranked by: simulated throughput when simulated, else the estimate.
   double tokens_per_s() const { return simulated ? simulated_tokens_per_s : estimate_tokens_per_s; }
 };
+
+// ---- Pruning: a candidate whose bounds already lose is never estimated (docs/tune.md, "How the search runs") ----
+
+/// The estimates of a policy the verdict reads, which pruning keeps exact: its `simulate_top` best (the
+/// finalists) and two more (the best and the runner-up among the estimated when simulations fail or none runs).
+int exact_estimates(int simulate_top);
+
+/// The tokens/s a bound must fall below for a candidate to be pruned: the `keep`-th best of `accepted` (the
+/// accepted estimates of its policy so far, as results files round them); 0, nothing pruned, with fewer.
+double prune_threshold(std::vector<double> accepted, int keep);
+
+/// Whether `bound` (tokens/s) rules a candidate out against `threshold`. The bound must be below the threshold by a
+/// relative 1e-6, far more than the floating-point error of summing iteration times and the 9-digit rounding of
+/// results files, far less than any difference a search ranks: a candidate that could tie the threshold is never
+/// pruned.
+bool bound_loses(const std::optional<double>& bound, double threshold);
+
+/// Prunes, once every candidate that needs it is estimated: per policy the threshold over all its accepted
+/// estimates, then a candidate is pruned when its memory bound exceeds the capacity in some iteration (its
+/// oom_iterations become those), or its compute bound, else its replica bound, loses to the threshold. A pruned
+/// candidate keeps the bound that pruned it and loses any estimate made before the threshold was known, so the
+/// results depend neither on the order candidates ran in nor on --jobs, and merged slices (every candidate
+/// estimated) prune to the one-machine search.
+void prune_candidates(const TuneSpace& space, std::vector<TuneOutcome>& outcomes, int keep);
 
 /// The `top` accepted candidates of `policy` by estimated throughput (ties: lower index), best first.
 std::vector<int> most_promising(const std::vector<TuneCandidate>& candidates, const std::vector<TuneOutcome>& outcomes,
                                 const std::string& policy, int top);
 
 /// One knob's effect around a policy's best candidate: throughput relative to the best when only that knob
-/// moves ("OOM", "failed" or "-" for a value without an accepted run).
+/// moves ("OOM", "failed", "pruned" or "-" for a value without an accepted run).
 struct KnobSensitivity {
   std::string knob;
-  std::vector<std::pair<std::string, std::string>> values;  ///< value as text -> "0.85x" | "OOM" | "failed" | "-"
+  std::vector<std::pair<std::string, std::string>> values;  ///< value -> "0.85x" | "OOM" | "failed" | "pruned" | "-"
 };
 
 struct PolicyVerdict {
   std::string policy;
   std::optional<int> best, runner_up;  ///< candidate indices (the best among the simulated ones)
   std::vector<KnobSensitivity> sensitivity;
-  int estimated = 0, simulated = 0, rejected_oom = 0, failed = 0, refused = 0;
+  int estimated = 0, simulated = 0, rejected_oom = 0, failed = 0, refused = 0, pruned = 0;
 };
 
 struct TuneVerdict {
@@ -107,18 +142,21 @@ TuneVerdict judge_tune(const TuneSpace& space, const std::vector<TuneOutcome>& o
 std::string describe_settings(const TuneCandidate& candidate);
 
 /// Results file (schema lcsim-tune/1): every candidate with its settings and outcome, and the verdict.
-/// `profile_label` and `dataset_label` say whether the figures are calibrated and the lengths synthetic.
+/// `profile_label` and `dataset_label` say whether the figures are calibrated and the lengths synthetic; `keep`
+/// is the exact estimates per policy when the search pruned (exact_estimates), else empty.
 nlohmann::ordered_json tune_to_json(const Scenario& scenario, const std::string& profile_label,
                                     const std::string& dataset_label, const TuneSpace& space,
-                                    const std::vector<TuneOutcome>& outcomes, const TuneVerdict& verdict);
+                                    const std::vector<TuneOutcome>& outcomes, const TuneVerdict& verdict,
+                                    std::optional<int> keep);
 /// One CSV row per candidate.
 std::string tune_to_csv(const TuneSpace& space, const std::vector<TuneOutcome>& outcomes);
 
 // ---- Slices: the estimates of one search on many machines (`lcsim tune --shard K/N --slice FILE`, then
 // `lcsim tune --merge FILE...`), candidate i in slice (i mod N) + 1 as for sweeps (traces/sweep_shard.hpp) ----
 
-/// A slice file (schema lcsim-tune-slice/1): the search's digest (scenario document after --iterations, and the
-/// --policy labels), K, N, the number of candidates of the whole search, and the estimates of the slice's own.
+/// A slice file (schema lcsim-tune-slice/2): the search's digest (scenario document after --iterations, the
+/// --policy labels and whether it prunes), K, N, the number of candidates of the whole search, and the estimates
+/// of the slice's own with their bounds (a slice estimates all of them: the merge prunes).
 struct TuneSlice {
   std::string search_digest;
   int shard = 1, shards = 1;

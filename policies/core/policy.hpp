@@ -68,6 +68,11 @@ class Policy {
   virtual bool plans_under_layout() const { return true; }
   /// Why plan() would refuse `layout` (empty: it takes it), so a search can skip it without planning.
   virtual std::string layout_refusal(const ParallelLayout& /*layout*/) const { return {}; }
+  /// Whether plan() must run in a process of its own. `lcsim tune` plans candidates on several threads, each
+  /// with its own Policy; a policy whose plan() reads or changes process-wide state (a solver with global state,
+  /// a CPU-time limit, which counts every thread of the process) returns true, and its candidates are planned by
+  /// `lcsim plan` child processes instead.
+  virtual bool needs_own_process() const { return false; }
 };
 
 /// A policy as the scenario names it: `kind` from the registry, a `label` unique within the scenario (defaults

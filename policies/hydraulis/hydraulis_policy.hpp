@@ -94,6 +94,9 @@ class HydraulisPolicy : public Policy {
   std::string kind() const override { return "hydraulis"; }
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
   bool plans_under_layout() const override { return false; }  // chooses its <TP, PP> strategies per iteration
+  /// Exact packing solves MILPs with CBC under a time limit on the process's CPU time, which other threads would
+  /// spend too.
+  bool needs_own_process() const override { return options_.exact_packing; }
 
   /// Filled by plan(): the candidates and per-iteration choices.
   const std::vector<Strategy>& candidates() const { return candidates_; }
