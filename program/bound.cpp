@@ -14,6 +14,17 @@ void flatten_at_best(Curve& curve) {
   curve.y = {best};
 }
 
+/// What the program charges a placement (as split_work: a padded micro-batch costs every sequence at its longest).
+/// The bounds read placements directly: split_work's per-rank lists, built for every micro-batch, would cost
+/// CP x micro-batches at large CP degrees, more than the estimate they spare.
+Tokens charged(const MicroBatch& mb, const Placement& p, Tokens longest) {
+  return mb.padded ? longest : p.tokens;
+}
+
+bool on_rank(const Placement& p, int cp) {
+  return p.cp_rank >= 0 && p.cp_rank < cp;
+}
+
 }  // namespace
 
 CostModel at_best_efficiency(const CostModel& cost) {
@@ -31,20 +42,24 @@ double compute_bound_seconds(const IterationPlan& plan, const CostModel& best) {
   double busiest = 0;
   for (const Replica& replica : plan.replicas) {
     const ParallelScheme& s = replica.scheme;
-    // Per CP rank, every share it computes over the iteration (the program charges them micro-batch by
-    // micro-batch, local and distributed apart or together: at best efficiency the sums agree).
-    std::vector<std::vector<SequenceShare>> shares(static_cast<std::size_t>(s.cp));
+    // Every rank computes every sharded share; each its own local ones. The program charges them micro-batch by
+    // micro-batch, local and sharded apart or together: at best efficiency the sums agree.
+    std::vector<SequenceShare> sharded;
+    std::vector<std::vector<SequenceShare>> local(static_cast<std::size_t>(s.cp));
     for (const MicroBatch& mb : replica.micro_batches) {
-      const MicroBatchWork work = split_work(replica, mb);
-      for (std::size_t j = 0; j < shares.size(); ++j) {
-        shares[j].insert(shares[j].end(), work.local[j].begin(), work.local[j].end());
-        shares[j].insert(shares[j].end(), work.dist.begin(), work.dist.end());
+      const Tokens longest = mb.longest();
+      for (const Placement& p : mb.placements) {
+        if (p.sharded())
+          sharded.push_back({charged(mb, p, longest), s.cp});
+        else if (on_rank(p, s.cp))
+          local[static_cast<std::size_t>(p.cp_rank)].push_back({charged(mb, p, longest), 1});
       }
     }
     for (int stage = 0; stage < s.pp; ++stage) {
       const LayerSpan layers = stage_span(best.model(), s.pp, stage);
-      for (const auto& rank : shares)
-        busiest = std::max(busiest, best.compute_seconds(rank, s, layers, stage == s.pp - 1));
+      const bool head = stage == s.pp - 1;
+      const double all = best.compute_seconds(sharded, s, layers, head);
+      for (const auto& own : local) busiest = std::max(busiest, all + best.compute_seconds(own, s, layers, head));
     }
   }
   return busiest;
@@ -77,13 +92,27 @@ double memory_bound_bytes(const IterationPlan& plan, const CostModel& cost) {
   double most = 0;
   for (const Replica& replica : plan.replicas) {
     const ParallelScheme& s = replica.scheme;
-    std::vector<Tokens> largest(static_cast<std::size_t>(s.cp), 0);  // per CP rank, its largest micro-batch
+    // The most tokens a GPU of the replica holds for one micro-batch: its sharded part plus the busiest rank's own.
+    Tokens held = 0;
+    std::vector<Tokens> own(static_cast<std::size_t>(s.cp), 0);
+    std::vector<std::size_t> touched;
     for (const MicroBatch& mb : replica.micro_batches) {
-      const MicroBatchWork work = split_work(replica, mb);
-      for (int j = 0; j < s.cp; ++j)
-        largest[static_cast<std::size_t>(j)] = std::max(largest[static_cast<std::size_t>(j)], work.gpu_tokens(j));
+      const Tokens longest = mb.longest();
+      Tokens sharded = 0, busiest = 0;
+      for (const Placement& p : mb.placements) {
+        if (p.sharded()) {
+          sharded += charged(mb, p, longest);
+        } else if (on_rank(p, s.cp)) {
+          const auto j = static_cast<std::size_t>(p.cp_rank);
+          if (own[j] == 0) touched.push_back(j);
+          own[j] += charged(mb, p, longest);
+          busiest = std::max(busiest, own[j]);
+        }
+      }
+      for (std::size_t j : touched) own[j] = 0;
+      touched.clear();
+      held = std::max(held, busiest + (sharded + s.cp - 1) / s.cp);  // split_work: ceil(sharded / cp) per rank
     }
-    const Tokens held = *std::max_element(largest.begin(), largest.end());
     for (int stage = 0; stage < s.pp; ++stage) {
       const double per_token =
           cost.activation_bytes_per_token(s, stage_span(cost.model(), s.pp, stage), stage == s.pp - 1);
