@@ -28,8 +28,4 @@ LinkClass Topology::link_class(std::span<const int> group) const {
   return LinkClass::NvLink;
 }
 
-FatTree::FatTree(int nodes, int gpus_per_node) : nodes_(nodes), gpus_per_node_(gpus_per_node) {
-  if (nodes < 1 || gpus_per_node < 1) throw std::invalid_argument("fat-tree: needs at least one node of one GPU");
-}
-
 }  // namespace lcsim

@@ -5,6 +5,7 @@
 // implementation. Today's one is the fat-tree: nodes of gpus_per_node GPUs on NVSwitch, nodes joined by a
 // non-blocking InfiniBand fat-tree, one NIC per GPU (docs/topology-seam.md).
 #include <span>
+#include <stdexcept>
 #include <string_view>
 
 namespace lcsim {
@@ -31,7 +32,10 @@ class Topology {
 /// value, built where it is asked for (ClusterSpec::topology).
 class FatTree final : public Topology {
  public:
-  FatTree(int nodes, int gpus_per_node);
+  /// Inline: ClusterSpec::topology() builds one wherever a link class or domain is asked, once per collective.
+  FatTree(int nodes, int gpus_per_node) : nodes_(nodes), gpus_per_node_(gpus_per_node) {
+    if (nodes < 1 || gpus_per_node < 1) throw std::invalid_argument("fat-tree: needs at least one node of one GPU");
+  }
   std::string_view name() const override { return "fat-tree"; }
   int world_size() const override { return nodes_ * gpus_per_node_; }
   int domain_of(int gpu) const override { return gpu / gpus_per_node_; }
