@@ -47,7 +47,7 @@ void usage(std::ostream& out) {
          "  selftest [--seed N]\n"
          "      Checks the attention kernels, layer ops, GEMM wrapper and layer proxy against references on fresh\n"
          "      random inputs (seed printed; default: from the clock). Exit 1 when a check fails.\n"
-         "  bench-attention --model M [--seqlens L,L,...] [--tokens T] [--warmup N] [--reps N]\n"
+         "  bench-attention --model M [--heads H --kv-heads K] [--seqlens L,L,...] [--tokens T] [--warmup N] [--reps N]\n"
          "      TFLOP/s of the attention kernels on packed causal sequences of the model's shape (default lengths\n"
          "      512,1024,2048,4096,8192,16384, packed to 32768 tokens); calibrate/sdpa_bench.py runs PyTorch's\n"
          "      scaled_dot_product_attention on the same shapes.\n"
@@ -156,16 +156,26 @@ int selftest(int argc, char** argv) {
 }
 
 int bench_attention(int argc, char** argv) {
-  const Args a = parse(argc, argv, 2, {"--model", "--seqlens", "--tokens", "--warmup", "--reps"}, {});
+  const Args a =
+      parse(argc, argv, 2, {"--model", "--heads", "--kv-heads", "--seqlens", "--tokens", "--warmup", "--reps"}, {});
   if (!a.get("--model")) throw lcsim::InputError("bench-attention: --model is required");
-  lcsim::named_model(*a.get("--model"));
+  lcsim::ModelConfig model = lcsim::named_model(*a.get("--model"));
+  // A Ulysses rank runs a few of the model's heads at the whole sequence length: --heads/--kv-heads time that call.
+  if (a.get("--heads") || a.get("--kv-heads")) {
+    if (!a.get("--heads") || !a.get("--kv-heads")) throw lcsim::InputError("--heads and --kv-heads go together");
+    model.heads = parse_int(*a.get("--heads"), "--heads");
+    model.kv_heads = parse_int(*a.get("--kv-heads"), "--kv-heads");
+    if (model.heads < 1 || model.kv_heads < 1 || model.heads % model.kv_heads != 0) {
+      throw lcsim::InputError("--heads must be a positive multiple of --kv-heads");
+    }
+  }
   const auto seqlens = parse_list(a.get("--seqlens") ? *a.get("--seqlens") : "512,1024,2048,4096,8192,16384");
   const int tokens = a.get("--tokens") ? parse_int(*a.get("--tokens"), "--tokens") : 32768;
   const int warmup = a.get("--warmup") ? parse_int(*a.get("--warmup"), "--warmup") : 5;
   const int reps = a.get("--reps") ? parse_int(*a.get("--reps"), "--reps") : 20;
   if (reps < 1) throw lcsim::InputError("--reps must be >= 1");
   lcsim::gpu::visible_gpus();
-  lcsim::gpu::run_bench_attention(*a.get("--model"), seqlens, tokens, warmup, reps, std::cout);
+  lcsim::gpu::run_bench_attention(model, seqlens, tokens, warmup, reps, std::cout);
   return 0;
 }
 

@@ -125,10 +125,9 @@ void run_calibrate(const CalibrateOptions& options, std::ostream& out) {
   out << "wrote " << options.out << ": " << fitted.profile.gpu << ", " << fitted.profile.label() << "\n";
 }
 
-void run_bench_attention(const std::string& model_name, const std::vector<int>& seqlens, int pack_tokens, int warmup,
+void run_bench_attention(const ModelConfig& model, const std::vector<int>& seqlens, int pack_tokens, int warmup,
                          int repetitions, std::ostream& out) {
   const DeviceDescription device = describe_devices();
-  const ModelConfig& model = named_model(model_name);
   if (model.head_dim != 64 && model.head_dim != 128) {
     throw InputError("model " + model.name + ": head_dim " + std::to_string(model.head_dim) + " is not supported");
   }

@@ -8,6 +8,7 @@
 
 #include "calibrate/host/fit_command.hpp"
 #include "calibrate/host/profile_fit.hpp"
+#include "policies/core/model.hpp"
 
 namespace lcsim::gpu {
 
@@ -25,9 +26,9 @@ struct CalibrateOptions {
 /// InputError for bad options, std::runtime_error (CudaError, NCCL) when the device fails.
 void run_calibrate(const CalibrateOptions& options, std::ostream& out);
 
-/// Our attention kernels' TFLOP/s on packed causal sequences of the model's shape (compare with
-/// calibrate/sdpa_bench.py, which runs PyTorch's scaled_dot_product_attention on the same shapes).
-void run_bench_attention(const std::string& model, const std::vector<int>& seqlens, int pack_tokens, int warmup,
+/// Our attention kernels' TFLOP/s on packed causal sequences of the model's attention shape (heads, KV heads,
+/// head_dim; compare with calibrate/sdpa_bench.py, which runs PyTorch's scaled_dot_product_attention on them).
+void run_bench_attention(const ModelConfig& model, const std::vector<int>& seqlens, int pack_tokens, int warmup,
                          int repetitions, std::ostream& out);
 
 }  // namespace lcsim::gpu
