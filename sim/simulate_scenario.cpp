@@ -223,7 +223,7 @@ void attach_sampled_worlds(SimulationReport& report, const LoadedScenario& loade
       for (int w = 1; w < samples; ++w)
         worlds[p].push_back(transfer_world(worlds[p][0], estimated[p][0], estimated[p][static_cast<std::size_t>(w)]));
   }
-  attach_intervals(results, worlds, sampled_sources(loaded), model_form);
+  attach_intervals(results, worlds, sampled_sources(loaded), model_form.for_profile(loaded.profile));
 }
 
 }  // namespace lcsim::sim

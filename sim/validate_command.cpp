@@ -290,6 +290,11 @@ std::vector<EntryIntervalInput> interval_inputs(
     input.id = e.id;
     input.quantity = e.quantity;
     input.measured = !e.measured.empty();
+    input.calibrated_profile = e.quantity != ValidationQuantity::CollectiveSeconds;
+    for (std::size_t i = 0; i < e.points.size() && input.calibrated_profile; ++i) {
+      const Json& profile = results[run_of_point.at({&e, i})].at("profile");
+      input.calibrated_profile = profile.at("calibrated").get<bool>();
+    }
     const bool per_point = !e.published.value && !e.published.low;
     input.checks.resize(per_point ? e.points.size() : 1);
     for (std::size_t c = 0; c < input.checks.size(); ++c) {

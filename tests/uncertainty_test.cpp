@@ -234,6 +234,48 @@ TEST(ValidationIntervals, LeaveOneOutSigmaUsesOnlyTheOtherEntriesOfTheFamily) {
   EXPECT_NEAR(summary.families.at(ModelFormFamily::Balance).log_sigma, 3.0, 1e-12);
 }
 
+TEST(ValidationIntervals, TimesOfCalibratedProfilesAreAFamilyOfTheirOwn) {
+  // The papers' figures with a profile derived from public figures miss by e^0.3; measured runs predicted with the
+  // profile calibrated on their device by e^0.03. Pooled, the measured errors would shrink the papers' intervals
+  // and the papers' errors widen the measured ones.
+  std::vector<EntryIntervalInput> in{
+      entry("paper-a", ValidationQuantity::Speedup, {check({1, 1}, std::exp(0.3))}),
+      entry("paper-b", ValidationQuantity::Speedup, {check({1, 1}, std::exp(-0.3))}),
+      entry("run-a", ValidationQuantity::Speedup, {check({1, 1}, std::exp(0.03))}),
+      entry("run-b", ValidationQuantity::Speedup, {check({1, 1}, std::exp(-0.03))}),
+  };
+  in[2].calibrated_profile = in[3].calibrated_profile = true;
+  IntervalSummary summary;
+  const std::vector<EntryInterval> out = entry_intervals(in, 8, summary);
+  EXPECT_EQ(out[0].family, ModelFormFamily::Time);
+  EXPECT_EQ(out[2].family, ModelFormFamily::TimeCalibrated);
+  EXPECT_NEAR(out[0].model_form_sigma, 0.3, 1e-12);   // from paper-b only
+  EXPECT_NEAR(out[2].model_form_sigma, 0.03, 1e-12);  // from run-b only
+  EXPECT_NEAR(summary.families.at(ModelFormFamily::Time).log_sigma, 0.3, 1e-12);
+  EXPECT_NEAR(summary.families.at(ModelFormFamily::TimeCalibrated).log_sigma, 0.03, 1e-12);
+  EXPECT_EQ(summary.families.at(ModelFormFamily::TimeCalibrated).entries, 2);
+  EXPECT_EQ(to_string(ModelFormFamily::TimeCalibrated), "time_calibrated");
+}
+
+TEST(Uncertainty, ACalibratedProfileTakesTheCalibratedFamilysSigma) {
+  ModelForm form{"model-form.json", 0.27};
+  form.calibrated_speedup_log_sigma = 0.04;
+  Profile uncalibrated;
+  Profile calibrated;
+  calibrated.provenance.calibrated = true;
+  EXPECT_DOUBLE_EQ(form.for_profile(uncalibrated).speedup_log_sigma, 0.27);
+  EXPECT_EQ(form.for_profile(uncalibrated).family, "time");
+  EXPECT_DOUBLE_EQ(form.for_profile(calibrated).speedup_log_sigma, 0.04);
+  EXPECT_EQ(form.for_profile(calibrated).family, "time_calibrated");
+  // A file written before the split has one family: every profile takes it.
+  const ModelForm old{"old.json", 0.2};
+  EXPECT_DOUBLE_EQ(old.for_profile(calibrated).speedup_log_sigma, 0.2);
+  // The shipped file has both, and they differ.
+  const ModelForm shipped = load_model_form(LCSIM_SOURCE_DIR "/scenarios/validation/model-form.json", "shipped");
+  ASSERT_TRUE(shipped.calibrated_speedup_log_sigma.has_value());
+  EXPECT_LT(*shipped.calibrated_speedup_log_sigma, shipped.speedup_log_sigma);
+}
+
 TEST(ValidationIntervals, SampledSpreadIsSubtractedAndTheVarianceNeverNegative) {
   // Entry "wide" already spreads by its worlds (log values 0 and 1: sample variance 0.5): the model form must
   // not add what the worlds explain. 0.01 error - 0.5 spread < 0: the variance stops at 0.

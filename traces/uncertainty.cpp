@@ -152,12 +152,25 @@ ModelForm load_model_form(const std::string& file, const std::string& shown) {
   const auto families = document.find("families");
   if (families == document.end() || !families->is_object() || !families->contains("time"))
     fail("families.time: missing");
-  const nlohmann::json& time = families->at("time");
-  if (!time.is_object() || !time.contains("log_sigma") || !time.at("log_sigma").is_number())
-    fail("families.time.log_sigma: expected a number");
-  const double sigma = time.at("log_sigma").get<double>();
-  if (!std::isfinite(sigma) || sigma < 0 || sigma > 10) fail("families.time.log_sigma: must be in [0, 10]");
-  return {shown, sigma};
+  const auto sigma_of = [&](const std::string& name) {
+    const nlohmann::json& family = families->at(name);
+    if (!family.is_object() || !family.contains("log_sigma") || !family.at("log_sigma").is_number())
+      fail("families." + name + ".log_sigma: expected a number");
+    const double sigma = family.at("log_sigma").get<double>();
+    if (!std::isfinite(sigma) || sigma < 0 || sigma > 10) fail("families." + name + ".log_sigma: must be in [0, 10]");
+    return sigma;
+  };
+  ModelForm form{shown, sigma_of("time")};
+  if (families->contains("time_calibrated")) form.calibrated_speedup_log_sigma = sigma_of("time_calibrated");
+  return form;
+}
+
+ModelForm ModelForm::for_profile(const Profile& profile) const {
+  if (!profile.provenance.calibrated || !calibrated_speedup_log_sigma) return *this;
+  ModelForm form = *this;
+  form.speedup_log_sigma = *calibrated_speedup_log_sigma;
+  form.family = "time_calibrated";
+  return form;
 }
 
 WorldFigures world_figures(const PolicyResult& result) {
@@ -249,8 +262,8 @@ void attach_intervals(RunResults& results, const std::vector<std::vector<WorldFi
     sources.push_back("model form: not applied (no model-form file)");
   } else {
     char text[160];
-    std::snprintf(text, sizeof text, "model form: log sigma %.3f of a speedup (%.3f of a time)",
-                  model_form.speedup_log_sigma, time_sigma);
+    std::snprintf(text, sizeof text, "model form (%s): log sigma %.3f of a speedup (%.3f of a time)",
+                  model_form.family.c_str(), model_form.speedup_log_sigma, time_sigma);
     sources.push_back(std::string(text) + ", from " + model_form.file);
   }
   u.sources = samples > 1 ? std::move(sources) : std::vector<std::string>{};
@@ -324,7 +337,7 @@ RunResults evaluate_with_samples(const LoadedScenario& loaded, const std::vector
     for (std::size_t p = 0; p < r.policies.size(); ++p) worlds[p].push_back(world_figures(r.policies[p]));
   }
   if (world_progress && samples > 1) world_progress(samples - 1, samples - 1);
-  attach_intervals(results, worlds, sampled_sources(loaded), model_form);
+  attach_intervals(results, worlds, sampled_sources(loaded), model_form.for_profile(loaded.profile));
   return results;
 }
 

@@ -58,13 +58,20 @@ Profile world_profile(const Profile& nominal, std::uint64_t scenario_seed, int w
 LoadedScenario load_world(const LoadedScenario& nominal, int world);
 
 /// The model-form term: s_speedup, the spread of log(speedup) that the model itself adds (per quantity family,
-/// estimated by `lcsim validate`).
+/// estimated by `lcsim validate`). A profile calibrated on a device and one derived from public figures miss by
+/// different amounts, so the file holds a sigma for each (families "time" and "time_calibrated").
 struct ModelForm {
   std::string file;              ///< "" when none was read: no model-form term
-  double speedup_log_sigma = 0;  ///< family "time", in units of log(speedup)
+  double speedup_log_sigma = 0;  ///< the family applied, in units of log(speedup)
+  std::string family = "time";
+  std::optional<double> calibrated_speedup_log_sigma = std::nullopt;  ///< family "time_calibrated", where the file has it
+
+  /// The term for a scenario predicted with `profile`: family "time_calibrated" where the profile was calibrated
+  /// on a device and the file has that family, else "time".
+  ModelForm for_profile(const Profile& profile) const;
 };
-/// Reads family "time" of a model-form file (schema lcsim-model-form/1); `shown` is how results files name it.
-/// InputError naming the file otherwise.
+/// Reads families "time" and, where present, "time_calibrated" of a model-form file (schema lcsim-model-form/1);
+/// `shown` is how results files name it. InputError naming the file and field otherwise.
 ModelForm load_model_form(const std::string& file, const std::string& shown);
 
 /// A policy's figures in one world, before the model-form term.

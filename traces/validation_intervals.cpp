@@ -54,6 +54,8 @@ std::string to_string(ModelFormFamily family) {
   switch (family) {
     case ModelFormFamily::Time:
       return "time";
+    case ModelFormFamily::TimeCalibrated:
+      return "time_calibrated";
     case ModelFormFamily::Balance:
       return "balance";
     case ModelFormFamily::RankGap:
@@ -68,11 +70,11 @@ std::string to_string(ModelFormFamily family) {
   return "none";
 }
 
-ModelFormFamily family_of(ValidationQuantity quantity) {
+ModelFormFamily family_of(ValidationQuantity quantity, bool calibrated_profile) {
   switch (quantity) {
     case ValidationQuantity::Speedup:
     case ValidationQuantity::IterationSeconds:
-      return ModelFormFamily::Time;
+      return calibrated_profile ? ModelFormFamily::TimeCalibrated : ModelFormFamily::Time;
     case ValidationQuantity::Abr:
     case ValidationQuantity::AbrWork:
     case ValidationQuantity::Cr:
@@ -147,7 +149,7 @@ std::vector<EntryInterval> entry_intervals(const std::vector<EntryIntervalInput>
     if (in.checks.empty()) throw std::logic_error("entry_intervals: entry " + in.id + " has no check");
     EntryInterval& e = out[i];
     e.id = in.id;
-    e.family = family_of(in.quantity);
+    e.family = family_of(in.quantity, in.calibrated_profile);
     scales[i] = family_scale(in.quantity);
     e.usable = std::all_of(in.checks.begin(), in.checks.end(), positive);
     if (e.usable) {
@@ -195,7 +197,7 @@ std::vector<EntryInterval> entry_intervals(const std::vector<EntryIntervalInput>
   summary.coverage = inputs.empty() ? 0 : summary.covered / static_cast<double>(inputs.size());
   summary.median_relative_width = widths.empty() ? 0 : quantile(widths, 0.5);
   summary.families.clear();
-  for (ModelFormFamily f : {ModelFormFamily::Time, ModelFormFamily::Balance, ModelFormFamily::RankGap,
+  for (ModelFormFamily f : {ModelFormFamily::Time, ModelFormFamily::TimeCalibrated, ModelFormFamily::Balance, ModelFormFamily::RankGap,
                             ModelFormFamily::PeakGB, ModelFormFamily::Collective}) {
     FamilySigma s;
     for (const EntryInterval& e : out)
@@ -219,7 +221,8 @@ nlohmann::ordered_json model_form_to_json(const IntervalSummary& summary, const 
     nlohmann::ordered_json f;
     f["log_sigma"] = results_number(sigma.log_sigma);
     f["entries"] = sigma.entries;
-    f["unit"] = family == ModelFormFamily::Time ? "log(speedup); one time: log_sigma / sqrt(2)" : "log(value)";
+    const bool time = family == ModelFormFamily::Time || family == ModelFormFamily::TimeCalibrated;
+    f["unit"] = time ? "log(speedup); one time: log_sigma / sqrt(2)" : "log(value)";
     j["families"][to_string(family)] = std::move(f);
   }
   return j;

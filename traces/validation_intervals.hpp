@@ -17,7 +17,8 @@ namespace lcsim {
 
 /// Quantities whose model errors share one spread (one model-form sigma).
 enum class ModelFormFamily {
-  Time,        ///< speedup, iteration_seconds (sigma in units of log(speedup))
+  Time,            ///< speedup, iteration_seconds (sigma in units of log(speedup)), profile not calibrated
+  TimeCalibrated,  ///< the same, predicted with a profile lcsim-gpu calibrated on the device (docs/uncertainty.md)
   Balance,     ///< abr, abr_work, cr, dbr
   RankGap,     ///< rank_gap: its errors (10x) are of another kind than the balance ratios' (docs/uncertainty.md)
   PeakGB,      ///< peak_gb
@@ -25,7 +26,9 @@ enum class ModelFormFamily {
   None,        ///< oom: a yes/no figure, no interval
 };
 std::string to_string(ModelFormFamily family);
-ModelFormFamily family_of(ValidationQuantity quantity);
+/// `calibrated_profile`: the figure is predicted with a profile calibrated on a device (provenance.calibrated);
+/// its times then fall in TimeCalibrated, whose errors leave out what an uncalibrated profile gets wrong.
+ModelFormFamily family_of(ValidationQuantity quantity, bool calibrated_profile = false);
 /// The quantity's log spread per unit of its family's sigma: a speedup (ratio of two times) 1, one time 1/sqrt(2)
 /// (the family's sigma is that of a ratio of two independent time errors), the others 1.
 double family_scale(ValidationQuantity quantity);
@@ -49,7 +52,8 @@ struct EntryIntervalInput {
   std::string id;
   ValidationQuantity quantity = ValidationQuantity::Speedup;
   std::vector<IntervalCheck> checks;
-  bool measured = false;  ///< a measured run's figure rather than a paper's (counted apart as well)
+  bool measured = false;            ///< a measured run's figure rather than a paper's (counted apart as well)
+  bool calibrated_profile = false;  ///< every run of it predicted with a calibrated profile (family_of)
 };
 
 struct EntryInterval {
