@@ -82,6 +82,34 @@ TEST(CostModelTime, ElementWiseShareScalesTheGemmPassesOnly) {
   EXPECT_NEAR(cost.forward_seconds(one, scheme, 1, false), forward + 0.25 * 7.3728 + 10e-6 * forward / work, 1e-9);
 }
 
+TEST(CostModelTime, ElementwiseTrafficMovesAtTheGpusHbmBandwidth) {
+  // h 64, q 64, kv 32, f 128, V 1000; bf16. Forward 10 h + 2 (q + kv) + 3 f = 1216 elements a token, backward
+  // 12 h + 2 (q + kv) + 5 f = 1600; the loss 2 V each way.
+  const CostModel with(tiny_model(), testing::flat_tiny_cluster(2, 4, 1e9, 1e-6), flat_profile());  // 1e6 B/s
+  const CostModel without = tiny_cost();
+  EXPECT_DOUBLE_EQ(with.layer_elementwise_bytes_per_token().forward, 2 * 1216);
+  EXPECT_DOUBLE_EQ(with.layer_elementwise_bytes_per_token().backward, 2 * 1600);
+  EXPECT_DOUBLE_EQ(with.head_elementwise_bytes_per_token().forward, 2 * 2 * 1000);
+  const std::vector<SequenceShare> one{{100, 1}};
+  const auto added = [&](int tp, Recompute recompute, bool checkpointed, LayerGrad grad) {
+    return with.layer_seconds(one, tp, recompute, checkpointed, grad) -
+           without.layer_seconds(one, tp, recompute, checkpointed, grad);
+  };
+  // 100 tokens: forward 0.2432 s, backward 0.32 s at 1e6 B/s; a recomputed forward moves its bytes again; TP
+  // splits the rows; a no_grad layer runs its forward only.
+  EXPECT_NEAR(added(1, Recompute::None, false, LayerGrad::Full), 0.5632, 1e-9);
+  EXPECT_NEAR(added(1, Recompute::Selective, false, LayerGrad::Full), 0.5632, 1e-9);
+  EXPECT_NEAR(added(1, Recompute::Full, false, LayerGrad::Full), 0.5632 + 0.2432, 1e-9);
+  EXPECT_NEAR(added(2, Recompute::None, false, LayerGrad::Full), 0.5632 / 2, 1e-9);
+  EXPECT_NEAR(added(1, Recompute::None, false, LayerGrad::None), 0.2432, 1e-6);
+  // Two layers and the loss over the logits (0.4 s each way).
+  ParallelScheme scheme;
+  EXPECT_NEAR(with.compute_seconds(one, scheme, 2, true) - without.compute_seconds(one, scheme, 2, true),
+              2 * 0.5632 + 0.8, 1e-9);
+  EXPECT_NEAR(with.forward_seconds(one, scheme, 2, true) - without.forward_seconds(one, scheme, 2, true),
+              2 * 0.2432 + 0.4, 1e-6);
+}
+
 TEST(CostModelTime, UlyssesRanksRunWholeHeadsAndTheBusiestSetsThePace) {
   EXPECT_EQ(ulysses_rank_heads(14, 2, 8).heads, 2);  // Qwen2.5-0.5B over 8 ranks: 2 of 14, not 1.75
   EXPECT_EQ(ulysses_rank_heads(14, 2, 8).kv_heads, 1);

@@ -42,10 +42,11 @@ inline void add_flat_memory(Profile& p) {
   p.memory.reserve_bytes = 0.25 * 1024 * 1024 * 1024;
 }
 
-/// nodes x gpus_per_node GPUs of `memory_bytes`, 1e-6 TFLOP/s.
-inline ClusterSpec flat_tiny_cluster(int nodes, int gpus_per_node, double memory_bytes = 1e9) {
+/// nodes x gpus_per_node GPUs of `memory_bytes`, 1e-6 TFLOP/s and `hbm_TBps` (default 0: no element-wise traffic
+/// term, so that the by-hand layer times are GEMMs, attention and overheads alone).
+inline ClusterSpec flat_tiny_cluster(int nodes, int gpus_per_node, double memory_bytes = 1e9, double hbm_TBps = 0) {
   ClusterSpec c;
-  c.gpu = GpuKind{"TestGPU", memory_bytes, 1e-6, 1, 1};
+  c.gpu = GpuKind{"TestGPU", memory_bytes, 1e-6, hbm_TBps, 1};
   c.nodes = nodes;
   c.gpus_per_node = gpus_per_node;
   return c;

@@ -14,18 +14,21 @@
 //                          sequence or a 2-head Ulysses shard has few blocks, and that SM sets the time.
 //   work  = 3 G + (1 + attention_backward_ratio) A   (backward GEMMs cost twice the forward)
 //         + (G + A) when the layer is checkpointed (or recompute is Full): its forward runs again in backward.
-//   layer = (1 + gemm_work_overhead) GEMM passes + attention terms + layer_overhead: the element-wise kernels
-//           (norms, rotary, SwiGLU, residuals) read and write every row, so their time grows with the rows the
-//           GEMMs see, not with attention's s^2; the attention terms are the kernels' own times (the attention
-//           sweep measures them alone); and a fixed cost per layer (launches, tiny kernels) that a small
-//           micro-batch pays (docs/measurements/h200-2026-11-26.md).
+//   elementwise E = T / t x layer_elementwise_bytes_per_token / HBM bandwidth (the cluster GPU's datasheet
+//                          figure): the least traffic of the norms, rotary, residual adds and SwiGLU, forward and
+//                          backward, the forward's again when recomputed; the LM head adds the loss's over the logits
+//   layer = (1 + gemm_work_overhead) GEMM passes + attention terms + E + layer_overhead: the element-wise kernels
+//           (norms, rotary, SwiGLU, residuals) read and write every row, so what they cost beyond E grows with the
+//           rows the GEMMs see, not with attention's s^2; the attention terms are the kernels' own times (the
+//           attention sweep measures them alone); and a fixed cost per layer (launches, tiny kernels) that a small
+//           micro-batch pays (docs/measurements/h200-2026-11-26.md, docs/model.md).
 // LoRA (docs/model.md): the frozen base GEMMs run forward and for the activation gradient only, 2 G instead of
 // 3 G; the adapters add L forward and 2 L backward (lora_forward_seconds); the frozen LM head skips its weight
 // gradient too. Partial freezing: a frozen layer runs 2 G + (1 + r_a) A (no weight gradient); one with nothing
 // trained before it runs under no_grad, its forward only (LayerGrad::None). Selective recomputation adds no time here:
 // with FlashAttention the attention core already recomputes its softmax in backward, and what selective recomputation
-// re-runs beyond that (norms, the SwiGLU product) is element-wise work that the GEMM efficiency and layer overhead
-// absorb. It only changes memory coefficients.
+// re-runs beyond that (norms, the SwiGLU product) is element-wise work that k and the layer overhead absorb (E
+// counts it once). It only changes memory coefficients.
 #include "policies/core/cost_model.hpp"
 
 #include <algorithm>
@@ -124,6 +127,27 @@ double CostModel::attention_flops(Tokens s) const {
   return 2 * len * len * model_.q_hidden();
 }
 
+CostModel::ElementwiseBytes CostModel::layer_elementwise_bytes_per_token() const {
+  const double h = model_.hidden, q = model_.q_hidden(), kv = model_.kv_hidden(), f = model_.ffn;
+  // Forward: two RMSNorms (read h, write h), rotary on Q and K (read and write q + kv), two residual adds (read 2h,
+  // write h), SwiGLU (read gate and up, write f). Backward: each norm reads x and dy and writes dx, rotary as
+  // forward, the two gradient sums at the residuals 3h each, SwiGLU reads gate, up and dy and writes two gradients.
+  return {kBf16Bytes * (10 * h + 2 * (q + kv) + 3 * f), kBf16Bytes * (12 * h + 2 * (q + kv) + 5 * f)};
+}
+
+CostModel::ElementwiseBytes CostModel::head_elementwise_bytes_per_token() const {
+  // The loss: the logits written, then read by the softmax cross-entropy; backward reads them again and writes
+  // their gradient.
+  const double v = static_cast<double>(model_.vocab);
+  return {kBf16Bytes * 2 * v, kBf16Bytes * 2 * v};
+}
+
+double CostModel::hbm_seconds(double bytes, int tp) const {
+  // A GPU kind without a datasheet bandwidth (a profile's own device name) charges no traffic.
+  const double rate = cluster_.gpu.hbm_TBps * 1e12;
+  return rate > 0 ? bytes / tp / rate : 0;
+}
+
 double CostModel::head_flops_per_token() const {
   return 2.0 * model_.hidden * static_cast<double>(model_.vocab);
 }
@@ -168,6 +192,9 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
   LayerParts parts;
   parts.gemm = tokens * gemm_flops_per_token() / tp / (peak * c.gemm_efficiency.at(tokens));
   parts.adapters = lora_forward_seconds(tokens, tp);
+  const ElementwiseBytes bytes = layer_elementwise_bytes_per_token();
+  parts.elementwise = hbm_seconds(tokens * bytes.forward, tp);
+  parts.elementwise_backward = hbm_seconds(tokens * bytes.backward, tp);
   const AttentionBlocks& blocks = c.attention_blocks;
   const bool ring = options_.cp_attention == CpAttention::Ring;
   const bool block_model = blocks.tile_tokens > 0 && !ring;  // ring blocks run in cp steps: not modelled
@@ -239,7 +266,8 @@ double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Rec
   const auto& c = profile_.compute;
   const bool recomputed = checkpointed || recompute == Recompute::Full;
   const double attention = (recomputed ? 2 : 1) * parts.attention + parts.attention_backward;
-  return (1 + c.gemm_work_overhead) * layer_gemm_seconds(parts, recomputed, grad) + attention +
+  const double elementwise = (recomputed ? 2 : 1) * parts.elementwise + parts.elementwise_backward;
+  return (1 + c.gemm_work_overhead) * layer_gemm_seconds(parts, recomputed, grad) + attention + elementwise +
          c.layer_overhead_us * 1e-6;
 }
 
@@ -250,7 +278,8 @@ double CostModel::layer_work_seconds(std::span<const SequenceShare> work, int tp
   const bool recomputed = checkpointed || recompute == Recompute::Full;
   const double gemm = layer_gemm_seconds(parts, recomputed, grad);
   if (gemm_seconds) *gemm_seconds = gemm;
-  return gemm + (recomputed ? 2 : 1) * parts.attention + parts.attention_backward;
+  return gemm + (recomputed ? 2 : 1) * (parts.attention + parts.elementwise) + parts.attention_backward +
+         parts.elementwise_backward;
 }
 
 double CostModel::base_gemm_passes(LayerGrad grad) const {
@@ -302,7 +331,11 @@ double CostModel::compute_seconds(std::span<const SequenceShare> work, const Par
                (mix.activations - mix.checkpointed_activations) * layer(false, LayerGrad::Activations);
   if (mix.none > 0) seconds += mix.none * layer(false, LayerGrad::None);
   // The LM head: forward plus a backward of twice its FLOPs (once when frozen: no weight gradient).
-  if (with_head) seconds += head_gemm_passes() * head_forward_seconds(tokens, scheme.tp);
+  if (with_head) {
+    const ElementwiseBytes loss = head_elementwise_bytes_per_token();
+    seconds += head_gemm_passes() * head_forward_seconds(tokens, scheme.tp) +
+               hbm_seconds(tokens * (loss.forward + loss.backward), scheme.tp);
+  }
   return seconds;
 }
 
@@ -317,17 +350,20 @@ double CostModel::forward_seconds(std::span<const SequenceShare> work, const Par
   const int frozen = options_.finetuning.frozen() ? overlap(layers, 0, options_.finetuning.frozen_layers) : 0;
   double seconds = (layers.count - frozen) * layer_forward_seconds(parts, LayerGrad::Full);
   if (frozen > 0) seconds += frozen * layer_forward_seconds(parts, LayerGrad::Activations);
-  if (with_head) seconds += head_forward_seconds(tokens, scheme.tp);
+  if (with_head)
+    seconds += head_forward_seconds(tokens, scheme.tp) +
+               hbm_seconds(tokens * head_elementwise_bytes_per_token().forward, scheme.tp);
   return seconds;
 }
 
 double CostModel::layer_forward_seconds(const LayerParts& parts, LayerGrad grad) const {
   const auto& c = profile_.compute;
   const double gemm = parts.gemm, adapters = parts.adapters;
-  const double forward = gemm + adapters + parts.attention;
+  const double forward = gemm + adapters + parts.attention + parts.elementwise;
   // The element-wise overhead grows with the forward's GEMM rows, the fixed layer overhead goes with each pass in
   // proportion to its share of the layer's work.
-  const double work_seconds = base_gemm_passes(grad) * gemm + 3 * adapters + parts.attention + parts.attention_backward;
+  const double work_seconds = base_gemm_passes(grad) * gemm + 3 * adapters + parts.attention + parts.attention_backward +
+                              parts.elementwise + (grad == LayerGrad::None ? 0 : parts.elementwise_backward);
   const double overhead = c.gemm_work_overhead * (gemm + adapters) +
                           (work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0);
   return forward + overhead;

@@ -124,6 +124,15 @@ class CostModel {
   double attention_flops(Tokens s) const;
   /// LM head GEMM per token.
   double head_flops_per_token() const;
+  /// The least HBM traffic of one layer's element-wise kernels per token (norms, rotary, residual adds, SwiGLU;
+  /// each reads its inputs and writes its outputs once, bf16), forward and backward; the loss's over the logits.
+  struct ElementwiseBytes {
+    double forward = 0, backward = 0;
+  };
+  ElementwiseBytes layer_elementwise_bytes_per_token() const;
+  ElementwiseBytes head_elementwise_bytes_per_token() const;
+  /// `bytes` of one TP group's traffic, split over its `tp` GPUs, at the GPU's HBM bandwidth (datasheet).
+  double hbm_seconds(double bytes, int tp) const;
 
   // ---- Which layers train ----
   /// What layer `layer` of the model computes in backward.
@@ -222,6 +231,8 @@ class CostModel {
     double attention = 0;           ///< forward kernels, their critical path included
     double attention_backward = 0;  ///< backward kernels, their critical path included
     double adapters = 0;            ///< LoRA adapters' forward (lora_forward_seconds)
+    double elementwise = 0;           ///< the forward's element-wise traffic at the GPU's HBM bandwidth
+    double elementwise_backward = 0;  ///< the backward's
   };
   LayerParts layer_parts(std::span<const SequenceShare> work, int tp) const;
   /// The heads one GPU runs for a sequence over cp Ulysses ranks (cp 1: whole) at TP degree tp.
