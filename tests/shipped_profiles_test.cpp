@@ -28,6 +28,9 @@ TEST_P(ShippedMeasuredProfile, IsTheFitOfItsMeasurements) {
   // The short-sequence layer timings are in the measurements, so both overhead terms were measured.
   EXPECT_GT(shipped.compute.layer_overhead_us, 0);
   EXPECT_GT(shipped.compute.gemm_work_overhead, 0);
+  // lcsim's LM head keeps one bf16 logits buffer (kernels/lm_head.hpp), not the prior's unfused fp32 loss.
+  EXPECT_EQ(shipped.memory.logits_bytes_per_token_per_vocab, 2);
+  EXPECT_GT(derive_default_profile(named_gpu(m.device.gpu_kind)).memory.logits_bytes_per_token_per_vocab, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, ShippedMeasuredProfile,
@@ -56,6 +59,9 @@ TEST(PublishedMeasurementsProfile, IsTheFitOfThePublishedFigures) {
   EXPECT_FALSE(shipped.provenance.calibrated);
   // Every NVLink collective the catalogue's Table 5 rows test is measured, so none of them is fitted here.
   EXPECT_TRUE(shipped.provenance.fitted_on.empty());
+  // Published figures are not lcsim's kernels: the logits keep the prior's bytes.
+  EXPECT_EQ(shipped.memory.logits_bytes_per_token_per_vocab,
+            derive_default_profile(named_gpu("H100-SXM")).memory.logits_bytes_per_token_per_vocab);
 }
 
 }  // namespace

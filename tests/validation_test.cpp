@@ -220,7 +220,10 @@ struct MeasuredFile {
                 {"baseline", "deepspeed"},
                 {"policies",
                  {{{"name", "deepspeed"}, {"mean_iteration_s", 2.0}, {"speedup_vs_baseline", 1.0}},
-                  {{"name", "skrull"}, {"mean_iteration_s", 1.25}, {"speedup_vs_baseline", 1.6}}}}};
+                  {{"name", "skrull"},
+                   {"mean_iteration_s", 1.25},
+                   {"speedup_vs_baseline", 1.6},
+                   {"iterations", {{{"peak_GiB", 10.0}}, {{"peak_GiB", 20.0}}}}}}}};
     for (const auto& [key, value] : overrides.items()) doc[key] = value;
     std::ofstream(file) << doc.dump(2);
   }
@@ -255,12 +258,18 @@ TEST(ValidationCatalogue, AMeasuredEntryTakesItsFigureFromTheMeasuredRun) {
   EXPECT_DOUBLE_EQ(*seconds.entries[0].published.value, 1.25);
   const auto speedup = catalogue_of({measured_entry(measured, {{"quantity", "speedup"}, {"reference", "deepspeed"}})});
   EXPECT_DOUBLE_EQ(*speedup.entries[0].published.value, 1.6);
+  // Peak memory as a prediction's peak_GB: the mean of the iterations' peaks, GiB to GB.
+  const auto peak = catalogue_of({measured_entry(measured, {{"quantity", "peak_GB"}})});
+  EXPECT_DOUBLE_EQ(*peak.entries[0].published.value, 15.0 * 1.073741824);
+  EXPECT_NE(catalogue_error(measured_entry(measured, {{"quantity", "peak_GB"}, {"policy", "deepspeed"}}))
+                .find("has no iterations"),
+            std::string::npos);
   EXPECT_EQ(entry_kind(catalogue_of({entry_json({})}).entries[0]), "published");
 
   // Each way a measured entry can disagree with its file is named.
   EXPECT_NE(catalogue_error(measured_entry(measured, {{"published", 1.0}})).find("comes from its measured file"),
             std::string::npos);
-  EXPECT_NE(catalogue_error(measured_entry(measured, {{"quantity", "abr"}})).find("iteration_seconds or speedup"),
+  EXPECT_NE(catalogue_error(measured_entry(measured, {{"quantity", "abr"}})).find("iteration_seconds, speedup or peak_GB"),
             std::string::npos);
   EXPECT_NE(catalogue_error(measured_entry(measured, {{"mode", "simulate"}})).find("\"plan\""), std::string::npos);
   EXPECT_NE(catalogue_error(measured_entry(measured, {{"policy", "rr"}})).find("no policy 'rr'"), std::string::npos);

@@ -6,8 +6,10 @@ that hardware (docs/validation.md, "Measured runs").
     tools/measured_entries.py LIVE.json SCENARIO --run h200-2026-12 [--where "device call 2"] [--tolerance 0.1]
 
 Per policy with a measured mean iteration time: an `iteration_seconds` entry; per policy other than the baseline
-with a measured speedup: a `speedup` entry over the baseline. Nothing is overwritten: an existing copy must be the
-same bytes, and an id already in the catalogue is an error (exit 2, naming it).
+with a measured speedup: a `speedup` entry over the baseline; per policy with a measured peak in every iteration:
+a `peak_GB` entry. Nothing is overwritten: an existing copy must be the same bytes, and an id already in the
+catalogue must hold the very entry this run would add (it is then left as it is, so that rerunning the command
+after a new kind of entry adds only that kind); otherwise exit 2, naming it.
 """
 import argparse
 import json
@@ -65,6 +67,13 @@ def entries_for(live, live_rel, scenario_rel, run, stem, where, tolerance):
             entries.append({"id": f"{run}-{stem}-{name}-vs-{baseline}",
                             "claim": f"{live['scenario']}: {name} over {baseline}, measured by lcsim-gpu live ({run})",
                             "quantity": "speedup", "reference": baseline, **common})
+        iterations = policy.get("iterations")
+        if isinstance(iterations, list) and iterations and all(
+                isinstance(it, dict) and measured(it.get("peak_GiB")) for it in iterations):
+            entries.append({"id": f"{run}-{stem}-{name}-peak-gb",
+                            "claim": f"{live['scenario']}: {name} per-iteration peak memory (mean over iterations), "
+                                     f"measured by lcsim-gpu live ({run})",
+                            "quantity": "peak_GB", **common})
     return entries
 
 
@@ -98,10 +107,13 @@ def add(live_file, scenario_file, run, catalogue_file, where, tolerance, measure
     new = entries_for(live, live_rel, scenario_rel, run, stem, where, tolerance)
     if not new:
         raise InputError(f"{live_file}: no policy has a measured time or speedup (out of memory everywhere?)")
-    ids = {e.get("id") for e in catalogue.get("entries", [])}
+    existing = {e.get("id"): e for e in catalogue.get("entries", [])}
     for e in new:
-        if e["id"] in ids:
-            raise InputError(f"{catalogue_file}: entry '{e['id']}' exists already")
+        if e["id"] in existing and existing[e["id"]] != e:
+            raise InputError(f"{catalogue_file}: entry '{e['id']}' exists already, with other contents")
+    new = [e for e in new if e["id"] not in existing]
+    if not new:
+        raise InputError(f"{catalogue_file}: every entry of {live_file} is in the catalogue already")
 
     os.makedirs(target_dir, exist_ok=True)
     if not os.path.exists(target):

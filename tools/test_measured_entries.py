@@ -23,8 +23,10 @@ class MeasuredEntriesTest(unittest.TestCase):
         self.live = os.path.join(d, "out.json")
         self.write(self.live, {"schema": "lcsim-results/1", "mode": "live", "scenario": "live-run",
                                "baseline": "deepspeed",
-                               "policies": [{"name": "deepspeed", "mean_iteration_s": 2.0, "speedup_vs_baseline": 1.0},
-                                            {"name": "skrull", "mean_iteration_s": 0.5, "speedup_vs_baseline": 4.0},
+                               "policies": [{"name": "deepspeed", "mean_iteration_s": 2.0, "speedup_vs_baseline": 1.0,
+                                             "iterations": [{"peak_GiB": 20.0}, {"peak_GiB": 21.0}]},
+                                            {"name": "skrull", "mean_iteration_s": 0.5, "speedup_vs_baseline": 4.0,
+                                             "iterations": [{"peak_GiB": 30.0}, {"peak_GiB": None}]},
                                             {"name": "rr", "mean_iteration_s": None, "speedup_vs_baseline": None}]})
         self.measurements = os.path.join(d, "measurements", "live")
 
@@ -49,10 +51,12 @@ class MeasuredEntriesTest(unittest.TestCase):
         with open(self.catalogue) as f:
             entries = json.load(f)["entries"]
         ids = [e["id"] for e in entries]
-        # rr ran out of memory: no entry; the baseline has no speedup entry over itself.
-        self.assertEqual(ids, ["old", "h200-2026-12-run-deepspeed-seconds", "h200-2026-12-run-skrull-seconds",
-                               "h200-2026-12-run-skrull-vs-deepspeed"])
-        speedup = entries[3]
+        # rr ran out of memory: no entry; the baseline has no speedup entry over itself; skrull has an iteration
+        # without a measured peak: no peak entry.
+        self.assertEqual(ids, ["old", "h200-2026-12-run-deepspeed-seconds", "h200-2026-12-run-deepspeed-peak-gb",
+                               "h200-2026-12-run-skrull-seconds", "h200-2026-12-run-skrull-vs-deepspeed"])
+        self.assertEqual(entries[2]["quantity"], "peak_GB")
+        speedup = entries[4]
         self.assertEqual(speedup["quantity"], "speedup")
         self.assertEqual(speedup["reference"], "deepspeed")
         self.assertEqual(speedup["mode"], "plan")
@@ -68,9 +72,24 @@ class MeasuredEntriesTest(unittest.TestCase):
             before = f.read()
         result = self.run_tool()
         self.assertEqual(result.returncode, 2)
-        self.assertIn("exists already", result.stderr)
+        self.assertIn("in the catalogue already", result.stderr)
         with open(self.catalogue) as f:
             self.assertEqual(f.read(), before)
+        # Under another description the same ids are other entries: refused, not replaced.
+        result = self.run_tool("--where", "another call")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("exists already, with other contents", result.stderr)
+
+    def test_a_rerun_adds_only_the_entries_missing(self):
+        # A catalogue from before peak entries existed: the rerun adds them and keeps the others as they are.
+        self.assertEqual(self.run_tool().returncode, 0)
+        with open(self.catalogue) as f:
+            doc = json.load(f)
+        doc["entries"] = [e for e in doc["entries"] if e["id"] != "h200-2026-12-run-deepspeed-peak-gb"]
+        self.write(self.catalogue, doc)
+        result = self.run_tool()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("added 1 entries: h200-2026-12-run-deepspeed-peak-gb", result.stdout)
 
     def test_a_different_file_never_replaces_a_committed_run(self):
         self.assertEqual(self.run_tool().returncode, 0)

@@ -174,13 +174,15 @@ const Json* find_policy(const Json& results, const std::string& label) {
   return nullptr;
 }
 
-/// A measured entry's figure: the policy's mean iteration seconds, or its speedup over the run's baseline, from a
-/// committed `lcsim-gpu live --json` file of the point's scenario.
+/// A measured entry's figure: the policy's mean iteration seconds, its speedup over the run's baseline, or its
+/// per-iteration peak memory (mean over iterations, GB), from a committed `lcsim-gpu live --json` file of the
+/// point's scenario.
 PublishedFigure read_measured(JsonObjectReader& reader, const ValidationEntry& entry) {
   const std::string& file = entry.measured;
   const auto fail = [&](const std::string& what) { reader.fail("measured", file + ": " + what); };
-  if (entry.quantity != ValidationQuantity::IterationSeconds && entry.quantity != ValidationQuantity::Speedup)
-    reader.fail("quantity", "a measured entry compares iteration_seconds or speedup");
+  if (entry.quantity != ValidationQuantity::IterationSeconds && entry.quantity != ValidationQuantity::Speedup &&
+      entry.quantity != ValidationQuantity::PeakGB)
+    reader.fail("quantity", "a measured entry compares iteration_seconds, speedup or peak_GB");
   if (entry.combine != ValidationCombine::One || entry.points.size() != 1)
     reader.fail("combine", "a measured entry is one point: the run its file measured");
   if (entry.mode != "plan") reader.fail("mode", "a measured entry is predicted as live replay predicts it: \"plan\"");
@@ -193,6 +195,21 @@ PublishedFigure read_measured(JsonObjectReader& reader, const ValidationEntry& e
     fail("measured scenario '" + results.value("scenario", "") + "', but the entry predicts " + point.scenario);
   const Json* policy = find_policy(results, point.policy);
   if (!policy) fail("no policy '" + point.policy + "'");
+  if (entry.quantity == ValidationQuantity::PeakGB) {
+    // As a prediction's peak_GB: the mean over iterations of each iteration's largest per-GPU peak.
+    const Json& iterations = policy->contains("iterations") ? policy->at("iterations") : Json();
+    if (!iterations.is_array() || iterations.empty()) fail("policy '" + point.policy + "' has no iterations");
+    double sum = 0;
+    for (const Json& it : iterations) {
+      const Json& peak = it.is_object() && it.contains("peak_GiB") ? it.at("peak_GiB") : Json();
+      if (!peak.is_number() || !(peak.get<double>() > 0) || !std::isfinite(peak.get<double>()))
+        fail("policy '" + point.policy + "' has an iteration without a measured peak_GiB");
+      sum += peak.get<double>() * 1073741824.0 / 1e9;
+    }
+    PublishedFigure figure;
+    figure.value = sum / static_cast<double>(iterations.size());
+    return figure;
+  }
   const char* key = "mean_iteration_s";
   if (entry.quantity == ValidationQuantity::Speedup) {
     if (point.reference.size() != 1 || point.reference.front() != results.value("baseline", ""))

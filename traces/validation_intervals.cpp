@@ -62,6 +62,8 @@ std::string to_string(ModelFormFamily family) {
       return "rank_gap";
     case ModelFormFamily::PeakGB:
       return "peak_gb";
+    case ModelFormFamily::PeakGBCalibrated:
+      return "peak_gb_calibrated";
     case ModelFormFamily::Collective:
       return "collective_seconds";
     case ModelFormFamily::None:
@@ -83,7 +85,7 @@ ModelFormFamily family_of(ValidationQuantity quantity, bool calibrated_profile) 
     case ValidationQuantity::RankGap:
       return ModelFormFamily::RankGap;
     case ValidationQuantity::PeakGB:
-      return ModelFormFamily::PeakGB;
+      return calibrated_profile ? ModelFormFamily::PeakGBCalibrated : ModelFormFamily::PeakGB;
     case ValidationQuantity::CollectiveSeconds:
       return ModelFormFamily::Collective;
     case ValidationQuantity::Oom:
@@ -198,7 +200,7 @@ std::vector<EntryInterval> entry_intervals(const std::vector<EntryIntervalInput>
   summary.median_relative_width = widths.empty() ? 0 : quantile(widths, 0.5);
   summary.families.clear();
   for (ModelFormFamily f : {ModelFormFamily::Time, ModelFormFamily::TimeCalibrated, ModelFormFamily::Balance, ModelFormFamily::RankGap,
-                            ModelFormFamily::PeakGB, ModelFormFamily::Collective}) {
+                            ModelFormFamily::PeakGB, ModelFormFamily::PeakGBCalibrated, ModelFormFamily::Collective}) {
     FamilySigma s;
     for (const EntryInterval& e : out)
       if (e.family == f && e.usable) ++s.entries;

@@ -21,13 +21,15 @@ enum class ModelFormFamily {
   TimeCalibrated,  ///< the same, predicted with a profile lcsim-gpu calibrated on the device (docs/uncertainty.md)
   Balance,     ///< abr, abr_work, cr, dbr
   RankGap,     ///< rank_gap: its errors (10x) are of another kind than the balance ratios' (docs/uncertainty.md)
-  PeakGB,      ///< peak_gb
+  PeakGB,      ///< peak_gb, profile not calibrated
+  PeakGBCalibrated,  ///< peak_gb predicted with a profile calibrated on the device
   Collective,  ///< collective_seconds
   None,        ///< oom: a yes/no figure, no interval
 };
 std::string to_string(ModelFormFamily family);
 /// `calibrated_profile`: the figure is predicted with a profile calibrated on a device (provenance.calibrated);
-/// its times then fall in TimeCalibrated, whose errors leave out what an uncalibrated profile gets wrong.
+/// its times and peaks then fall in TimeCalibrated and PeakGBCalibrated, whose errors leave out what an
+/// uncalibrated profile gets wrong.
 ModelFormFamily family_of(ValidationQuantity quantity, bool calibrated_profile = false);
 /// The quantity's log spread per unit of its family's sigma: a speedup (ratio of two times) 1, one time 1/sqrt(2)
 /// (the family's sigma is that of a ratio of two independent time errors), the others 1.

@@ -8,6 +8,7 @@
 #include "calibrate/gpu/kernel_timer.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/layer_ops.hpp"
+#include "kernels/lm_head.hpp"
 #include "policies/core/errors.hpp"
 
 namespace lcsim::gpu {
@@ -139,6 +140,7 @@ double LiveDevice::run_layers(const ProxyShape& shape, const JobEvents& events) 
     // LM head: logits = x W^T; backward with the logits buffer as their gradient (a fused loss leaves it there).
     kernels::DeviceBuffer logits;
     if (shape.lm_head) {
+      static_assert(kernels::kLmHeadLogitsBytesPerVocab == sizeof(bf16), "the fit's logits bytes are this buffer's");
       logits = arena_->allocate(static_cast<std::size_t>(rows) * static_cast<std::size_t>(vocab) * sizeof(bf16));
       gemm_->gemm(rows, vocab, hidden, proxy.input(), false, head_weight_.as<bf16>(), true, logits.as<bf16>());
     }

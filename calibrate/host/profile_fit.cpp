@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "kernels/attention_tiles.hpp"
+#include "kernels/lm_head.hpp"
 #include "policies/core/cost_model.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/fitting.hpp"
@@ -299,6 +300,13 @@ struct Fitter {
                             " kv + " + fixed(fit.coefficients.per_ffn, 2) + " f"});
     }
     p.memory.fit_mape = worst;
+    // The proxy's LM head keeps one bf16 logits buffer (kernels/lm_head.hpp): a property of the kernels, as the
+    // attention blocks are, not a fit. The prior's figure describes an unfused fp32 loss.
+    if (m.published.empty()) {
+      p.memory.logits_bytes_per_token_per_vocab = kernels::kLmHeadLogitsBytesPerVocab;
+      measured.push_back("logits bytes per token per vocabulary entry (lcsim's LM head: one bf16 buffer, its "
+                         "gradient written in place)");
+    }
     measured.push_back("activation bytes per token per layer (arena high-water mark of the layer proxy over " +
                        std::to_string(by_mode.begin()->second.size()) + " model shapes)");
   }
