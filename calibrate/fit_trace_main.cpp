@@ -21,12 +21,14 @@ namespace {
 constexpr int kUsageError = 2;
 
 void usage(std::ostream& out) {
-  out << "usage: lcsim-fit-trace TRACE... --out FILE [--prior PROFILE] [--gpus-per-node N] [--kernels FILE]\n"
-         "                       [--measured-json FILE --scenario SCENARIO --policy NAME]\n"
+  out << "usage: lcsim-fit-trace TRACE... --out FILE [--prior PROFILE] [--model M] [--gpus-per-node N]\n"
+         "                       [--kernels FILE] [--measured-json FILE --scenario SCENARIO --policy NAME]\n"
          "  Fits a calibration profile from PyTorch profiler (Kineto) traces (.json or .json.gz, one per rank):\n"
          "  GEMM and attention efficiency from the kernels' op shapes (record_shapes=True), collective latency and\n"
          "  bus bandwidth from the NCCL metadata, and the per-step GPU idle time. Fields a trace cannot give keep\n"
          "  the prior's values; the report says which, and why (docs/calibration.md).\n"
+         "  --model M           the traced model's shape (lcsim list models): fits the element-wise share\n"
+         "                      (gemm_work_overhead) above the element-wise HBM floor, which depends on its widths\n"
          "  --prior PROFILE     profile supplying the peak and every field not fitted (default: the derived default\n"
          "                      of the traces' GPU kind, H100-SXM when the traces do not name a known one)\n"
          "  --gpus-per-node N   a process group within one block of N global ranks is on NVLink (default 8)\n"
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
         return 0;
       }
       const bool takes_value = arg == "--out" || arg == "--prior" || arg == "--gpus-per-node" || arg == "--kernels" ||
-                               arg == "--measured-json" || arg == "--scenario" || arg == "--policy";
+                               arg == "--measured-json" || arg == "--scenario" || arg == "--policy" || arg == "--model";
       if (takes_value) {
         if (i + 1 >= argc) throw lcsim::InputError("missing value for " + std::string(arg));
         const std::string value = argv[++i];
@@ -60,6 +62,7 @@ int main(int argc, char** argv) {
         if (arg == "--measured-json") measured_file = value;
         if (arg == "--scenario") scenario_file = value;
         if (arg == "--policy") policy = value;
+        if (arg == "--model") options.model = lcsim::named_model(value);
         if (arg == "--gpus-per-node") {
           std::size_t used = 0;
           int n = 0;

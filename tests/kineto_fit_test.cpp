@@ -10,6 +10,7 @@
 #include "calibrate/host/default_profile.hpp"
 #include "calibrate/host/kineto_fit.hpp"
 #include "calibrate/host/kineto_kernels.hpp"
+#include "policies/core/cost_model.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/model.hpp"
 #include "tests/command_run_support.hpp"
@@ -418,6 +419,59 @@ TEST(KinetoFit, StepOverheadIsIdleBetweenKernels) {
   EXPECT_TRUE(line(fit, "framework per-step overhead").noted);
   EXPECT_TRUE(contains(format_trace_fit_report(fit), "framework per-step overhead                     noted"));
   EXPECT_TRUE(contains(fit.profile.provenance.notes, "0.030 ms per step"));
+}
+
+TEST(KinetoFit, ElementwiseShareIsTheOtherKernelsAboveTheirFloor) {
+  // Four steps of Qwen2.5-7B, 3 layers and the LM head, at 1K .. 8K tokens: GEMM kernels G, element-wise kernels
+  // the floor (3 layers' and the loss's least traffic at the H100's 3.35 TB/s) plus 0.4 of the layers' share of G.
+  const ModelConfig model = named_model("Qwen2.5-7B");
+  ClusterSpec cluster;
+  cluster.gpu = named_gpu("H100-SXM");
+  const CostModel cost(model, cluster, h100_prior());
+  const double layer_flops = cost.gemm_flops_per_token(), head_flops = cost.head_flops_per_token();
+  const auto layer = cost.layer_elementwise_bytes_per_token(), loss = cost.head_elementwise_bytes_per_token();
+  KinetoTrace t;
+  t.file = "synthetic.json";
+  t.step_thread = kMainThread;
+  for (int i = 0; i < 4; ++i) {
+    const double tokens = 1024 << i, start = 1e6 * i;
+    t.steps.push_back({i + 1, start, 1e6});
+    // One forward "matmul" carrying the step's forward FLOPs: 3 layers and the head.
+    KinetoCpuOp op = mm(tokens, 1, std::round((3 * layer_flops + head_flops) / 2));
+    op.tid = kMainThread;
+    op.ts_us = start + 1;
+    t.ops.push_back(op);
+    const double gemm_us = 10 * tokens / 1024.0 * 1e3;  // 10 ms per 1K tokens
+    const double layer_share = 3 * layer_flops / (3 * layer_flops + head_flops);
+    const double floor_us = tokens * (3 * (layer.forward + layer.backward) + loss.forward + loss.backward) / 3.35e12 * 1e6;
+    KinetoKernel g;
+    g.family = "gemm";
+    g.ts_us = start + 2;
+    g.dur_us = gemm_us;
+    g.op = static_cast<int>(t.ops.size()) - 1;
+    g.step = i;
+    t.kernels.push_back(g);
+    KinetoKernel e;
+    e.family = "other";
+    e.ts_us = start + 3 + gemm_us;
+    e.dur_us = floor_us + 0.4 * layer_share * gemm_us;
+    e.step = i;
+    t.kernels.push_back(e);
+  }
+  TraceFitOptions options;
+  options.model = model;
+  const auto fit = fit_profile_from_traces({t}, h100_prior(), options);
+  EXPECT_NEAR(fit.profile.compute.gemm_work_overhead, 0.4, 1e-6);
+  const TraceFieldLine& share = line(fit, "compute.gemm_work_overhead");
+  EXPECT_TRUE(share.fitted);
+  EXPECT_EQ(share.points, 4);
+  EXPECT_EQ(share.held_out, 1);
+  ASSERT_TRUE(share.held_out_mape.has_value());
+  EXPECT_LT(*share.held_out_mape, 1e-6);
+  // Without the model the prior's share stays, and the report says what is missing.
+  const auto without = fit_profile_from_traces({t}, h100_prior());
+  EXPECT_EQ(without.profile.compute.gemm_work_overhead, h100_prior().compute.gemm_work_overhead);
+  EXPECT_TRUE(contains(line(without, "compute.gemm_work_overhead").detail, "--model"));
 }
 
 TEST(KinetoFit, MissingFieldsKeepThePriorAndSayWhy) {

@@ -12,7 +12,9 @@
 
 #include "calibrate/host/fit.hpp"
 #include "calibrate/host/gpu_kind.hpp"
+#include "calibrate/host/kineto_kernels.hpp"
 #include "calibrate/host/profile_fit.hpp"
+#include "policies/core/cost_model.hpp"
 #include "policies/core/errors.hpp"
 
 namespace lcsim {
@@ -472,8 +474,120 @@ struct Fitter {
                           true});
   }
 
+  /// One step's GEMM and element-wise kernel time and what its forward matmuls say of it: their rows (the
+  /// step's tokens) and FLOPs.
+  struct StepWork {
+    double gemm_s = 0, elementwise_s = 0, tokens = 0, forward_flops = 0;
+  };
+  std::vector<StepWork> step_work() const {
+    std::vector<StepWork> work;
+    for (const auto& t : traces) {
+      std::vector<StepWork> steps(t.steps.size());
+      std::vector<std::set<int>> gemm_ops(t.steps.size());
+      for (const auto& k : t.kernels) {
+        if (k.step < 0) continue;
+        StepWork& s = steps[static_cast<std::size_t>(k.step)];
+        if (k.family == "gemm") {
+          s.gemm_s += k.dur_us * 1e-6;
+          if (k.op >= 0) gemm_ops[static_cast<std::size_t>(k.step)].insert(k.op);
+        } else if (k.family == kOtherKernelFamily) {
+          s.elementwise_s += k.dur_us * 1e-6;
+        }
+      }
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        for (int op : gemm_ops[i]) {
+          const KinetoCpuOp& o = t.ops[static_cast<std::size_t>(op)];
+          if (o.tid != t.step_thread) continue;  // backward matmuls: not the token count
+          if (const auto shape = gemm_shape(o)) {
+            steps[i].tokens = std::max(steps[i].tokens, shape->tokens);
+            steps[i].forward_flops += 2 * shape->tokens * shape->n * shape->k;
+          }
+        }
+        if (steps[i].gemm_s > 0 && steps[i].tokens > 0) work.push_back(steps[i]);
+      }
+    }
+    return work;
+  }
+
+  /// k (`gemm_work_overhead`) per step: the element-wise kernels' time (the "other" family: norms, activations,
+  /// copies, the loss) less the cost model's floor for them (docs/model.md: the layers' and the loss's least HBM
+  /// traffic), over the layers' GEMM time. The step's layers come from its forward matmul FLOPs, the layers' GEMM
+  /// time from the step's GEMM kernels less the LM head's share of the FLOPs.
+  void elementwise_share() {
+    const std::string field = "compute.gemm_work_overhead";
+    if (!options.model) {
+      line({field, false, 0, 0, std::nullopt,
+            "needs the traced model (--model): the element-wise floor it is measured above depends on its widths"});
+      return;
+    }
+    const ModelConfig& model = *options.model;
+    ClusterSpec cluster;
+    for (const auto& gpu : named_gpus())
+      if (gpu.name == p.gpu) cluster.gpu = gpu;
+    if (!(cluster.gpu.hbm_TBps > 0)) {
+      line({field, false, 0, 0, std::nullopt, "the prior's GPU '" + p.gpu + "' has no datasheet HBM bandwidth"});
+      return;
+    }
+    const CostModel cost(model, cluster, p);
+    const auto layer_bytes = cost.layer_elementwise_bytes_per_token();
+    const auto loss_bytes = cost.head_elementwise_bytes_per_token();
+    const double layer_flops = cost.gemm_flops_per_token(), head_flops = cost.head_flops_per_token();
+    const double rate = cluster.gpu.hbm_TBps * 1e12;
+    struct Point {
+      double tokens, floor_s, layer_gemm_s, elementwise_s, share;
+    };
+    std::vector<Point> points;
+    int no_layers = 0;
+    for (const StepWork& s : step_work()) {
+      const double layers = std::round((s.forward_flops / s.tokens - head_flops) / layer_flops);
+      if (layers < 1) {
+        ++no_layers;
+        continue;
+      }
+      const double floor_s =
+          s.tokens * (layers * (layer_bytes.forward + layer_bytes.backward) + loss_bytes.forward + loss_bytes.backward) /
+          rate;
+      const double layer_gemm_s = s.gemm_s * layers * layer_flops / (layers * layer_flops + head_flops);
+      points.push_back({s.tokens, floor_s, layer_gemm_s, s.elementwise_s, (s.elementwise_s - floor_s) / layer_gemm_s});
+    }
+    if (points.empty()) {
+      line({field, false, 0, 0, std::nullopt,
+            "no step with forward matmuls of recorded shapes and GEMM kernels" +
+                (no_layers ? " (" + std::to_string(no_layers) + " whose matmuls do not add up to a layer of " +
+                                 model.name + ")"
+                           : std::string())});
+      return;
+    }
+    // Every 3rd step by token count held out (as the calibration's curves), the median share of the rest.
+    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.tokens < b.tokens; });
+    std::vector<double> fitted;
+    std::vector<const Point*> held;
+    const auto mask = held_out_mask(points.size(), kMeasuredHoldOutEvery);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (mask[i]) {
+        held.push_back(&points[i]);
+      } else {
+        fitted.push_back(points[i].share);
+      }
+    }
+    const double share = median(fitted);
+    std::optional<double> mape;
+    if (!held.empty()) {
+      double sum = 0;
+      for (const Point* h : held) sum += std::abs(h->floor_s + share * h->layer_gemm_s - h->elementwise_s) / h->elementwise_s;
+      mape = sum / static_cast<double>(held.size());
+    }
+    p.compute.gemm_work_overhead = std::max(0.0, share);
+    double low = points.front().share, high = low;
+    for (const auto& pt : points) low = std::min(low, pt.share), high = std::max(high, pt.share);
+    line({field, true, static_cast<int>(points.size()), static_cast<int>(held.size()), mape,
+          fixed(p.compute.gemm_work_overhead, 3) + " of the layers' GEMM time (median over steps, " + fixed(low, 3) +
+              " .. " + fixed(high, 3) + "; the element-wise kernels beyond their HBM floor" +
+              (share < 0 ? "; fitted " + fixed(share, 3) + ", stored as 0" : std::string()) + ")"});
+  }
+
   void kept_fields() {
-    line({"compute.layer_overhead_us, gemm_work_overhead", false, 0, 0, std::nullopt,
+    line({"compute.layer_overhead_us", false, 0, 0, std::nullopt,
           "needs whole-layer times over several micro-batch compositions; a trace has one job's shapes and no "
           "layer boundaries lcsim can rely on"});
     line({"compute.optimizer_us_per_mparam", false, 0, 0, std::nullopt,
@@ -615,6 +729,7 @@ TraceFit fit_profile_from_traces(const std::vector<KinetoTrace>& traces, const P
   f.gemm();
   f.attention();
   f.collectives();
+  f.elementwise_share();
   f.kept_fields();
   f.steps();
   f.provenance(prior);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/host/kineto_trace.hpp"
+#include "policies/core/model.hpp"
 #include "policies/core/profile.hpp"
 
 namespace lcsim {
@@ -18,6 +19,9 @@ struct TraceFitOptions {
   /// GPUs a node has: a process group whose global ranks fall in one block of this many is on NVLink, else it
   /// crosses nodes (InfiniBand). Kineto does not record the node layout.
   int gpus_per_node = 8;
+  /// The traced model's shape: with it the element-wise share (`gemm_work_overhead`) is fitted, as what the
+  /// step's element-wise kernels take beyond their least HBM traffic, which depends on the model's widths.
+  std::optional<ModelConfig> model;
 };
 
 /// One profile field: fitted from the traces, or kept from the prior and why.
