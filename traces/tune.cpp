@@ -83,16 +83,18 @@ std::vector<TuneKnob> default_policy_knobs(const Scenario& scenario, const Polic
 }
 
 std::vector<ParallelLayout> tune_layouts(const Scenario& scenario, const TuneSpec& spec) {
-  const int gpus = scenario.cluster.nodes * scenario.cluster.gpus_per_node;
+  // TP stays inside an NVLink domain (the topology's), as the validator requires.
+  const auto topology = scenario.cluster.topology();
+  const int gpus = topology.world_size(), domain = topology.domain_size();
   const std::vector<int> cps = spec.cp.empty() ? powers_of_two_up_to(gpus) : spec.cp;
-  const std::vector<int> tps = spec.tp.empty() ? powers_of_two_up_to(scenario.cluster.gpus_per_node) : spec.tp;
+  const std::vector<int> tps = spec.tp.empty() ? powers_of_two_up_to(domain) : spec.tp;
   const std::vector<int> pps = spec.pp.empty() ? std::vector<int>{1, 2, 4} : spec.pp;
   std::vector<ParallelLayout> out;
   for (int cp : cps)
     for (int tp : tps)
       for (int pp : pps) {
         const int per_replica = cp * tp * pp;
-        if (gpus % per_replica != 0 || scenario.cluster.gpus_per_node % tp != 0 || scenario.model.layers % pp != 0)
+        if (gpus % per_replica != 0 || domain % tp != 0 || scenario.model.layers % pp != 0)
           continue;
         out.push_back({gpus / per_replica, cp, tp, pp});
       }
