@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs lcsim-gpu on a GPU node that has the NVIDIA libraries but perhaps not lcsim's other build dependencies.
-#   calibrate/run_on_gpu_node.sh BINARY OUTDIR STEP...
+#   calibrate/run_on_gpu_node.sh [--archive] BINARY OUTDIR STEP...
+# --archive: every file goes to a scratch folder and OUTDIR receives one archive, results.tgz, rewritten after each
+# step (a workplace that brings back a limited number of files then loses none, and a step that overruns its time
+# keeps what the steps before it wrote).
 # BINARY is a built lcsim-gpu (e.g. build-k/calibrate/lcsim-gpu, carried from the build machine); OUTDIR receives
 # one log per step (and the profiles and measurements files). Steps, each a separate lcsim-gpu run:
 #   selftest         kernel correctness against the references
@@ -18,14 +21,24 @@
 # Exits with the first failing step's status.
 set -euo pipefail
 
+archive=
+if [[ ${1:-} == --archive ]]; then
+  archive=1
+  shift
+fi
 if [[ $# -lt 3 ]]; then
-  sed -n '2,20p' "$0"
+  sed -n '2,24p' "$0"
   exit 2
 fi
 binary=$1
 outdir=$2
 shift 2
 mkdir -p "$outdir"
+if [[ -n $archive ]]; then
+  final=$(cd "$outdir" && pwd)
+  outdir=$(mktemp -d)
+  trap 'tar czf "$final/results.tgz" -C "$outdir" .' EXIT
+fi
 
 # cuBLASLt and CUPTI come from the CUDA toolkit (the binary's run path is /usr/local/cuda/lib64); where the toolkit
 # lacks them, from PyTorch's NVIDIA wheels. NCCL is loaded at run time from the same places (or $LCSIM_NCCL_LIBRARY).
@@ -83,4 +96,5 @@ for step in "$@"; do
       exit 2
       ;;
   esac
+  if [[ -n $archive ]]; then tar czf "$final/results.tgz" -C "$outdir" .; fi
 done
