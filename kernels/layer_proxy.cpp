@@ -352,7 +352,8 @@ void LayerProxy::sharded_forward(Saved& s) {
   const int kv_heads = sharded_.kv_heads;
   const int d = model_.head_dim;
   const int rows = tokens_ - local_tokens_;
-  // All-to-all in: this rank's Q, K, V rows of the shards -> every token's Q, K, V for the rank's heads.
+  // All-to-all in: this rank's Q, K, V rows of the shards -> every token's Q, K, V for the rank's heads. u_qkv,
+  // u_attn and u_lse stay saved until backward: kernels/ulysses_copies.hpp gives the fit their bytes.
   s.u_qkv = arena_.allocate(bf16_bytes(count(u_tokens_, u_width_)));
   copy_cyclic(s.u_qkv.as<void>(), s.u_qkv.bytes(), s.qkv.as<bf16>() + count(local_tokens_, qkv_width_),
               bf16_bytes(count(rows, qkv_width_)));

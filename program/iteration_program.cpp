@@ -551,6 +551,7 @@ class Builder {
       ShareIds& ids = scratch_.ids;
       split_ids(rep, rep.micro_batches[mi], options_.describe_work, ids);
       const bool sharded = s.cp > 1 && work.sharded_tokens > 0;
+      const double sharded_bytes = sharded ? cost_.sharded_attention_bytes(work.dist, s, layers) : 0;
       // cp_index[block][tp rank]: the block's all-to-all among the CP ranks of that TP rank; ring[block][tp rank]
       // its ring exchanges instead, with ring attention.
       resize_grid(cp_index, blocks.size(), static_cast<std::size_t>(s.tp), -1);
@@ -608,7 +609,7 @@ class Builder {
               add_block_compute(g, rep.overlap_cp_comm, local_work, dist_work, all_work,
                                 cp_index[b][static_cast<std::size_t>(t)], block.layers(), WorkKind::Compute, r, m);
           }
-          mark_in_flight(g, first, bytes_per_token * static_cast<double>(tokens));
+          mark_in_flight(g, first, bytes_per_token * static_cast<double>(tokens) + sharded_bytes);
         }
       }
       if (options_.after_flat_micro_batch) options_.after_flat_micro_batch(program_, rep.gpus);
@@ -866,7 +867,8 @@ void Builder::add_pipeline_pass(const StageContext& c, int j, int t, std::size_t
   if (c.stage + 1 < pp && gradient_crosses(s, c.stage)) transfer(Step::Type::Recv, false, c.stage);
   for (std::size_t b = c.blocks.size(); b-- > 0;) add_block(b);
   // The micro-batch's activations live from its forward's first step to its backward's last.
-  const double bytes = c.bytes_per_token * static_cast<double>(work.gpu_tokens(j));
+  const double bytes = c.bytes_per_token * static_cast<double>(work.gpu_tokens(j)) +
+                       cost_.sharded_attention_bytes(work.dist, s, stage_span(cost_.model(), pp, c.stage));
   step_at(g, first_step).alloc_bytes += bytes;
   step_at(g, step_count(g) - 1).free_bytes += bytes;
   if (c.stage > 0 && gradient_crosses(s, c.stage - 1)) transfer(Step::Type::Send, false, c.stage - 1);

@@ -110,6 +110,28 @@ TEST(CostModelTime, ElementwiseTrafficMovesAtTheGpusHbmBandwidth) {
               2 * 0.2432 + 0.4, 1e-6);
 }
 
+TEST(CostModelMemory, UlyssesShardsKeepTheProfilesCopiesForEveryTokenOfTheSequence) {
+  // Tiny model: 4 heads, 2 KV heads, head_dim 16, 2 layers. Over CP 2 a rank runs 2 heads and 1 KV head: per
+  // token of a sharded sequence 4 x 2 x 16 + 4 x 1 x 16 + 4 x 2 = 200 bytes a layer.
+  Profile p = flat_profile();
+  p.memory.sharded_attention = {4, 4, 4};
+  const CostModel cost(tiny_model(), tiny_cluster(), p);
+  ParallelScheme scheme;
+  scheme.cp = 2;
+  const std::vector<SequenceShare> dist{{100, 2}, {50, 2}, {30, 1}};  // the cp 1 share keeps nothing extra
+  EXPECT_DOUBLE_EQ(cost.sharded_attention_bytes(dist, scheme, LayerSpan{0, 2}), 150.0 * 200 * 2);
+  EXPECT_DOUBLE_EQ(cost.sharded_attention_bytes(dist, scheme, LayerSpan{1, 1}), 150.0 * 200);
+  // A checkpointed layer keeps its input only; ring attention exchanges blocks, not these copies; a profile
+  // without the field keeps nothing.
+  ParallelScheme checkpointed = scheme;
+  checkpointed.recompute = Recompute::Full;
+  EXPECT_DOUBLE_EQ(cost.sharded_attention_bytes(dist, checkpointed, LayerSpan{0, 2}), 0.0);
+  const CostModel ring(tiny_model(), tiny_cluster(), p,
+                       CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
+  EXPECT_DOUBLE_EQ(ring.sharded_attention_bytes(dist, scheme, LayerSpan{0, 2}), 0.0);
+  EXPECT_DOUBLE_EQ(tiny_cost().sharded_attention_bytes(dist, scheme, LayerSpan{0, 2}), 0.0);
+}
+
 TEST(CostModelTime, UlyssesRanksRunWholeHeadsAndTheBusiestSetsThePace) {
   EXPECT_EQ(ulysses_rank_heads(14, 2, 8).heads, 2);  // Qwen2.5-0.5B over 8 ranks: 2 of 14, not 1.75
   EXPECT_EQ(ulysses_rank_heads(14, 2, 8).kv_heads, 1);

@@ -30,6 +30,10 @@ TEST_P(ShippedMeasuredProfile, IsTheFitOfItsMeasurements) {
   EXPECT_GT(shipped.compute.gemm_work_overhead, 0);
   // lcsim's LM head keeps one bf16 logits buffer (kernels/lm_head.hpp), not the prior's unfused fp32 loss.
   EXPECT_EQ(shipped.memory.logits_bytes_per_token_per_vocab, 2);
+  // It keeps a Ulysses shard's post-all-to-all copies until backward (kernels/ulysses_copies.hpp).
+  EXPECT_EQ(shipped.memory.sharded_attention.per_q_element, 4);
+  EXPECT_EQ(shipped.memory.sharded_attention.per_kv_element, 4);
+  EXPECT_EQ(shipped.memory.sharded_attention.per_head, 4);
   EXPECT_GT(derive_default_profile(named_gpu(m.device.gpu_kind)).memory.logits_bytes_per_token_per_vocab, 2);
 }
 
@@ -62,6 +66,7 @@ TEST(PublishedMeasurementsProfile, IsTheFitOfThePublishedFigures) {
   // Published figures are not lcsim's kernels: the logits keep the prior's bytes.
   EXPECT_EQ(shipped.memory.logits_bytes_per_token_per_vocab,
             derive_default_profile(named_gpu("H100-SXM")).memory.logits_bytes_per_token_per_vocab);
+  EXPECT_FALSE(shipped.memory.sharded_attention.any());
 }
 
 }  // namespace

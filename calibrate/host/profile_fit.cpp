@@ -14,6 +14,7 @@
 
 #include "kernels/attention_tiles.hpp"
 #include "kernels/lm_head.hpp"
+#include "kernels/ulysses_copies.hpp"
 #include "policies/core/cost_model.hpp"
 #include "policies/core/errors.hpp"
 #include "policies/core/fitting.hpp"
@@ -306,6 +307,10 @@ struct Fitter {
       p.memory.logits_bytes_per_token_per_vocab = kernels::kLmHeadLogitsBytesPerVocab;
       measured.push_back("logits bytes per token per vocabulary entry (lcsim's LM head: one bf16 buffer, its "
                          "gradient written in place)");
+      p.memory.sharded_attention = {kernels::kShardCopyBytesPerQElement, kernels::kShardCopyBytesPerKvElement,
+                                    kernels::kShardCopyBytesPerHead};
+      measured.push_back("sharded attention bytes (lcsim's layer proxy keeps the post-all-to-all Q, K, V, output and "
+                         "log-sum-exp of a Ulysses shard until backward)");
     }
     measured.push_back("activation bytes per token per layer (arena high-water mark of the layer proxy over " +
                        std::to_string(by_mode.begin()->second.size()) + " model shapes)");

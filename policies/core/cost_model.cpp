@@ -621,6 +621,24 @@ double CostModel::activation_bytes_per_token(const ParallelScheme& scheme, Layer
   return (stored + std::max(logits, recomputing)) / scheme.tp;
 }
 
+double CostModel::sharded_attention_bytes(std::span<const SequenceShare> dist, const ParallelScheme& scheme,
+                                          LayerSpan layers) const {
+  const ShardedAttentionBytes& b = profile_.memory.sharded_attention;
+  if (!b.any() || options_.cp_attention == CpAttention::Ring) return 0;
+  const LayerMix mix = layer_mix(scheme, layers);
+  const int keeping = mix.with_backward() - mix.checkpointed();  // a checkpointed layer keeps its input only
+  if (keeping <= 0) return 0;
+  double bytes = 0;
+  for (const SequenceShare& share : dist) {
+    if (share.cp <= 1 || share.sequence_tokens <= 0) continue;
+    const UlyssesHeads rank = rank_heads(share.cp, scheme.tp);
+    const double d = model_.head_dim;
+    bytes += static_cast<double>(share.sequence_tokens) *
+             (b.per_q_element * rank.heads * d + b.per_kv_element * rank.kv_heads * d + b.per_head * rank.heads);
+  }
+  return bytes * keeping;
+}
+
 double CostModel::capacity_bytes() const {
   return cluster_.gpu.memory_bytes - profile_.memory.reserve_bytes;
 }

@@ -220,6 +220,11 @@ class CostModel {
   /// Activation bytes per token held on this GPU for `layers` (+ logits when `with_head`), with the scheme's
   /// recomputation; a LayerGrad::None layer keeps none. TP divides it (sequence parallelism).
   double activation_bytes_per_token(const ParallelScheme& scheme, LayerSpan layers, bool with_head) const;
+  /// What one GPU keeps beyond activation_bytes_per_token for the Ulysses shards of a micro-batch (`dist`, as
+  /// cp_exchanges takes them) over `layers`: the profile's sharded_attention bytes for every token of each sharded
+  /// sequence and the rank's heads, in each layer that keeps its activations. 0 for ring attention.
+  double sharded_attention_bytes(std::span<const SequenceShare> dist, const ParallelScheme& scheme,
+                                 LayerSpan layers) const;
   /// Usable memory: GPU capacity minus the profile's reserve.
   double capacity_bytes() const;
 

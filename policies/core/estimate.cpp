@@ -64,24 +64,24 @@ std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostMod
   for (const auto& replica : plan.replicas) {
     if (!replica_shape_ok(replica, cost)) continue;  // the validator reports it
     const auto& s = replica.scheme;
-    // tokens[j][m]: tokens CP rank j holds for micro-batch m.
-    std::vector<std::vector<Tokens>> tokens(static_cast<std::size_t>(s.cp));
-    for (const auto& mb : replica.micro_batches) {
-      const MicroBatchWork work = split_work(replica, mb);
-      for (int j = 0; j < s.cp; ++j) tokens[static_cast<std::size_t>(j)].push_back(work.gpu_tokens(j));
-    }
-    for (auto& per_rank : tokens) std::sort(per_rank.begin(), per_rank.end(), std::greater<>());
+    std::vector<MicroBatchWork> works;
+    for (const auto& mb : replica.micro_batches) works.push_back(split_work(replica, mb));
     for (int stage = 0; stage < s.pp; ++stage) {
       // Stages differ when part of the model is frozen.
       const double static_bytes = cost.static_bytes(s, shard_degree(cost, s), stage);
-      const double per_token =
-          cost.activation_bytes_per_token(s, stage_span(cost.model(), s.pp, stage), stage == s.pp - 1);
+      const LayerSpan layers = stage_span(cost.model(), s.pp, stage);
+      const double per_token = cost.activation_bytes_per_token(s, layers, stage == s.pp - 1);
       for (int j = 0; j < s.cp; ++j) {
-        const auto& per_rank = tokens[static_cast<std::size_t>(j)];
+        // What CP rank j keeps for each micro-batch; at most pp - stage of them are in flight at once.
+        std::vector<double> per_rank;
+        for (const MicroBatchWork& work : works)
+          per_rank.push_back(per_token * static_cast<double>(work.gpu_tokens(j)) +
+                             cost.sharded_attention_bytes(work.dist, s, layers));
+        std::sort(per_rank.begin(), per_rank.end(), std::greater<>());
         const std::size_t in_flight = std::min(static_cast<std::size_t>(s.pp - stage), per_rank.size());
-        Tokens held = 0;
+        double held = 0;
         for (std::size_t m = 0; m < in_flight; ++m) held += per_rank[m];
-        const double bytes = static_bytes + per_token * static_cast<double>(held);
+        const double bytes = static_bytes + held;
         for (int t = 0; t < s.tp; ++t) {
           const int g = replica.gpu(stage, j, t);
           if (g >= 0 && g < world)

@@ -116,11 +116,23 @@ struct ActivationCoefficients {
   double per_ffn = 0;
 };
 
+/// What a Ulysses rank keeps, per layer with activations, for every token of the sequences it holds a shard of,
+/// beyond what a whole-sequence layer keeps (the activation coefficients): the implementation's post-all-to-all
+/// copies, bytes per element of the rank's query heads (x head_dim), of its KV heads (x head_dim) and per query
+/// head. 0 everywhere: the exchange keeps nothing of its own.
+struct ShardedAttentionBytes {
+  double per_q_element = 0;
+  double per_kv_element = 0;
+  double per_head = 0;
+  bool any() const { return per_q_element > 0 || per_kv_element > 0 || per_head > 0; }
+};
+
 struct MemoryProfile {
   ActivationCoefficients activations_none;       ///< nothing recomputed
   ActivationCoefficients activations_selective;  ///< selective recomputation
   ActivationCoefficients activations_full;       ///< full-layer checkpointing: only the layer input stays
   double logits_bytes_per_token_per_vocab = 0;   ///< LM head logits and their gradient at peak
+  ShardedAttentionBytes sharded_attention;       ///< optional in files: absent, all 0
   /// Static bytes per parameter by ZeRO stage (index 0..3): replicated on every GPU of the model shard, and
   /// divided across the sharding group.
   std::array<double, 4> replicated_bytes_per_param{};

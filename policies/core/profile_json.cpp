@@ -239,6 +239,13 @@ MemoryProfile read_memory(JsonObjectReader r) {
   m.activations_full = read_coefficients(activations.object("full"));
   activations.finish();
   m.logits_bytes_per_token_per_vocab = bounded(r, "logits_bytes_per_token_per_vocab", kBytesPerUnitRange);
+  if (r.has("sharded_attention_bytes")) {
+    auto sharded = r.object("sharded_attention_bytes");
+    m.sharded_attention.per_q_element = bounded(sharded, "per_q_element", kBytesPerUnitRange);
+    m.sharded_attention.per_kv_element = bounded(sharded, "per_kv_element", kBytesPerUnitRange);
+    m.sharded_attention.per_head = bounded(sharded, "per_head", kBytesPerUnitRange);
+    sharded.finish();
+  }
   auto statics = r.object("static_bytes_per_param");
   m.replicated_bytes_per_param = read_per_stage(statics, "replicated");
   m.sharded_bytes_per_param = read_per_stage(statics, "sharded");
@@ -339,6 +346,13 @@ Json to_json(const Profile& profile) {
   activations["full"] = coefficients_json<Json>(m.activations_full);
   memory["activation_bytes_per_token_per_layer"] = activations;
   memory["logits_bytes_per_token_per_vocab"] = m.logits_bytes_per_token_per_vocab;
+  if (m.sharded_attention.any()) {
+    Json sharded;
+    sharded["per_q_element"] = m.sharded_attention.per_q_element;
+    sharded["per_kv_element"] = m.sharded_attention.per_kv_element;
+    sharded["per_head"] = m.sharded_attention.per_head;
+    memory["sharded_attention_bytes"] = sharded;
+  }
   Json statics;
   statics["replicated"] = m.replicated_bytes_per_param;
   statics["sharded"] = m.sharded_bytes_per_param;
