@@ -155,6 +155,32 @@ TEST(Uncertainty, ProfileDrawsScaleOnlyFieldsWithAFitErrorBySigmaFromMape) {
   EXPECT_NEAR(log_sd(latency), sigma_from_mape(0.05), 0.003);
 }
 
+TEST(Uncertainty, ALayerFitScalesTheWholeLayerOnceInsteadOfItsCurves) {
+  // With a layer fit, its residual (on whole layer times priced with these curves) is the layer's error: one draw
+  // scales the GEMM curve, the attention curve and the fixed cost together, and the curves' own errors are not
+  // drawn on top (they are inside that residual). The share k stays.
+  Profile nominal = profile_with_fits();
+  nominal.compute.attention_efficiency.fit_mape = 0.2;
+  nominal.compute.layer_overhead_fit_mape = 0.04;
+  nominal.compute.gemm_work_overhead = 0.5;
+  nominal.compute.layer_overhead_us = 100;
+  Rng rng(5);
+  std::vector<double> layer;
+  for (int i = 0; i < 4000; ++i) {
+    const Profile p = perturb_profile(nominal, rng);
+    const double f = nominal.compute.layer_overhead_us / p.compute.layer_overhead_us;  // 1 / time factor
+    if (p.compute.gemm_efficiency.y[0] < 1) {
+      EXPECT_NEAR(p.compute.gemm_efficiency.y[0], 0.2 * f, 1e-12);
+    }
+    if (p.compute.attention_efficiency.y[0] < 1) {
+      EXPECT_NEAR(p.compute.attention_efficiency.y[0], nominal.compute.attention_efficiency.y[0] * f, 1e-12);
+    }
+    EXPECT_EQ(p.compute.gemm_work_overhead, 0.5);
+    layer.push_back(p.compute.layer_overhead_us / 100);
+  }
+  EXPECT_NEAR(log_sd(layer), sigma_from_mape(0.04), 0.003);
+}
+
 TEST(Uncertainty, SampledWorldsOfAScenarioAreDeterministicAndWorldZeroIsTheNominalRun) {
   const LoadedScenario loaded = load_and_prepare(kDefaultScenario, 3);
   const RunResults nominal = evaluate_plans(loaded, {});

@@ -95,18 +95,25 @@ Profile perturb_profile(const Profile& profile, Rng& rng) {
   Profile out = profile;
   ComputeProfile& c = out.compute;
   // An efficiency above the peak is not a machine: clamp at 1.
-  for (Curve* curve : {&c.gemm_efficiency, &c.attention_efficiency}) {
-    if (!curve->fit_mape) continue;
-    const double factor = scale_of(rng, *curve->fit_mape);
-    for (double& y : curve->y) y = std::min(1.0, y / factor);
-  }
+  const auto scale_curve = [](Curve& curve, double factor) {
+    for (double& y : curve.y) y = std::min(1.0, y / factor);
+  };
+  // The curves draw in the same order either way, so a world's other draws do not depend on which rule applies.
+  double curve_factor[2] = {1, 1};
+  Curve* curves[2] = {&c.gemm_efficiency, &c.attention_efficiency};
+  for (int i = 0; i < 2; ++i)
+    if (curves[i]->fit_mape) curve_factor[i] = scale_of(rng, *curves[i]->fit_mape);
   if (c.layer_overhead_fit_mape) {
-    // The fit's residual is on the layer time (1 + k) GEMM passes + attention + fixed; the attention curve is
-    // perturbed by its own fit error above, so the GEMM passes with their share and the fixed cost scale here.
+    // The layer fit's residual is on whole layer times, (1 + k) GEMM passes + attention + fixed, priced with these
+    // very curves: it already holds what the curves get wrong inside a layer. One draw scales the whole layer
+    // (both curves and the fixed cost); drawing the curves on top of it would count their errors twice.
     const double factor = scale_of(rng, *c.layer_overhead_fit_mape);
-    // k stays in its profile range (non-negative): a layer is never cheaper than its GEMM and attention terms.
-    c.gemm_work_overhead = std::max(0.0, (1 + c.gemm_work_overhead) * factor - 1);
+    scale_curve(c.gemm_efficiency, factor);
+    scale_curve(c.attention_efficiency, factor);
     c.layer_overhead_us *= factor;
+  } else {
+    for (int i = 0; i < 2; ++i)
+      if (curves[i]->fit_mape) scale_curve(*curves[i], curve_factor[i]);
   }
   if (out.memory.fit_mape) {
     const double factor = scale_of(rng, *out.memory.fit_mape);
