@@ -68,9 +68,16 @@ void add_uncertainty_options(boost::program_options::options_description& option
        "worlds to sample (at most 1000): world 0 is the nominal run, the others draw the dataset, the profile's "
        "fitted fields and the model form, and give each policy p10-p90 intervals and P(beats the baseline); 1: "
        "the nominal figures only (docs/uncertainty.md)")  //
+      ("fixed-data", po::bool_switch(),
+       "sampled worlds keep the scenario's own data and draw the profile and the model form only (a run whose "
+       "data is known, as a measured run's; lcsim validate uses it for measured entries)")  //
       ("model-form", po::value<std::string>()->value_name("FILE"),
        "model-form file (schema lcsim-model-form/1, written by `lcsim validate --write-model-form`); default: "
        "the shipped scenarios/validation/model-form.json");
+}
+
+bool draw_data_option(const boost::program_options::variables_map& vm) {
+  return !vm["fixed-data"].as<bool>();
 }
 
 int samples_option(const boost::program_options::variables_map& vm) {

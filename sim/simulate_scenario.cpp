@@ -217,13 +217,15 @@ void attach_sampled_worlds(SimulationReport& report, const LoadedScenario& loade
   std::vector<std::vector<WorldFigures>> worlds(results.policies.size());
   for (std::size_t p = 0; p < results.policies.size(); ++p) worlds[p].push_back(world_figures(results.policies[p]));
   if (samples > 1) {
-    const auto estimated = estimate_worlds(loaded, settings.policies, samples, settings.world_progress);
+    const auto estimated =
+        estimate_worlds(loaded, settings.policies, samples, settings.world_progress, settings.draw_data);
     if (estimated.size() != worlds.size()) throw std::logic_error("simulate: sampled worlds of other policies");
     for (std::size_t p = 0; p < worlds.size(); ++p)
       for (int w = 1; w < samples; ++w)
         worlds[p].push_back(transfer_world(worlds[p][0], estimated[p][0], estimated[p][static_cast<std::size_t>(w)]));
   }
-  attach_intervals(results, worlds, sampled_sources(loaded), model_form.for_profile(loaded.profile));
+  attach_intervals(results, worlds, sampled_sources(loaded, settings.draw_data),
+                   model_form.for_profile(loaded.profile));
 }
 
 }  // namespace lcsim::sim

@@ -27,6 +27,7 @@ struct SimulateSettings {
   std::function<void(std::size_t, std::size_t, const std::string&)> progress;
   /// Called as the sampled worlds are estimated (attach_sampled_worlds).
   WorldProgress world_progress;
+  bool draw_data = true;  ///< false (--fixed-data): the sampled worlds keep the scenario's data
 };
 
 /// What the simulation adds to a policy's results, beyond PolicyResult.

@@ -88,7 +88,8 @@ struct Run {
   std::string mode;
   Json scenario;
   std::vector<std::string> labels;
-  std::string where;  ///< the first entry that needs it, for messages
+  std::string where;     ///< the first entry that needs it, for messages
+  bool measured = false;  ///< a measured run's: its worlds keep its data (--fixed-data), which the run measured
 };
 
 /// --profile files by the GPU kind they describe; a second file for the same kind is an error.
@@ -424,8 +425,10 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
     for (std::size_t i = 0; i < e->points.size(); ++i) {
       const std::string where = catalogue_file + ": entry " + e->id + ", point " + std::to_string(i);
       Json scenario = scenario_for(e->points[i], where, profiles);
-      const auto [it, added] = run_of_key.emplace(run_key(e->mode, scenario), runs.size());
-      if (added) runs.push_back({e->mode, std::move(scenario), {}, where});
+      const bool measured = !e->measured.empty();
+      const auto [it, added] =
+          run_of_key.emplace(run_key(e->mode, scenario) + (measured ? " fixed-data" : ""), runs.size());
+      if (added) runs.push_back({e->mode, std::move(scenario), {}, where, measured});
       Run& run = runs[it->second];
       for (const auto& label : point_labels(e->points[i]))
         if (std::find(run.labels.begin(), run.labels.end(), label) == run.labels.end()) run.labels.push_back(label);
@@ -465,6 +468,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
       command.argv.push_back("--policy");
       command.argv.push_back(label);
     }
+    if (runs[i].measured) command.argv.push_back("--fixed-data");
     commands.push_back(std::move(command));
   }
   const std::vector<int> status =

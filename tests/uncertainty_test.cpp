@@ -210,6 +210,18 @@ TEST(Uncertainty, SampledWorldsOfAScenarioAreDeterministicAndWorldZeroIsTheNomin
   }
 }
 
+TEST(Uncertainty, FixedDataWorldsKeepTheScenariosBatchesAndDrawTheProfile) {
+  // A measured run's data is known: --fixed-data worlds keep the nominal batches, and only the profile moves.
+  const LoadedScenario loaded = load_and_prepare(kDefaultScenario, 3);
+  const LoadedScenario fixed = load_world(loaded, 2, false);
+  const LoadedScenario drawn = load_world(loaded, 2);
+  EXPECT_EQ(fixed.batches, loaded.batches);
+  EXPECT_NE(drawn.batches, loaded.batches);
+  // The same world's profile either way: the data draw does not shift the profile's.
+  EXPECT_EQ(profile_to_json(fixed.profile), profile_to_json(drawn.profile));
+  EXPECT_NE(sampled_sources(loaded, false).front().find("--fixed-data"), std::string::npos);
+}
+
 TEST(Uncertainty, SimulatedWorldsAreTheEstimateScaledToTheSimulation) {
   // Times by ratio, metrics by difference.
   WorldFigures sim, est0, estw;

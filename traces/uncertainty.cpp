@@ -137,7 +137,7 @@ Profile world_profile(const Profile& nominal, std::uint64_t scenario_seed, int w
   return perturb_profile(nominal, rng);
 }
 
-LoadedScenario load_world(const LoadedScenario& nominal, int world) {
+LoadedScenario load_world(const LoadedScenario& nominal, int world, bool draw_data) {
   const std::uint64_t seed = world_seed(nominal.scenario.seed, world);
   LoadedScenario out;
   out.scenario = nominal.scenario;
@@ -145,7 +145,12 @@ LoadedScenario load_world(const LoadedScenario& nominal, int world) {
   const Scenario& s = out.scenario;
   out.cost = std::make_unique<CostModel>(
       s.model, s.cluster, out.profile, CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning});
-  out.batches = prepare_batches(s, out.dataset_label, Rng(seed).split(kDataStream).next());
+  if (draw_data) {
+    out.batches = prepare_batches(s, out.dataset_label, Rng(seed).split(kDataStream).next());
+  } else {
+    out.batches = nominal.batches;
+    out.dataset_label = nominal.dataset_label;
+  }
   return out;
 }
 
@@ -291,24 +296,28 @@ void attach_intervals(RunResults& results, const std::vector<std::vector<WorldFi
   u.p_winner = static_cast<double>(wins) / static_cast<double>(samples);
 }
 
-std::vector<std::string> sampled_sources(const LoadedScenario& loaded) {
+std::vector<std::string> sampled_sources(const LoadedScenario& loaded, bool draw_data) {
   std::vector<std::string> sources;
-  sources.push_back(loaded.scenario.dataset.trace_path.empty()
-                        ? "dataset: the named distributions sampled with another seed per world"
-                        : "dataset: a bootstrap resample of the length trace per world (same count)");
+  if (!draw_data)
+    sources.push_back("dataset: the scenario's own in every world (--fixed-data)");
+  else
+    sources.push_back(loaded.scenario.dataset.trace_path.empty()
+                          ? "dataset: the named distributions sampled with another seed per world"
+                          : "dataset: a bootstrap resample of the length trace per world (same count)");
   for (std::string& field : profile_sampled_fields(loaded.profile)) sources.push_back("profile: " + field);
   return sources;
 }
 
 namespace {
 
-RunResults world_results(const LoadedScenario& loaded, const std::vector<std::string>& only_labels, int world) {
+RunResults world_results(const LoadedScenario& loaded, const std::vector<std::string>& only_labels, int world,
+                         bool draw_data) {
   if (world == 0) return evaluate_plans(loaded, only_labels);
   // A sampled world can fail where the nominal one did not (a longer sequence, a larger window): say which.
   const std::string where =
       "sampled world " + std::to_string(world) + " (--samples; --samples 1 runs the nominal " + "world only): ";
   try {
-    return evaluate_plans(load_world(loaded, world), only_labels);
+    return evaluate_plans(load_world(loaded, world, draw_data), only_labels);
   } catch (const PlanningError& e) {
     throw PlanningError(where + e.what());
   } catch (const InputError& e) {
@@ -320,11 +329,11 @@ RunResults world_results(const LoadedScenario& loaded, const std::vector<std::st
 
 std::vector<std::vector<WorldFigures>> estimate_worlds(const LoadedScenario& loaded,
                                                        const std::vector<std::string>& only_labels, int samples,
-                                                       const WorldProgress& world_progress) {
+                                                       const WorldProgress& world_progress, bool draw_data) {
   std::vector<std::vector<WorldFigures>> out;
   for (int w = 0; w < samples; ++w) {
     if (world_progress) world_progress(w, samples);
-    const RunResults r = world_results(loaded, only_labels, w);
+    const RunResults r = world_results(loaded, only_labels, w, draw_data);
     out.resize(r.policies.size());
     for (std::size_t p = 0; p < r.policies.size(); ++p) out[p].push_back(world_figures(r.policies[p]));
   }
@@ -334,17 +343,17 @@ std::vector<std::vector<WorldFigures>> estimate_worlds(const LoadedScenario& loa
 
 RunResults evaluate_with_samples(const LoadedScenario& loaded, const std::vector<std::string>& only_labels, int samples,
                                  const ModelForm& model_form, const PolicyProgress& progress,
-                                 const WorldProgress& world_progress) {
+                                 const WorldProgress& world_progress, bool draw_data) {
   RunResults results = evaluate_plans(loaded, only_labels, progress);
   std::vector<std::vector<WorldFigures>> worlds(results.policies.size());
   for (std::size_t p = 0; p < results.policies.size(); ++p) worlds[p].push_back(world_figures(results.policies[p]));
   for (int w = 1; w < samples; ++w) {
     if (world_progress) world_progress(w - 1, samples - 1);
-    const RunResults r = world_results(loaded, only_labels, w);
+    const RunResults r = world_results(loaded, only_labels, w, draw_data);
     for (std::size_t p = 0; p < r.policies.size(); ++p) worlds[p].push_back(world_figures(r.policies[p]));
   }
   if (world_progress && samples > 1) world_progress(samples - 1, samples - 1);
-  attach_intervals(results, worlds, sampled_sources(loaded), model_form.for_profile(loaded.profile));
+  attach_intervals(results, worlds, sampled_sources(loaded, draw_data), model_form.for_profile(loaded.profile));
   return results;
 }
 

@@ -55,7 +55,8 @@ Profile perturb_profile(const Profile& profile, Rng& rng);
 Profile world_profile(const Profile& nominal, std::uint64_t scenario_seed, int world);
 
 /// The scenario of sampled world `world` >= 1: the nominal one with that world's dataset and profile.
-LoadedScenario load_world(const LoadedScenario& nominal, int world);
+/// `draw_data` false: the world keeps the nominal batches (a run whose data is known, e.g. a measured one).
+LoadedScenario load_world(const LoadedScenario& nominal, int world, bool draw_data = true);
 
 /// The model-form term: s_speedup, the spread of log(speedup) that the model itself adds (per quantity family,
 /// estimated by `lcsim validate`). A profile calibrated on a device and one derived from public figures miss by
@@ -94,7 +95,7 @@ void attach_intervals(RunResults& results, const std::vector<std::vector<WorldFi
                       std::vector<std::string> sources, const ModelForm& model_form);
 
 /// What `--samples N` sampled in a scenario's worlds besides the model form: the dataset and the profile fields.
-std::vector<std::string> sampled_sources(const LoadedScenario& loaded);
+std::vector<std::string> sampled_sources(const LoadedScenario& loaded, bool draw_data = true);
 
 /// Called before each sampled world is evaluated (worlds done, worlds in total) and once at the end.
 using WorldProgress = std::function<void(int, int)>;
@@ -103,13 +104,14 @@ using WorldProgress = std::function<void(int, int)>;
 /// then attach_intervals.
 RunResults evaluate_with_samples(const LoadedScenario& loaded, const std::vector<std::string>& only_labels, int samples,
                                  const ModelForm& model_form, const PolicyProgress& progress = {},
-                                 const WorldProgress& world_progress = {});
+                                 const WorldProgress& world_progress = {}, bool draw_data = true);
 
 /// The estimate's figures of worlds 0..samples-1 for the policies select_policies(only_labels) picks, in that
 /// order: result[p][w].
 std::vector<std::vector<WorldFigures>> estimate_worlds(const LoadedScenario& loaded,
                                                        const std::vector<std::string>& only_labels, int samples,
-                                                       const WorldProgress& world_progress = {});
+                                                       const WorldProgress& world_progress = {},
+                                                       bool draw_data = true);
 
 /// --samples: in [1, kMaxSamples]; InputError naming the option otherwise.
 int checked_samples(int samples);
