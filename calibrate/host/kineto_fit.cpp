@@ -521,9 +521,7 @@ struct Fitter {
       return;
     }
     const ModelConfig& model = *options.model;
-    ClusterSpec cluster;
-    for (const auto& gpu : named_gpus())
-      if (gpu.name == p.gpu) cluster.gpu = gpu;
+    const ClusterSpec cluster = one_gpu_cluster(p, 0);
     if (!(cluster.gpu.hbm_TBps > 0)) {
       line({field, false, 0, 0, std::nullopt, "the prior's GPU '" + p.gpu + "' has no datasheet HBM bandwidth"});
       return;

@@ -51,17 +51,6 @@ std::vector<std::size_t> order_of(const std::vector<double>& values) {
   return order;
 }
 
-ClusterSpec one_gpu_cluster(const Profile& profile, double memory_bytes) {
-  ClusterSpec cluster;
-  for (const auto& gpu : named_gpus()) {
-    if (gpu.name == profile.gpu) cluster.gpu = gpu;
-  }
-  if (cluster.gpu.name.empty()) cluster.gpu = GpuKind{profile.gpu, memory_bytes, profile.compute.peak_tflops, 0, 0};
-  cluster.nodes = 1;
-  cluster.gpus_per_node = 1;
-  return cluster;
-}
-
 std::vector<SequenceShare> shares_of(const std::vector<int>& seqlens) {
   std::vector<SequenceShare> work;
   for (int s : seqlens) work.push_back({s, 1});
@@ -453,6 +442,18 @@ struct Fitter {
 };
 
 }  // namespace
+
+ClusterSpec one_gpu_cluster(const Profile& profile, double memory_bytes) {
+  ClusterSpec cluster;
+  for (const auto& gpu : named_gpus()) {
+    if (gpu.name == profile.gpu) cluster.gpu = gpu;
+  }
+  if (cluster.gpu.name.empty()) cluster.gpu = GpuKind{profile.gpu, memory_bytes, profile.compute.peak_tflops, 0, 0};
+  cluster.nodes = 1;
+  cluster.gpus_per_node = 1;
+  return cluster;
+}
+
 
 ProportionalFit proportional_held_out(const std::vector<double>& x, const std::vector<double>& y, int every_k) {
   const auto order = order_of(x);

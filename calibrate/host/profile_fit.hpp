@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "calibrate/host/measurements.hpp"
+#include "policies/core/cluster.hpp"
 #include "policies/core/model.hpp"
 #include "policies/core/profile.hpp"
 
@@ -75,6 +76,10 @@ struct LayerOverheadFit {
   double gemm_share = 0;
   std::vector<std::string> clamped;
 };
+/// One GPU of `profile`'s kind as a cluster, for pricing its measurements with the cost model: the named GPU's
+/// datasheet figures when the kind is known, else one of `memory_bytes` at the profile's peak and no HBM figure.
+ClusterSpec one_gpu_cluster(const Profile& profile, double memory_bytes);
+
 LayerOverheadFit fit_layer_overhead(const std::vector<double>& base, const std::vector<double>& gemm,
                                     const std::vector<double>& measured);
 
