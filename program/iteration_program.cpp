@@ -640,6 +640,7 @@ class Builder {
     int stage = 0;
     bool head = false;  ///< the last stage, with the LM head
     double bytes_per_token = 0;
+    const std::vector<double>& sharded_bytes;  ///< per micro-batch: its shards' copies (CostModel), on every rank
     const std::vector<Block>& blocks;
     const std::vector<MicroBatchWork>& works;
     const std::vector<ShareIds>& ids;
@@ -719,13 +720,15 @@ void Builder::add_pipelined_replica(int r) {
     const LayerMix mix = cost_.layer_mix(s, layers);
     std::vector<PassCollectives> passes;
     std::vector<MicroBatchCosts> costs;
+    std::vector<double> sharded_bytes;
     for (const MicroBatchWork& work : works) {
+      sharded_bytes.push_back(cost_.sharded_attention_bytes(work.dist, s, layers));
       passes.push_back(add_pass_collectives(rep, stage, work, blocks));
       costs.emplace_back(cost_, work, s, mix, rep.overlap_cp_comm, head);
     }
-    const StageContext context{r,      stage,    head, cost_.activation_bytes_per_token(s, layers, head),
-                               blocks, works,    ids,  costs,
-                               passes, transfers};
+    const StageContext context{
+        r,     stage,  head,     cost_.activation_bytes_per_token(s, layers, head), sharded_bytes, blocks, works, ids,
+        costs, passes, transfers};
     const auto order = one_f_one_b(s.pp, stage, works.size());
     for (int j = 0; j < s.cp; ++j)
       for (int t = 0; t < s.tp; ++t) {
@@ -867,8 +870,7 @@ void Builder::add_pipeline_pass(const StageContext& c, int j, int t, std::size_t
   if (c.stage + 1 < pp && gradient_crosses(s, c.stage)) transfer(Step::Type::Recv, false, c.stage);
   for (std::size_t b = c.blocks.size(); b-- > 0;) add_block(b);
   // The micro-batch's activations live from its forward's first step to its backward's last.
-  const double bytes = c.bytes_per_token * static_cast<double>(work.gpu_tokens(j)) +
-                       cost_.sharded_attention_bytes(work.dist, s, stage_span(cost_.model(), pp, c.stage));
+  const double bytes = c.bytes_per_token * static_cast<double>(work.gpu_tokens(j)) + c.sharded_bytes[m];
   step_at(g, first_step).alloc_bytes += bytes;
   step_at(g, step_count(g) - 1).free_bytes += bytes;
   if (c.stage > 0 && gradient_crosses(s, c.stage - 1)) transfer(Step::Type::Send, false, c.stage - 1);

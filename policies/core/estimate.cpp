@@ -71,12 +71,14 @@ std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostMod
       const double static_bytes = cost.static_bytes(s, shard_degree(cost, s), stage);
       const LayerSpan layers = stage_span(cost.model(), s.pp, stage);
       const double per_token = cost.activation_bytes_per_token(s, layers, stage == s.pp - 1);
+      // The shards' copies of a micro-batch are the same on every CP rank.
+      std::vector<double> sharded;
+      for (const MicroBatchWork& work : works) sharded.push_back(cost.sharded_attention_bytes(work.dist, s, layers));
       for (int j = 0; j < s.cp; ++j) {
         // What CP rank j keeps for each micro-batch; at most pp - stage of them are in flight at once.
         std::vector<double> per_rank;
-        for (const MicroBatchWork& work : works)
-          per_rank.push_back(per_token * static_cast<double>(work.gpu_tokens(j)) +
-                             cost.sharded_attention_bytes(work.dist, s, layers));
+        for (std::size_t m = 0; m < works.size(); ++m)
+          per_rank.push_back(per_token * static_cast<double>(works[m].gpu_tokens(j)) + sharded[m]);
         std::sort(per_rank.begin(), per_rank.end(), std::greater<>());
         const std::size_t in_flight = std::min(static_cast<std::size_t>(s.pp - stage), per_rank.size());
         double held = 0;
