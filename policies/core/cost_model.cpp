@@ -363,7 +363,7 @@ double CostModel::layer_forward_seconds(const LayerParts& parts, LayerGrad grad)
   // The element-wise overhead grows with the forward's GEMM rows, the fixed layer overhead goes with each pass in
   // proportion to its share of the layer's work.
   const double work_seconds = base_gemm_passes(grad) * gemm + 3 * adapters + parts.attention + parts.attention_backward +
-                              parts.elementwise + (grad == LayerGrad::None ? 0 : parts.elementwise_backward);
+                              parts.elementwise + parts.elementwise_backward;
   const double overhead = c.gemm_work_overhead * (gemm + adapters) +
                           (work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0);
   return forward + overhead;
