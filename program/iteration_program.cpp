@@ -435,10 +435,10 @@ class Builder {
     return static_cast<int>(program_.collectives.size()) - 1;
   }
 
-  /// A collective of the cost model's calls over `gpus`, timed on the link class of the group.
+  /// A collective of the cost model's calls over `gpus`, timed on the path the topology gives the group.
   int add_calls(std::vector<int> gpus, const std::vector<CollectiveCall>& calls, WorkKind kind, bool half = false) {
     const LinkClass link = cost_.cluster().topology().link_class(gpus);
-    const CollectiveTime time = cost_.collective_time(calls, link);
+    const CollectiveTime time = cost_.collective_time(calls, gpus);
     std::vector<CollectiveCall> described;  // the calls are for the live executor only
     if (options_.describe_work) described = half ? halve(calls) : calls;
     return add_collective(std::move(gpus), link, half ? halve(time) : time, kind, std::move(described));
@@ -494,12 +494,11 @@ class Builder {
   /// The ring exchanges of one block of `work` over the CP group of TP rank t on a stage, one collective each.
   std::vector<RingStep> add_ring(const Replica& rep, int stage, int t, const MicroBatchWork& work, const Block& b) {
     std::vector<int> group = group_over_cp(rep, stage, t);
-    const LinkClass link = cost_.cluster().topology().link_class(group);
     std::vector<RingStep> steps;
     for (const CpExchange& e :
          cost_.cp_exchanges(work.dist, work.sharded_per_gpu, rep.scheme, b.span, b.checkpointed()))
       steps.push_back(
-          {add_calls(group, e.calls, WorkKind::CpRing), e.beside_s, cost_.exposed_seconds(e, link), e.pass});
+          {add_calls(group, e.calls, WorkKind::CpRing), e.beside_s, cost_.exposed_seconds(e, group), e.pass});
     return steps;
   }
 

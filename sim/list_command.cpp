@@ -8,6 +8,7 @@
 #include "policies/core/finetuning.hpp"
 #include "policies/core/model.hpp"
 #include "policies/core/policy.hpp"
+#include "policies/core/topology.hpp"
 #include "policies/core/workload.hpp"
 #include "sim/cli.hpp"
 
@@ -15,13 +16,14 @@ namespace lcsim {
 namespace {
 
 constexpr const char* kListUsage =
-    "Usage: lcsim list models|gpus|distributions|policies|finetuning\n"
+    "Usage: lcsim list models|gpus|distributions|policies|finetuning|topologies\n"
     "\n"
     "  models          model shapes usable as \"model\": \"NAME\" in a scenario\n"
     "  gpus            GPU kinds usable as cluster.gpu\n"
     "  distributions   sequence length distributions usable as dataset.distribution or in dataset.mix\n"
     "  policies        policy kinds usable as policies[].kind\n"
-    "  finetuning      fine-tuning methods usable as training.finetuning.method, and LoRA's targets\n";
+    "  finetuning      fine-tuning methods usable as training.finetuning.method, and LoRA's targets\n"
+    "  topologies      cluster wirings usable as cluster.topology, with their keys\n";
 
 using Row = std::vector<std::string>;
 
@@ -133,6 +135,15 @@ void list_finetuning(std::ostream& out) {
   out << '\n';
 }
 
+void list_topologies(std::ostream& out) {
+  out << "topologies (use as cluster.topology; keys go in the cluster object; docs/topology.md)\n";
+  std::vector<Row> rows;
+  for (const TopologyEntry& entry : topology_kinds()) rows.push_back({std::string(entry.name), std::string(entry.summary)});
+  print_rows(rows, out, true);
+  out << "keys: rail-optimized takes pxn (bool, default false); nvlink-domain takes domain_gpus (required, a whole\n"
+         "number of nodes dividing the cluster)\n";
+}
+
 }  // namespace
 
 void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
@@ -141,7 +152,8 @@ void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
     return;
   }
   if (args.size() != 1)
-    throw UsageError("list: expected one of models, gpus, distributions, policies, finetuning", kListUsage);
+    throw UsageError("list: expected one of models, gpus, distributions, policies, finetuning, topologies",
+                     kListUsage);
   const std::string& what = args[0];
   if (what == "models") {
     list_models(out);
@@ -153,6 +165,8 @@ void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
     list_policies(out);
   } else if (what == "finetuning") {
     list_finetuning(out);
+  } else if (what == "topologies") {
+    list_topologies(out);
   } else {
     throw UsageError("list: unknown list \"" + what + "\"", kListUsage);
   }

@@ -29,7 +29,8 @@ std::vector<NodeUses> node_uses(const ClusterSpec& cluster, const std::vector<Li
     distinct.insert(std::move(use));
   }
   const std::vector<LinkUse> uses(distinct.begin(), distinct.end());
-  std::vector<NodeUses> nodes(static_cast<std::size_t>(cluster.nodes));
+  const Topology topology = cluster.topology();
+  std::vector<NodeUses> nodes(static_cast<std::size_t>(topology.domains()));
   // Per node and class: for each GPU, the uses that cross its link (its signature).
   std::vector<std::map<LinkClass, std::map<int, std::vector<std::size_t>>>> signatures(nodes.size());
   for (std::size_t u = 0; u < uses.size(); ++u) {
@@ -37,10 +38,10 @@ std::vector<NodeUses> node_uses(const ClusterSpec& cluster, const std::vector<Li
     if (use.gpus.empty()) throw std::invalid_argument("platform: a link use names no GPU");
     for (int g : use.gpus)
       if (g < 0 || g >= cluster.world_size()) throw std::invalid_argument("platform: use of a GPU outside the cluster");
-    const auto topology = cluster.topology();
     const auto node = static_cast<std::size_t>(topology.domain_of(use.gpus.front()));
     for (int g : use.gpus)
-      if (!topology.same_domain(g, use.gpus.front())) throw std::invalid_argument("platform: a link use spans nodes");
+      if (!topology.same_domain(g, use.gpus.front()))
+        throw std::invalid_argument("platform: a link use spans NVLink domains");
     if (use.gpus.size() >= 2) nodes[node].aggregates.push_back(use);
     for (int g : use.gpus) signatures[node][use.link][g].push_back(u);
   }
@@ -48,8 +49,8 @@ std::vector<NodeUses> node_uses(const ClusterSpec& cluster, const std::vector<Li
     for (LinkClass link : {LinkClass::NvLink, LinkClass::InfiniBand}) {
       std::map<std::vector<std::size_t>, std::size_t> set_of_signature;
       auto& sets = nodes[n].link_sets[link];
-      for (int local = 0; local < cluster.gpus_per_node; ++local) {
-        const int g = static_cast<int>(n) * cluster.gpus_per_node + local;
+      for (int local = 0; local < topology.domain_size(); ++local) {
+        const int g = static_cast<int>(n) * topology.domain_size() + local;
         const auto& by_gpu = signatures[n][link];
         const auto it = by_gpu.find(g);
         if (!merge_links || it == by_gpu.end()) {  // no use names it: its own link, as if never merged
@@ -80,7 +81,7 @@ class NodeBuilder {
       : zone_(zone), cluster_(cluster), f_(figures), gpus_(gpus), nics_(nics), aggregates_(aggregates) {}
 
   /// One node: its GPU and NIC hosts, links and aggregates. `leaf` (null on a one-node cluster) is the node's link
-  /// to the non-blocking switch, split duplex at gpus_per_node x ib: every route through a NIC crosses it, so a
+  /// to the non-blocking switch, split duplex at its GPUs x ib: every route through a NIC crosses it, so a
   /// flow between nodes crosses the source's leaf up and the destination's leaf down, as on a one-level fat-tree.
   void make(int node, const NodeUses& uses, sg4::Link* leaf) {
     const std::string n = std::to_string(node);
@@ -100,8 +101,9 @@ class NodeBuilder {
       if (link == LinkClass::InfiniBand && leaf != nullptr) crossed.push_back(leaf);
       return crossed;
     };
-    for (int local = 0; local < cluster_.gpus_per_node; ++local) {
-      const int rank = node * cluster_.gpus_per_node + local;
+    const int domain_size = cluster_.topology().domain_size();
+    for (int local = 0; local < domain_size; ++local) {
+      const int rank = node * domain_size + local;
       const std::string r = std::to_string(rank);
       sg4::Host* gpu = zone_->create_host("gpu-" + r, Platform::kHostSpeed)->seal();
       add_star_route(zone_, gpu->get_netpoint(), nullptr, {links.at(LinkClass::NvLink).at(rank)});
@@ -137,15 +139,16 @@ class NodeBuilder {
   std::vector<Platform::AggregateMap>& aggregates_;
 };
 
-FatTree fat_tree_of(const ClusterSpec& cluster) {
+const ClusterSpec& checked(const ClusterSpec& cluster) {
   if (cluster.nodes < 1 || cluster.gpus_per_node < 1) throw std::invalid_argument("platform: empty cluster");
-  return cluster.topology();
+  cluster.topology_kind->check(cluster.shape());
+  return cluster;
 }
 
 }  // namespace
 
 Platform::Platform(const ClusterSpec& cluster, const std::vector<LinkUse>& uses, bool merge_links)
-    : topology_(fat_tree_of(cluster)) {
+    : cluster_(checked(cluster)) {
   if (!(cluster.nvlink_GBps > 0) || !(cluster.ib_GBps > 0))
     throw std::invalid_argument("platform: link bandwidths must be positive");
   nvlink_Bps_ = cluster.nvlink_GBps * 1e9;
@@ -155,7 +158,8 @@ Platform::Platform(const ClusterSpec& cluster, const std::vector<LinkUse>& uses,
   const auto world = static_cast<std::size_t>(cluster.world_size());
   gpus_.assign(world, nullptr);
   nics_.assign(world, nullptr);
-  aggregates_.resize(static_cast<std::size_t>(cluster.nodes));
+  const Topology topology = cluster.topology();
+  aggregates_.resize(static_cast<std::size_t>(topology.domains()));
   const std::vector<NodeUses> nodes_uses = node_uses(cluster, uses, merge_links);
   nvlink_sharers_.assign(world, 1);
   ib_sharers_.assign(world, 1);
@@ -168,10 +172,10 @@ Platform::Platform(const ClusterSpec& cluster, const std::vector<LinkUse>& uses,
 
   sg4::NetZone* zone = make_star_zone("cluster", nullptr);
   NodeBuilder nodes(zone, cluster, figures, gpus_, nics_, aggregates_);
-  for (int node = 0; node < cluster.nodes; ++node) {
+  for (int node = 0; node < topology.domains(); ++node) {
     sg4::Link* leaf = nullptr;
-    if (cluster.nodes > 1)
-      leaf = zone->create_split_duplex_link("leaf-" + std::to_string(node), cluster.gpus_per_node * ib_Bps_)
+    if (topology.domains() > 1)
+      leaf = zone->create_split_duplex_link("leaf-" + std::to_string(node), topology.domain_size() * ib_Bps_)
                  ->set_latency(0)
                  ->seal();
     nodes.make(node, nodes_uses[static_cast<std::size_t>(node)], leaf);
@@ -192,7 +196,7 @@ sg4::Host* Platform::endpoint(int rank, LinkClass link) const {
 
 std::pair<sg4::Host*, sg4::Host*> Platform::aggregate(const std::vector<int>& gpus, LinkClass link) const {
   if (gpus.empty()) return {nullptr, nullptr};
-  const auto node = static_cast<std::size_t>(topology_.domain_of(gpus.front()));
+  const auto node = static_cast<std::size_t>(cluster_.topology().domain_of(gpus.front()));
   if (node >= aggregates_.size()) return {nullptr, nullptr};
   const auto it = aggregates_[node].find({link, gpus});
   if (it == aggregates_[node].end()) return {nullptr, nullptr};

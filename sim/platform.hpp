@@ -15,6 +15,9 @@
 // ib_latency_us are not added a second time. One zone rather than a zone per node under a fat-tree zone: the same
 // links on every route, built in linear time (docs/simulation.md, "Scale").
 //
+// A "node" here is an NVLink domain: a node of a fat-tree or rail-optimized cluster, domain_gpus GPUs of an
+// nvlink-domain one (its leaf then carries the domain's NICs).
+//
 // Aggregate hosts (one flow per node loads every member's links) and merged links (GPUs whose links the same
 // declared uses cross share one link): docs/simulation.md, "Platform: aggregates and merged links".
 #include <compare>
@@ -45,10 +48,12 @@ class Platform {
   /// per GPU and class: the same results, for checking that). Throws std::invalid_argument for a use outside the
   /// cluster or spanning nodes.
   explicit Platform(const ClusterSpec& cluster, const std::vector<LinkUse>& uses = {}, bool merge_links = true);
+  Platform(const Platform&) = delete;
+  Platform& operator=(const Platform&) = delete;
 
   int world_size() const { return static_cast<int>(gpus_.size()); }
-  /// The shape it builds (its node is an NVLink domain).
-  const FatTree& topology() const { return topology_; }
+  /// The shape it builds: a part of it per NVLink domain (a node on a fat-tree).
+  Topology topology() const { return cluster_.topology(); }
   /// The host that computes for GPU `rank` (global GPU index) and sends its NVLink traffic.
   sg4::Host* gpu(int rank) const { return gpus_.at(static_cast<std::size_t>(rank)); }
   /// The host that sends GPU `rank`'s InfiniBand traffic.
@@ -69,10 +74,10 @@ class Platform {
  private:
   std::vector<sg4::Host*> gpus_;  // by global GPU index: Engine::get_all_hosts() has no useful order
   std::vector<sg4::Host*> nics_;
-  std::vector<AggregateMap> aggregates_;  // by node: a lookup searches only its node's few parts
+  std::vector<AggregateMap> aggregates_;  // by domain: a lookup searches only its domain's few parts
   std::vector<int> nvlink_sharers_;       // by GPU: how many GPUs its NVLink link stands for
   std::vector<int> ib_sharers_;           // and its NIC link
-  FatTree topology_;
+  ClusterSpec cluster_;
   double nvlink_Bps_ = 0;
   double ib_Bps_ = 0;
 };

@@ -51,7 +51,7 @@ TEST(ScenarioParse, MinimalScenarioGetsDocumentedDefaults) {
   EXPECT_DOUBLE_EQ(s.cluster.nvlink_latency_us, 2.0);
   EXPECT_DOUBLE_EQ(s.cluster.ib_GBps, 50.0);
   EXPECT_DOUBLE_EQ(s.cluster.ib_latency_us, 5.0);
-  EXPECT_EQ(s.cluster.topology_name, "fat-tree");
+  EXPECT_EQ(s.cluster.topology_kind->name(), "fat-tree");
   EXPECT_EQ(s.training.iterations, 10);
   EXPECT_EQ(s.training.zero_stage, 2);
   EXPECT_EQ(s.training.recompute, Recompute::Selective);
@@ -157,7 +157,23 @@ TEST(ScenarioParse, OutOfRangeValuesAreRejectedNotClamped) {
 
   doc = minimal();
   doc["cluster"]["topology"] = "torus";
-  EXPECT_TRUE(contains(error_of(doc), "cluster.topology: only \"fat-tree\""));
+  EXPECT_TRUE(contains(error_of(doc), "cluster.topology: unknown topology \"torus\" (known: fat-tree, "
+                                      "rail-optimized, nvlink-domain)"));
+
+  // Each kind reads its own keys: another kind's key is unknown, a required one is missing, a bad shape is named.
+  doc = minimal();
+  doc["cluster"]["pxn"] = true;
+  EXPECT_TRUE(contains(error_of(doc), "cluster.pxn")) << error_of(doc);
+  doc["cluster"]["topology"] = "rail-optimized";
+  EXPECT_NO_THROW(scenario_from_json(doc, kFile));
+  doc["cluster"]["pxn"] = "yes";
+  EXPECT_TRUE(contains(error_of(doc), "cluster.pxn")) << error_of(doc);
+  doc = minimal();
+  doc["cluster"]["topology"] = "nvlink-domain";
+  EXPECT_TRUE(contains(error_of(doc), "cluster.domain_gpus")) << error_of(doc);
+  doc["cluster"]["domain_gpus"] = 12;
+  EXPECT_TRUE(contains(error_of(doc), "cluster.topology: domain_gpus (12) is not a whole number of nodes of 8 GPUs"))
+      << error_of(doc);
 }
 
 TEST(ScenarioParse, RelativePathsResolveAgainstTheScenarioFolder) {
@@ -255,11 +271,11 @@ TEST(ScenarioParse, LayoutsNoPlanCanUseNameTheirKey) {
   doc["cluster"]["nodes"] = 3;
   doc["parallel"] = Json{{"dp", 1}, {"cp", 8}, {"tp", 3}};
   EXPECT_EQ(error_of(doc), kFile +
-                               ": parallel.tp: a TP group must lie within one node, but 3 does not divide "
-                               "cluster.gpus_per_node (8)");
+                               ": parallel.tp: a TP group must lie within one NVLink domain, but 3 does not divide "
+                               "its 8 GPUs (cluster.gpus_per_node, or the topology's domain_gpus)");
   doc = minimal();
   doc["parallel"] = Json{{"cp", 1}, {"tp", 16}};
-  EXPECT_TRUE(contains(error_of(doc), kFile + ": parallel.tp: a TP group must lie within one node"));
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": parallel.tp: a TP group must lie within one NVLink domain"));
   // TP 3 on nodes of 6 GPUs is a layout every plan can use (heads are split fractionally).
   doc = minimal();
   doc["cluster"] = Json{{"gpu", "H100-SXM"}, {"nodes", 1}, {"gpus_per_node", 6}};

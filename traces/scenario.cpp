@@ -91,9 +91,20 @@ ClusterSpec parse_cluster(JsonObjectReader r) {
   c.nvlink_latency_us = physical("nvlink_latency_us", kLatencyUsRange, 2.0);
   c.ib_GBps = physical("ib_GBps", kBandwidthGBpsRange, 50.0);
   c.ib_latency_us = physical("ib_latency_us", kLatencyUsRange, 5.0);
-  c.topology_name = r.optional<std::string>("topology", "fat-tree");
-  if (c.topology_name != "fat-tree")
-    r.fail("topology", "only \"fat-tree\" is supported, got \"" + c.topology_name + "\"");
+  // The kind reads its own keys; finish() then refuses another kind's keys as unknown.
+  const std::string topology = r.optional<std::string>("topology", "fat-tree");
+  const TopologyEntry* entry = find_topology(topology);
+  if (entry == nullptr) {
+    std::string known;
+    for (const TopologyEntry& e : topology_kinds()) known += (known.empty() ? "" : ", ") + std::string(e.name);
+    r.fail("topology", "unknown topology \"" + topology + "\" (known: " + known + ")");
+  }
+  c.topology_kind = entry->read(r);
+  try {
+    c.topology_kind->check(c.shape());
+  } catch (const std::invalid_argument& e) {
+    r.fail("topology", e.what());
+  }
   r.finish();
   return c;
 }
@@ -237,9 +248,10 @@ ParallelLayout parse_layout(JsonObjectReader r, const ModelConfig& model, const 
   // What every homogeneous plan needs, checked here so that the message names the key rather than surfacing as a
   // policy's invalid plan. Heads are not checked: the cost model splits them fractionally, and the shipped
   // Hydraulis scenarios run the 52-head LLaMA-32B at TP 8 as the paper does.
-  if (cluster.gpus_per_node % p.tp != 0)
-    r.fail("tp", "a TP group must lie within one node, but " + std::to_string(p.tp) +
-                     " does not divide cluster.gpus_per_node (" + std::to_string(cluster.gpus_per_node) + ")");
+  if (const int domain = cluster.topology().domain_size(); domain % p.tp != 0)
+    r.fail("tp", "a TP group must lie within one NVLink domain, but " + std::to_string(p.tp) +
+                     " does not divide its " + std::to_string(domain) + " GPUs (cluster.gpus_per_node, or the " +
+                     "topology's domain_gpus)");
   if (model.layers % p.pp != 0)
     r.fail("pp", "every pipeline stage holds the same number of layers, but " + std::to_string(p.pp) +
                      " does not divide the " + std::to_string(model.layers) + " layers of " + model.name);

@@ -68,7 +68,7 @@ TimelineWriter::TimelineWriter(const std::string& file, const ClusterSpec& clust
   writer_.name_thread(0, 0, "iterations", 0);
   for (int g = 0; g < cluster.world_size(); ++g) {
     writer_.name_process(gpu_pid(g),
-                         "GPU " + std::to_string(g) + " (node " + std::to_string(cluster.topology().domain_of(g)) + ")",
+                         "GPU " + std::to_string(g) + " (node " + std::to_string(cluster.topology().node_of(g)) + ")",
                          gpu_pid(g));
     writer_.name_thread(gpu_pid(g), kComputeTrack, "compute", 0);
     writer_.name_thread(gpu_pid(g), kCommunicationTrack, "communication", 1);

@@ -1,6 +1,7 @@
 #pragma once
 // Cluster shape and link figures as the scenario gives them; the topology they describe answers the questions of
 // shape (policies/core/topology.hpp).
+#include <memory>
 #include <string>
 
 #include "policies/core/model.hpp"
@@ -16,12 +17,13 @@ struct ClusterSpec {
   double nvlink_latency_us = 0;
   double ib_GBps = 0;  ///< per NIC (one NIC per GPU) per direction
   double ib_latency_us = 0;
-  std::string topology_name = "fat-tree";  ///< the scenario's cluster.topology
+  /// The scenario's cluster.topology with its parameters; copies share it.
+  std::shared_ptr<const TopologyKind> topology_kind = FatTree::shared();
 
   int world_size() const { return nodes * gpus_per_node; }
-  /// The shape these fields describe. A value today (the fat-tree is two integers); callers write
-  /// `cluster.topology().domain_of(g)`, which stays the same when a registered topology is held here instead.
-  FatTree topology() const { return FatTree(nodes, gpus_per_node); }
+  ClusterShape shape() const { return {nodes, gpus_per_node}; }
+  /// The kind over this spec's nodes.
+  Topology topology() const { return Topology(topology_kind, shape()); }
 };
 
 }  // namespace lcsim

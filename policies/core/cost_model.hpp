@@ -181,6 +181,8 @@ class CostModel {
                                        const ParallelScheme& scheme, LayerSpan layers, int checkpointed) const;
   /// Exposed seconds of one exchange on `link`: max(0, collective time - beside_s).
   double exposed_seconds(const CpExchange& exchange, LinkClass link) const;
+  /// The same over the GPUs of `group`, as the topology wires them.
+  double exposed_seconds(const CpExchange& exchange, std::span<const int> group) const;
   /// Ulysses all-to-alls of one micro-batch: 4 per layer forward (Q, K, V, output) and 4 backward (none for a
   /// LayerGrad::None layer), for `tokens_on_gpu` sharded tokens held by this GPU, over `layers` (whatever
   /// cp_attention says).
@@ -191,8 +193,11 @@ class CostModel {
   /// none when the stage trains nothing.
   std::vector<CollectiveCall> gradient_sync_calls(const ParallelScheme& scheme, int shard_degree, int stage) const;
   /// Latency and transfer of `calls` on `link`, each summed over the calls: the profile's fits moved to the
-  /// cluster's links (its bandwidth and wire latency against the profile's network reference).
+  /// cluster's links (its bandwidth and wire latency against the profile's network reference) and to the path the
+  /// topology gives a group of that size whose members are not known (Topology::aligned_path): a cost view's.
   CollectiveTime collective_time(std::span<const CollectiveCall> calls, LinkClass link) const;
+  /// The same over the GPUs of `group` (Topology::collective_path): the iteration program's.
+  CollectiveTime collective_time(std::span<const CollectiveCall> calls, std::span<const int> group) const;
   /// The forward part of compute_seconds; the rest is backward (with any recomputation). Per layer: the forward
   /// GEMMs and attention plus the layer overhead in proportion to that share of the layer's work; the LM head's
   /// forward GEMM. Pipeline schedules (1F1B) need the split.
@@ -260,7 +265,9 @@ class CostModel {
   /// Layers of `span` run under no_grad (LayerGrad::None): the part of the span in the frozen prefix when the
   /// embeddings are frozen too.
   int no_grad_layers(LayerSpan span) const;
-  CollectiveTime on_cluster_links(CollectiveTime time, const CollectiveCall& call, LinkClass link) const;
+  CollectiveTime on_cluster_links(const CollectiveCall& call, const CollectivePath& path) const;
+  /// A spread ring (bandwidth_scale above 1 on the network) at no more than NVLink's bus bandwidth.
+  CollectiveTime spread_over_nvlink(CollectiveTime time, const CollectiveCall& call, const CollectivePath& path) const;
 
   ModelConfig model_;
   ClusterSpec cluster_;

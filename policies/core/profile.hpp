@@ -23,7 +23,7 @@ struct Curve {
   double at(double xq) const;
 };
 
-enum class CollectiveOp { AllGather, ReduceScatter, AllReduce, AllToAll, SendRecv };
+// CollectiveOp: policies/core/topology.hpp (a topology prices its collectives by kind).
 std::string_view to_string(CollectiveOp op);
 /// nccl-tests bus-bandwidth factor: busbw = algbw * factor(n).
 double bus_factor(CollectiveOp op, int group_size);

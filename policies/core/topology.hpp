@@ -1,50 +1,122 @@
 #pragma once
-// The cluster's shape as everything above it asks: which NVLink domain a GPU is in, how large a domain is, and which
-// link class a group of GPUs crosses. Policies, the cost model and the simulator ask the topology instead of
-// dividing by gpus_per_node, so that another shape (rail-optimized nodes, NVLink domains beyond a node) is another
-// implementation. Today's one is the fat-tree: nodes of gpus_per_node GPUs on NVSwitch, nodes joined by a
-// non-blocking InfiniBand fat-tree, one NIC per GPU (docs/topology-seam.md).
+// The cluster's shape as everything above it asks: which NVLink domain a GPU is in, how large a domain is, which
+// link class a group of GPUs crosses, and what bandwidth a collective over a group gets from the wiring. Policies,
+// the cost model and the simulator ask the topology instead of dividing by gpus_per_node, so that another shape is
+// another registered kind (docs/topology.md): `fat-tree` (the default), `rail-optimized`, `nvlink-domain`.
+#include <memory>
 #include <span>
-#include <stdexcept>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace lcsim {
+
+class JsonObjectReader;
 
 enum class LinkClass { NvLink, InfiniBand };
 std::string_view to_string(LinkClass link);
 
+enum class CollectiveOp { AllGather, ReduceScatter, AllReduce, AllToAll, SendRecv };
+
+/// The scenario's node arithmetic: what every kind is built over.
+struct ClusterShape {
+  int nodes = 1;
+  int gpus_per_node = 8;
+  int world_size() const { return nodes * gpus_per_node; }
+};
+
+/// What the wiring does to one collective over a group: the link class whose profile fit prices it, and the factor
+/// on that class's per-GPU bandwidth (the cluster's figure). 1 on a non-blocking fat-tree; above 1 where rings spread
+/// over a node's NICs.
+struct CollectivePath {
+  LinkClass link = LinkClass::NvLink;
+  double bandwidth_scale = 1.0;
+};
+
+/// How a group of GPUs sits on the nodes, which is all a kind needs to price its collectives.
+struct GroupLayout {
+  int size = 0;
+  int nodes = 0;          ///< nodes it has members on
+  int min_per_node = 0;   ///< members on its least populated node
+  int max_per_node = 0;   ///< and on its most populated one
+};
+
+/// One kind of cluster wiring with its own parameters (immutable; ClusterSpec copies share it). A kind answers for a
+/// shape; the Topology view below pairs the two.
+class TopologyKind {
+ public:
+  virtual ~TopologyKind() = default;
+  virtual std::string_view name() const = 0;
+  /// GPUs per NVLink domain. Domains are contiguous runs of GPU indices. Default: a node.
+  virtual int domain_size(const ClusterShape& shape) const { return shape.gpus_per_node; }
+  /// Throws std::invalid_argument when the shape does not fit the kind's parameters (e.g. a domain that is not a
+  /// whole number of nodes). Called when a scenario is read and when a sweep changes the shape.
+  virtual void check(const ClusterShape& shape) const;
+  /// Whether network_path can differ from one NIC's bandwidth per GPU (false: it is never asked).
+  virtual bool shapes_collectives() const { return false; }
+  /// The path of `op` (not a send/recv) over a group of at least two GPUs crossing the network (InfiniBand).
+  /// Default: one NIC's bandwidth per GPU.
+  virtual CollectivePath network_path(const ClusterShape& shape, CollectiveOp op, const GroupLayout& group) const;
+  /// The kind's parameters as `key = value` lines for printing, empty for none.
+  virtual std::vector<std::string> describe() const { return {}; }
+};
+
+/// The topology of one cluster: a kind over a shape. A small value that shares the kind, so it may outlive the
+/// ClusterSpec it came from.
 class Topology {
  public:
-  virtual ~Topology() = default;
-  virtual std::string_view name() const = 0;
-  virtual int world_size() const = 0;
-  /// The NVLink domain of GPU `gpu` (global index): GPUs of one domain talk over NVLink, others over the network.
-  virtual int domain_of(int gpu) const = 0;
+  Topology(std::shared_ptr<const TopologyKind> kind, ClusterShape shape);
+
+  std::string_view name() const { return kind_->name(); }
+  const TopologyKind& kind() const { return *kind_; }
+  const ClusterShape& shape() const { return shape_; }
+  int world_size() const { return shape_.world_size(); }
+  int nodes() const { return shape_.nodes; }
+  int gpus_per_node() const { return shape_.gpus_per_node; }
   /// GPUs per NVLink domain: the largest group that never leaves NVLink (a TP group's bound).
-  virtual int domain_size() const = 0;
+  int domain_size() const { return domain_size_; }
+  int domains() const { return world_size() / domain_size_; }
+  /// The NVLink domain of GPU `gpu` (global index): GPUs of one domain talk over NVLink, others over the network.
+  int domain_of(int gpu) const { return gpu / domain_size_; }
+  int node_of(int gpu) const { return gpu / shape_.gpus_per_node; }
+  bool same_domain(int a, int b) const { return domain_of(a) == domain_of(b); }
   /// NvLink when every GPU of the group is in one domain, else InfiniBand. Throws std::invalid_argument for an
   /// empty group and std::out_of_range for a GPU outside the cluster (a caller bug: plans are validated first).
   LinkClass link_class(std::span<const int> group) const;
-  bool same_domain(int a, int b) const { return domain_of(a) == domain_of(b); }
-};
-
-/// Nodes of `gpus_per_node` GPUs on NVSwitch, nodes on a non-blocking fat-tree: a node is an NVLink domain. A small
-/// value, built where it is asked for (ClusterSpec::topology).
-class FatTree final : public Topology {
- public:
-  /// Inline: ClusterSpec::topology() builds one wherever a link class or domain is asked, once per collective.
-  FatTree(int nodes, int gpus_per_node) : nodes_(nodes), gpus_per_node_(gpus_per_node) {
-    if (nodes < 1 || gpus_per_node < 1) throw std::invalid_argument("fat-tree: needs at least one node of one GPU");
-  }
-  std::string_view name() const override { return "fat-tree"; }
-  int world_size() const override { return nodes_ * gpus_per_node_; }
-  int domain_of(int gpu) const override { return gpu / gpus_per_node_; }
-  int domain_size() const override { return gpus_per_node_; }
-  int nodes() const { return nodes_; }
+  /// What `op` over `group` gets from the wiring: within a domain, NVLink at its bandwidth; across domains, the
+  /// kind's network_path. A send/recv pair is its link class at its own bandwidth.
+  CollectivePath collective_path(CollectiveOp op, std::span<const int> group) const;
+  /// The same for a group of `group_size` GPUs on `link` whose members are not known: what a policy's cost view
+  /// assumes. On the network, whole nodes from a node's start (the remainder on the last); a group no larger than a
+  /// node, one GPU per node.
+  CollectivePath aligned_path(CollectiveOp op, int group_size, LinkClass link) const;
 
  private:
-  int nodes_;
-  int gpus_per_node_;
+  std::shared_ptr<const TopologyKind> kind_;
+  ClusterShape shape_;
+  int domain_size_;
 };
+
+/// Nodes of gpus_per_node GPUs on NVSwitch, one NIC per GPU, nodes on a non-blocking fat-tree; a collective's
+/// cross-node traffic runs at one NIC's bandwidth per GPU. The default kind; a node is an NVLink domain.
+class FatTree final : public TopologyKind {
+ public:
+  std::string_view name() const override { return "fat-tree"; }
+  /// The one instance every ClusterSpec starts with (the kind has no parameters).
+  static std::shared_ptr<const TopologyKind> shared();
+};
+
+/// A registered kind: its name for cluster.topology, one line of help, and the reader of its keys from the
+/// scenario's cluster object (strict: the reader's finish() then rejects every key no kind read).
+struct TopologyEntry {
+  std::string_view name;
+  std::string_view summary;
+  std::shared_ptr<const TopologyKind> (*read)(JsonObjectReader& cluster);
+};
+
+/// The built-in kinds, in the order `lcsim list topologies` prints them.
+std::span<const TopologyEntry> topology_kinds();
+/// The entry named `name`; nullptr for none.
+const TopologyEntry* find_topology(std::string_view name);
 
 }  // namespace lcsim
