@@ -1,5 +1,6 @@
 // `lcsim sweep`: every point of a sweep file run as its own `lcsim plan|simulate` process (the SimGrid engine
 // is one per process, and processes give --jobs parallelism for free), then merged into one CSV and JSON.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -116,16 +117,23 @@ void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& resu
       << " points\n";
   out << "dataset   " << first.value("dataset", "") << "\n";
   out << "profile   " << first["profile"].value("label", "") << "\n";
-  out << std::left << std::setw(44) << "point" << std::setw(20) << "policy" << std::right << std::setw(10) << "mean s"
+  const auto where_of = [](const SweepPointResult& r) {
+    std::string where;
+    for (const auto& [axis, value] : r.point->coordinates)
+      where += (where.empty() ? "" : " ") + axis + "=" + axis_value_text(value);
+    return where;
+  };
+  std::size_t width = 44;  // the point column, wider when a point's coordinates need it
+  for (const auto& r : results) width = std::max(width, where_of(r).size() + 2);
+  const int point_width = static_cast<int>(width);
+  out << std::left << std::setw(point_width) << "point" << std::setw(20) << "policy" << std::right << std::setw(10) << "mean s"
       << std::setw(12) << "tokens/s" << std::setw(9) << "speedup" << std::setw(6) << "OOM";
   // Points run with sampled worlds (the sweep's "samples"): their speedup's 80% interval.
   const bool sampled = sweep.samples > 1;
   if (sampled) out << std::setw(17) << "speedup p10-p90";
   out << "\n";
   for (const auto& r : results) {
-    std::string where;
-    for (const auto& [axis, value] : r.point->coordinates)
-      where += (where.empty() ? "" : " ") + axis + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+    const std::string where = where_of(r);
     for (const auto& policy : r.results.at("policies")) {
       const auto number = [&](const char* key, int precision) {
         std::ostringstream s;
@@ -136,7 +144,7 @@ void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& resu
           s << "-";
         return s.str();
       };
-      out << std::left << std::setw(44) << where << std::setw(20) << policy.at("name").get<std::string>() << std::right
+      out << std::left << std::setw(point_width) << where << std::setw(20) << policy.at("name").get<std::string>() << std::right
           << std::setw(10) << number("mean_iteration_s", 4) << std::setw(12) << number("tokens_per_s", 0)
           << std::setw(8) << number("speedup_vs_baseline", 2) << "x" << std::setw(6)
           << policy.at("oom_iterations").get<int>();

@@ -73,6 +73,33 @@ TEST(Sweep, TokensPerGpuScalesTheBudgetWithTheGpuAxis) {
   EXPECT_FALSE(points[1].scenario["training"].contains("global_batch_sequences"));
 }
 
+TEST(Sweep, ClusterAxisSetsItsKeysBeforeTheGpuCount) {
+  // Listed after gpus, applied before it: 64 GPUs on nodes of 4 are 16 nodes, in NVLink domains of 8.
+  const auto points = expand_sweep(sweep_from_json(sweep_doc(Json::parse(R"([
+      {"name": "gpus", "values": [64]},
+      {"name": "cluster", "values": [
+          {"label": "fat-tree"},
+          {"label": "domains of 8", "gpus_per_node": 4, "topology": "nvlink-domain", "domain_gpus": 8}]}])")),
+                                                   "s.json"));
+  ASSERT_EQ(points.size(), 2U);
+  EXPECT_EQ(points[0].scenario["cluster"]["nodes"], 8);
+  EXPECT_EQ(points[1].scenario["cluster"]["nodes"], 16);
+  EXPECT_EQ(points[1].scenario["cluster"]["domain_gpus"], 8);
+  EXPECT_FALSE(points[1].scenario["cluster"].contains("label"));
+  EXPECT_EQ(scenario_from_json(points[1].scenario, "p.json").cluster.topology().domain_size(), 8);
+  EXPECT_NE(points[1].scenario["name"].get<std::string>().find("cluster=domains of 8"), std::string::npos);
+  // Null removes a key; a value without a label, or a key the topology does not take, names the point.
+  EXPECT_NE(error_of(sweep_doc(Json::parse(R"([{"name": "cluster", "values": [{"topology": "rail-optimized"}]}])")))
+                .find("axis cluster takes objects"),
+            std::string::npos);
+  EXPECT_NE(error_of(sweep_doc(Json::parse(R"([{"name": "cluster", "values": [{"label": "x", "pxn": true}]}])")))
+                .find("cluster.pxn"),
+            std::string::npos);
+  const auto removed = expand_sweep(sweep_from_json(
+      sweep_doc(Json::parse(R"([{"name": "cluster", "values": [{"label": "x", "ib_latency_us": null}]}])")), "s.json"));
+  EXPECT_FALSE(removed[0].scenario["cluster"].contains("ib_latency_us"));
+}
+
 TEST(Sweep, TrainingAxesReplaceTheirFields) {
   const auto points = expand_sweep(sweep_from_json(sweep_doc(Json::parse(R"([
       {"name": "tokens_per_iteration", "values": [100000]},

@@ -204,51 +204,71 @@ def plot_speedup(results_path, out):
     return fig, ax
 
 
-def plot_scaling(sweep_path, out, x="gpus", y="tokens_per_s"):
+def axis_text(value):
+    """An axis value as a label: a cluster object by its label, a string as it is."""
+    if isinstance(value, dict) and isinstance(value.get("label"), str):
+        return value["label"]
+    return str(value)
+
+
+def plot_scaling(sweep_path, out, x="gpus", y="tokens_per_s", by=None):
     sweep = load_json(sweep_path)
     points = sweep.get("points")
     if sweep.get("schema") != "lcsim-sweep/1" or not isinstance(points, list) or not points:
         raise PlotError(f"{sweep_path}: expected an lcsim-sweep/1 document with points")
-    lines = {}
+    panels = {}  # panel label -> policy -> [(x, y, error)]
     for i, point in enumerate(points):
         xv = point["gpus"] if x == "gpus" else point.get("coordinates", {}).get(x)
         if xv is None:
             raise PlotError(f"{sweep_path}: points[{i}]: no value for axis '{x}'")
+        panel = ""
+        if by is not None:
+            if by not in point.get("coordinates", {}):
+                raise PlotError(f"{sweep_path}: points[{i}]: no value for axis '{by}'")
+            panel = axis_text(point["coordinates"][by])
         for policy in point["results"]["policies"]:
             if y not in policy:
                 raise PlotError(f"{sweep_path}: points[{i}].results.policies: no field '{y}'")
             error = interval_error(policy, y)
-            lines.setdefault(policy["name"], []).append((xv, policy[y], error))
-    fig, ax = plt.subplots(figsize=(6, 4))
+            panels.setdefault(panel, {}).setdefault(policy["name"], []).append((xv, policy[y], error))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 if by is None else 3.4 * len(panels), 4), squeeze=False,
+                             sharey=True)
     sampled = False
-    for k, (name, pts) in enumerate(lines.items()):
-        pts.sort(key=lambda p: p[0])
-        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        if any(p[2] is not None for p in pts):
-            sampled = True
-            if x == "gpus":  # side by side, so that the policies' bars at one GPU count do not hide each other
-                xs = [v * 2 ** ((k - (len(lines) - 1) / 2) * 0.05) for v in xs]
-            yerr = [[p[2][0] if p[2] else 0.0 for p in pts], [p[2][1] if p[2] else 0.0 for p in pts]]
-            ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, elinewidth=0.8, label=name)
-        else:
-            ax.plot(xs, ys, marker="o", label=name)
-    if x == "gpus":
-        ax.set_xscale("log", base=2)
-        if y == "tokens_per_s":
-            ax.set_yscale("log")
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
+    for (panel, lines), ax in zip(panels.items(), axes[0]):
+        for k, (name, pts) in enumerate(lines.items()):
+            pts.sort(key=lambda p: p[0])
+            xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+            if any(p[2] is not None for p in pts):
+                sampled = True
+                if x == "gpus":  # side by side, so that the policies' bars at one GPU count do not hide each other
+                    xs = [v * 2 ** ((k - (len(lines) - 1) / 2) * 0.05) for v in xs]
+                yerr = [[p[2][0] if p[2] else 0.0 for p in pts], [p[2][1] if p[2] else 0.0 for p in pts]]
+                ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, elinewidth=0.8, label=name)
+            else:
+                ax.plot(xs, ys, marker="o", label=name)
+        if x == "gpus":
+            ax.set_xscale("log", base=2)
+            if y == "tokens_per_s":
+                ax.set_yscale("log")
+        ax.set_xlabel(x)
+        if panel:
+            ax.set_title(f"{by}={panel}", fontsize=8)
+    axes[0][0].set_ylabel(y)
     first = points[0]["results"]
     profile = first.get("profile", {})
     bars = ""
     if sampled:
         bars = f" | error bars: p10-p90 over {first['uncertainty']['samples']} sampled worlds"
-    ax.set_title(f"{sweep.get('sweep', '')} ({first.get('mode', '')}){bars}\n{first.get('dataset', '')} | "
-                 f"{profile.get('label', '') if isinstance(profile, dict) else profile}", fontsize=7)
-    ax.legend(fontsize=7)
+    title = (f"{sweep.get('sweep', '')} ({first.get('mode', '')}){bars}\n{first.get('dataset', '')} | "
+             f"{profile.get('label', '') if isinstance(profile, dict) else profile}")
+    if by is None:
+        axes[0][0].set_title(title, fontsize=7)
+    else:
+        fig.suptitle(title, fontsize=7)
+    axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     save_figure(fig, out)
-    return fig, ax
+    return fig, axes[0][0] if by is None else axes[0]
 
 
 def plot_tune(tune_path, out):
@@ -301,6 +321,7 @@ def main(argv):
     c.add_argument("--out", required=True)
     c.add_argument("--x", default="gpus")
     c.add_argument("--y", default="tokens_per_s")
+    c.add_argument("--by", help="one panel per value of this axis (e.g. cluster)")
     u = sub.add_parser("tune", help="the search landscape of lcsim tune")
     u.add_argument("tune")
     u.add_argument("--out", required=True)
@@ -313,7 +334,7 @@ def main(argv):
         elif args.command == "tune":
             plot_tune(args.tune, args.out)
         else:
-            plot_scaling(args.sweep, args.out, args.x, args.y)
+            plot_scaling(args.sweep, args.out, args.x, args.y, args.by)
     except PlotError as e:
         print(f"lcsim_plot: error: {e}", file=sys.stderr)
         return 2

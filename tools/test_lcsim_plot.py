@@ -105,6 +105,22 @@ class PlotTest(unittest.TestCase):
         lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
         self.assertEqual(lines, {"deepspeed": [1.0, 1.0, 1.0], "skrull": [2.0, 3.0, 4.0]})
 
+    def test_scaling_by_an_axis_has_a_panel_per_value(self):
+        points = []
+        for i, (cluster, gpus) in enumerate([(c, g) for c in ("fat-tree", "rail") for g in (72, 144)]):
+            points.append({"index": i, "gpus": gpus,
+                           "coordinates": {"cluster": {"label": cluster, "topology": cluster}, "gpus": gpus},
+                           "results": results({"a": 1.0, "b": 2.0 + i})})
+        sweep = {"schema": "lcsim-sweep/1", "sweep": "whatif", "points": points}
+        fig, axes = lcsim_plot.plot_scaling(self.write("sw.json", sweep), self.path("p.png"), y="speedup_vs_baseline",
+                                            by="cluster")
+        self.assert_png(self.path("p.png"))
+        self.assertEqual([ax.get_title() for ax in axes], ["cluster=fat-tree", "cluster=rail"])
+        lines = {line.get_label(): list(line.get_ydata()) for line in axes[1].get_lines()}
+        self.assertEqual(lines, {"a": [1.0, 1.0], "b": [4.0, 5.0]})
+        with self.assertRaises(lcsim_plot.PlotError):
+            lcsim_plot.plot_scaling(self.write("sw.json", sweep), self.path("q.png"), by="dataset")
+
     def test_speedup_bars_carry_the_p10_p90_interval(self):
         doc = results({"deepspeed": 1.0, "skrull": 3.0}, spread=0.25)
         fig, ax = lcsim_plot.plot_speedup(self.write("r.json", doc), self.path("s.png"))

@@ -16,7 +16,8 @@ using Json = nlohmann::json;
 
 std::string describe(const std::vector<std::pair<std::string, Json>>& coordinates) {
   std::string out;
-  for (const auto& [axis, value] : coordinates) out += (out.empty() ? "" : ", ") + axis + "=" + value.dump();
+  for (const auto& [axis, value] : coordinates)
+    out += (out.empty() ? "" : ", ") + axis + "=" + (value.is_object() ? value.value("label", value.dump()) : value.dump());
   return out;
 }
 
@@ -34,7 +35,19 @@ void apply_axis(Json& doc, const std::string& axis, const Json& value, const std
       throw InputError(where + ": axis " + axis + " takes positive integers up to " +
                        std::to_string(std::numeric_limits<int>::max()) + ", got " + excerpt(value.dump()));
   };
-  if (axis == "gpus") {
+  if (axis == "cluster") {
+    if (!value.is_object() || !value.contains("label") || !value["label"].is_string() ||
+        value["label"].get<std::string>().empty())
+      throw InputError(where + ": axis cluster takes objects {\"label\": NAME, cluster keys...}, got " +
+                       excerpt(value.dump()));
+    for (const auto& [key, setting] : value.items()) {
+      if (key == "label") continue;
+      if (setting.is_null())
+        doc["cluster"].erase(key);
+      else
+        doc["cluster"][key] = setting;
+    }
+  } else if (axis == "gpus") {
     need_number();
     const int gpus = value.get<int>();
     const int per_node = doc["cluster"].value("gpus_per_node", 8);
@@ -130,8 +143,15 @@ std::vector<std::string> scenario_document_files(const Json& doc) {
   return files;
 }
 
+std::string axis_value_text(const Json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() && value.contains("label") && value["label"].is_string()) return value["label"];
+  return value.dump();
+}
+
 const std::vector<std::string>& sweep_axis_names() {
-  static const std::vector<std::string> names = {"gpus",
+  static const std::vector<std::string> names = {"cluster",
+                                                 "gpus",
                                                  "context_length_tokens",
                                                  "tokens_per_iteration",
                                                  "global_batch_sequences",
@@ -222,10 +242,12 @@ std::vector<SweepPoint> expand_sweep(const Sweep& sweep) {
 
     const std::string where = sweep.file + ": point " + std::to_string(flat) + " (" + describe(point.coordinates) + ")";
     point.scenario = base;
-    // GPU count first: batch_size_per_dp and tokens_per_gpu depend on what it sets.
-    for (const char* first : {"gpus", ""})
+    // The cluster's keys first (gpus reads gpus_per_node), then the GPU count (batch_size_per_dp and tokens_per_gpu
+    // depend on what it sets), then the rest.
+    const auto rank = [](const std::string& axis) { return axis == "cluster" ? 0 : axis == "gpus" ? 1 : 2; };
+    for (int pass = 0; pass < 3; ++pass)
       for (const auto& [axis, value] : point.coordinates)
-        if ((axis == "gpus") == (*first != '\0')) apply_axis(point.scenario, axis, value, where);
+        if (rank(axis) == pass) apply_axis(point.scenario, axis, value, where);
     if (sweep.iterations > 0) point.scenario["training"]["iterations"] = sweep.iterations;
     point.scenario["name"] = base.value("name", std::string("scenario")) + " [" + describe(point.coordinates) + "]";
     scenario_from_json(point.scenario, where);  // throws naming the point and its coordinates

@@ -13,6 +13,8 @@
 // }
 //
 // Axes (each changes the point's scenario JSON):
+//   cluster                {"label": NAME, key: value, ...}: each key set in cluster (null removes it), applied
+//                          before gpus; NAME is the point's value in the CSV and charts (docs/topology.md)
 //   gpus                   cluster nodes = gpus / gpus_per_node (one smaller node when gpus < gpus_per_node);
 //                          parallel.dp = gpus / (cp tp pp)
 //   context_length_tokens  training.context_length_tokens
@@ -69,6 +71,9 @@ std::vector<std::string> scenario_document_files(const nlohmann::json& doc);
 /// Sets the dotted `path` ("training.bucket_size_tokens") of a scenario document to `value`; null removes the key
 /// (the scenario's default). Every object above the last key must exist (InputError naming the path otherwise).
 void set_dotted_path(nlohmann::json& doc, const std::string& path, const nlohmann::json& value);
+/// An axis value as tables and CSV cells show it: a string as it is, a cluster object by its label, else JSON.
+std::string axis_value_text(const nlohmann::json& value);
+
 /// The axis names a sweep may use.
 const std::vector<std::string>& sweep_axis_names();
 

@@ -8,6 +8,7 @@ namespace {
 std::string csv_value(const nlohmann::ordered_json& value) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_null()) return "";
+  if (value.is_object() && value.contains("label") && value["label"].is_string()) return value["label"];  // cluster
   return value.dump();
 }
 

@@ -70,17 +70,17 @@ LinkClass Topology::link_class(std::span<const int> group) const {
 CollectivePath Topology::collective_path(CollectiveOp op, std::span<const int> group) const {
   const LinkClass link = link_class(group);
   if (link == LinkClass::NvLink || op == CollectiveOp::SendRecv || !kind_->shapes_collectives()) return {link, 1.0};
-  std::vector<int> nodes(group.size());  // the node of each member, sorted: runs of one node
-  for (std::size_t m = 0; m < group.size(); ++m) nodes[m] = node_of(group[m]);
-  std::sort(nodes.begin(), nodes.end());
-  GroupLayout layout{.size = static_cast<int>(group.size()), .min_per_node = static_cast<int>(group.size())};
-  for (std::size_t start = 0; start < nodes.size();) {
+  std::vector<int> domains(group.size());  // the domain of each member, sorted: runs of one domain
+  for (std::size_t m = 0; m < group.size(); ++m) domains[m] = domain_of(group[m]);
+  std::sort(domains.begin(), domains.end());
+  GroupLayout layout{.size = static_cast<int>(group.size()), .min_per_domain = static_cast<int>(group.size())};
+  for (std::size_t start = 0; start < domains.size();) {
     std::size_t end = start;
-    while (end < nodes.size() && nodes[end] == nodes[start]) ++end;
+    while (end < domains.size() && domains[end] == domains[start]) ++end;
     const int members = static_cast<int>(end - start);
-    ++layout.nodes;
-    layout.min_per_node = std::min(layout.min_per_node, members);
-    layout.max_per_node = std::max(layout.max_per_node, members);
+    ++layout.domains;
+    layout.min_per_domain = std::min(layout.min_per_domain, members);
+    layout.max_per_domain = std::max(layout.max_per_domain, members);
     start = end;
   }
   return kind_->network_path(shape_, op, layout);
@@ -90,15 +90,23 @@ CollectivePath Topology::aligned_path(CollectiveOp op, int group_size, LinkClass
   if (group_size < 1) throw std::invalid_argument("aligned_path: a group of no GPU");
   if (link == LinkClass::NvLink || group_size < 2 || op == CollectiveOp::SendRecv || !kind_->shapes_collectives())
     return {link, 1.0};
-  const int per_node = shape_.gpus_per_node;
-  if (group_size <= per_node) return kind_->network_path(shape_, op, {group_size, group_size, 1, 1});
-  const int full = group_size / per_node;
-  const int rest = group_size % per_node;
+  if (group_size <= domain_size_) return kind_->network_path(shape_, op, {group_size, group_size, 1, 1});
+  const int full = group_size / domain_size_;
+  const int rest = group_size % domain_size_;
   const GroupLayout layout{.size = group_size,
-                           .nodes = full + (rest > 0 ? 1 : 0),
-                           .min_per_node = rest > 0 ? rest : per_node,
-                           .max_per_node = per_node};
+                           .domains = full + (rest > 0 ? 1 : 0),
+                           .min_per_domain = rest > 0 ? rest : domain_size_,
+                           .max_per_domain = domain_size_};
   return kind_->network_path(shape_, op, layout);
+}
+
+CollectivePath spread_over_nics(CollectiveOp op, const GroupLayout& group, bool pxn, int nics_per_domain) {
+  if (op == CollectiveOp::SendRecv) return {LinkClass::InfiniBand, 1.0};
+  if (op == CollectiveOp::AllToAll) {
+    const double shared = pxn ? static_cast<double>(nics_per_domain) / group.max_per_domain : 1.0;
+    return {LinkClass::InfiniBand, std::max(1.0, shared)};
+  }
+  return {LinkClass::InfiniBand, static_cast<double>(std::max(1, group.min_per_domain))};
 }
 
 std::shared_ptr<const TopologyKind> FatTree::shared() {

@@ -33,13 +33,19 @@ struct CollectivePath {
   double bandwidth_scale = 1.0;
 };
 
-/// How a group of GPUs sits on the nodes, which is all a kind needs to price its collectives.
+/// How a group of GPUs sits on the NVLink domains, which is all a kind needs to price its collectives.
 struct GroupLayout {
   int size = 0;
-  int nodes = 0;          ///< nodes it has members on
-  int min_per_node = 0;   ///< members on its least populated node
-  int max_per_node = 0;   ///< and on its most populated one
+  int domains = 0;          ///< domains it has members on
+  int min_per_domain = 0;   ///< members on its least populated domain
+  int max_per_domain = 0;   ///< and on its most populated one
 };
+
+/// NCCL on one NIC per GPU: a ring per NIC, data moved to it over NVLink, so a ring collective crosses the network on
+/// as many NICs as the group's least populated domain has members (every ring passes through it). An all-to-all has
+/// no ring: one NIC per GPU, unless PXN (`pxn`) routes each message over NVLink to the NIC on the destination's rail
+/// first, which shares a domain's `nics_per_domain` NICs among its members. docs/topology.md has the checks.
+CollectivePath spread_over_nics(CollectiveOp op, const GroupLayout& group, bool pxn, int nics_per_domain);
 
 /// One kind of cluster wiring with its own parameters (immutable; ClusterSpec copies share it). A kind answers for a
 /// shape; the Topology view below pairs the two.

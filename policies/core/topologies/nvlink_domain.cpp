@@ -1,7 +1,9 @@
 // nvlink-domain: NVLink domains larger than a node, e.g. GB200 NVL72 (18 trays of 4 GPUs, 72 GPUs on one NVLink
 // switch fabric). GPUs of a domain talk over NVLink at the cluster's nvlink_GBps whatever their node; domains are
-// joined by one NIC per GPU on a non-blocking fat-tree. `domain_gpus` (required) is a whole number of nodes and the
-// cluster a whole number of domains. The NVLink figure stays the cluster's nvlink_GBps: one number per link.
+// joined by one NIC per GPU. NCCL spreads a ring over the NICs of a domain's members as on rail-optimized nodes (the
+// domain's NVLink reaches every NIC), and an all-to-all stays at one NIC per GPU. `domain_gpus` (required) is a whole
+// number of nodes and the cluster a whole number of domains. The NVLink figure stays the cluster's nvlink_GBps: one
+// number per link.
 #include <string>
 
 #include "policies/core/json_reader.hpp"
@@ -15,6 +17,10 @@ class NvlinkDomain final : public TopologyKind {
   explicit NvlinkDomain(int domain_gpus) : domain_gpus_(domain_gpus) {}
   std::string_view name() const override { return "nvlink-domain"; }
   int domain_size(const ClusterShape&) const override { return domain_gpus_; }
+  bool shapes_collectives() const override { return true; }
+  CollectivePath network_path(const ClusterShape&, CollectiveOp op, const GroupLayout& group) const override {
+    return spread_over_nics(op, group, false, domain_gpus_);
+  }
 
   void check(const ClusterShape& shape) const override {
     TopologyKind::check(shape);

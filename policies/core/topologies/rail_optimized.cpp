@@ -5,7 +5,6 @@
 // 2, 4 and 8 GPUs per node on 400 Gb/s NICs. An all-to-all has no ring to spread: each GPU sends through its own
 // NIC, unless PXN routes a message over NVLink to the GPU on the destination's rail first, which spreads a node's
 // all-to-all over all its NICs (`pxn`, default false). Derivation and checks: docs/topology.md.
-#include <algorithm>
 #include <string>
 
 #include "policies/core/json_reader.hpp"
@@ -21,13 +20,7 @@ class RailOptimized final : public TopologyKind {
   bool shapes_collectives() const override { return true; }
 
   CollectivePath network_path(const ClusterShape& shape, CollectiveOp op, const GroupLayout& group) const override {
-    if (op == CollectiveOp::AllToAll) {
-      // PXN: the node's messages leave through all of its NICs, shared by the group's members on it.
-      const double scale = pxn_ ? static_cast<double>(shape.gpus_per_node) / group.max_per_node : 1.0;
-      return {LinkClass::InfiniBand, std::max(1.0, scale)};
-    }
-    // A ring per NIC: the node with the fewest members has the fewest NICs in use, and bounds every ring.
-    return {LinkClass::InfiniBand, static_cast<double>(group.min_per_node)};
+    return spread_over_nics(op, group, pxn_, shape.gpus_per_node);  // a node is a domain
   }
 
   std::vector<std::string> describe() const override { return {std::string("pxn = ") + (pxn_ ? "true" : "false")}; }
