@@ -430,18 +430,23 @@ class Builder {
   }
 
   int add_collective(std::vector<int> gpus, LinkClass link, CollectiveTime time, WorkKind kind,
-                     std::vector<CollectiveCall> calls) {
-    program_.collectives.push_back({std::move(gpus), link, time, kind, std::move(calls)});
+                     std::vector<CollectiveCall> calls, double flow_scale = 1.0) {
+    program_.collectives.push_back({std::move(gpus), link, time, kind, std::move(calls), flow_scale});
     return static_cast<int>(program_.collectives.size()) - 1;
   }
 
   /// A collective of the cost model's calls over `gpus`, timed on the path the topology gives the group.
   int add_calls(std::vector<int> gpus, const std::vector<CollectiveCall>& calls, WorkKind kind, bool half = false) {
-    const LinkClass link = cost_.cluster().topology().link_class(gpus);
+    const Topology topology = cost_.cluster().topology();
+    const LinkClass link = topology.link_class(gpus);
     const CollectiveTime time = cost_.collective_time(calls, gpus);
+    // Only a fabric below the members' links slows their flows' bytes (a spread ring moves each NIC's share).
+    double flow_scale = 1.0;
+    if (link == LinkClass::InfiniBand && !calls.empty() && topology.kind().uplink_share() < 1.0)
+      flow_scale = std::min(1.0, topology.collective_path(calls.front().op, gpus).bandwidth_scale);
     std::vector<CollectiveCall> described;  // the calls are for the live executor only
     if (options_.describe_work) described = half ? halve(calls) : calls;
-    return add_collective(std::move(gpus), link, half ? halve(time) : time, kind, std::move(described));
+    return add_collective(std::move(gpus), link, half ? halve(time) : time, kind, std::move(described), flow_scale);
   }
 
   void add_phase_barrier() {

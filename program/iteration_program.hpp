@@ -45,6 +45,10 @@ struct CollectiveSpec {
   /// What `time` times (a pipeline pass's half: counts halved); none: barrier, or not described
   /// (ProgramOptions::describe_work).
   std::vector<CollectiveCall> calls;
+  /// A member's bytes per second of transfer, relative to its link's bandwidth: below 1 where an oversubscribed
+  /// fabric, not the member's own link, bounds it (Topology::collective_path), so that its flows load the fabric's
+  /// links with what the transfer really moves.
+  double flow_scale = 1.0;
 };
 
 /// One point-to-point transfer (pipeline activations or gradients).

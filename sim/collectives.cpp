@@ -87,6 +87,8 @@ std::vector<FlowShape> flow_shapes(const Topology& topology, const std::vector<i
     return {{link, {gpus[0]}, {gpus[1]}}};
   }
   if (kind == program::WorkKind::CpRing && link == LinkClass::InfiniBand) return ring_hops(topology, gpus);
+  // An aggregate loads a node's uplink once for all its members: right only while the uplink never binds.
+  if (link == LinkClass::InfiniBand && topology.kind().uplink_share() < 1.0) aggregate = false;
   if (aggregate) {
     std::vector<FlowShape> shapes = part_flows(topology, gpus, link);
     if (!shapes.empty()) return shapes;
@@ -127,7 +129,7 @@ std::vector<FlowPlan::Flow> flow_ends(const Platform& platform, const std::vecto
 }
 
 std::uint64_t spec_bytes(const Platform& platform, const program::CollectiveSpec& spec) {
-  return spec.gpus.size() > 1 ? flow_bytes(platform, spec.link, spec.time.transfer_s) : 0;
+  return spec.gpus.size() > 1 ? flow_bytes(platform, spec.link, spec.time.transfer_s * spec.flow_scale) : 0;
 }
 
 }  // namespace
@@ -149,6 +151,18 @@ std::set<std::vector<int>> exclusive_groups(const ClusterSpec& cluster, const st
   const auto world = static_cast<std::size_t>(cluster.world_size());
   std::map<LinkClass, std::vector<int>> first_set;  // by class, by GPU: the first set crossing its link
   for (LinkClass link : {LinkClass::NvLink, LinkClass::InfiniBand}) first_set[link].assign(world, kNone);
+  // On an oversubscribed fabric a domain's uplink binds too: by domain, the first set crossing it.
+  const Topology topology = cluster.topology();
+  const bool uplinks_bind = topology.kind().uplink_share() < 1.0;
+  std::vector<int> first_uplink(static_cast<std::size_t>(topology.domains()), kNone);
+  const auto cross = [&](int& first, int id) {
+    if (first == kNone) {
+      first = id;
+    } else if (first != id) {
+      shared[static_cast<std::size_t>(first)] = 1;
+      shared[static_cast<std::size_t>(id)] = 1;
+    }
+  };
   for (const program::FlowGroup& group : groups) {
     std::vector<int> set = group.gpus;
     std::sort(set.begin(), set.end());
@@ -159,13 +173,9 @@ std::set<std::vector<int>> exclusive_groups(const ClusterSpec& cluster, const st
     const int id = found->second;
     for (const LinkUse& use : link_uses(cluster, group.gpus, group.kind))
       for (int g : use.gpus) {
-        int& first = first_set[use.link].at(static_cast<std::size_t>(g));
-        if (first == kNone) {
-          first = id;
-        } else if (first != id) {
-          shared[static_cast<std::size_t>(first)] = 1;
-          shared[static_cast<std::size_t>(id)] = 1;
-        }
+        cross(first_set[use.link].at(static_cast<std::size_t>(g)), id);
+        if (uplinks_bind && use.link == LinkClass::InfiniBand)
+          cross(first_uplink.at(static_cast<std::size_t>(topology.domain_of(g))), id);
       }
   }
   std::set<std::vector<int>> exclusive;
@@ -236,7 +246,8 @@ void CollectiveRun::run_flows(FlowCache& flows, const program::CollectiveSpec& s
                              ".. starts at " + std::to_string(interval_.start) + " s, before the previous one over " +
                              "the same GPUs ends (" + std::to_string(*cached.busy_until) +
                              " s): they would share links, so it cannot be timed in closed form");
-    interval_.end = interval_.start + delay_s + static_cast<double>(bytes) / flows.platform().bandwidth(spec.link);
+    interval_.end =
+        interval_.start + delay_s + static_cast<double>(bytes) / (flows.platform().bandwidth(spec.link) * spec.flow_scale);
     *cached.busy_until = interval_.end;
     return;
   }

@@ -41,9 +41,10 @@ struct FlowPlan {
 FlowPlan plan_flows(const Platform& platform, const program::CollectiveSpec& spec);
 
 /// The GPU sets (sorted) of `groups` whose flows have their links to themselves: no link that a flow of a group
-/// over those GPUs crosses -- NVLink links, NICs -- is crossed by a flow of a group over other GPUs. The fabric's
-/// leaf links do not count: a leaf carries its node's NICs at their summed bandwidth (sim/platform.hpp), so the
-/// flows through it, each held to its NIC's bandwidth or less, never fill it.
+/// over those GPUs crosses -- NVLink links, NICs -- is crossed by a flow of a group over other GPUs. On a
+/// non-blocking fabric the leaf links do not count: a leaf carries its node's NICs at their summed bandwidth
+/// (sim/platform.hpp), so the flows through it, each held to its NIC's bandwidth or less, never fill it. On an
+/// oversubscribed one (TopologyKind::uplink_share below 1) they do, and two groups crossing one leaf share it.
 std::set<std::vector<int>> exclusive_groups(const ClusterSpec& cluster, const std::vector<program::FlowGroup>& groups);
 
 /// The platform, and what it knows of every group of GPUs it has planned flows for: all collectives of one group

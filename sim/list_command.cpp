@@ -140,8 +140,8 @@ void list_topologies(std::ostream& out) {
   std::vector<Row> rows;
   for (const TopologyEntry& entry : topology_kinds()) rows.push_back({std::string(entry.name), std::string(entry.summary)});
   print_rows(rows, out, true);
-  out << "keys: rail-optimized takes pxn (bool, default false); nvlink-domain takes domain_gpus (required, a whole\n"
-         "number of nodes dividing the cluster)\n";
+  out << "keys: fat-tree takes oversubscription (1-64, default 1); rail-optimized takes pxn (bool, default false);\n"
+         "nvlink-domain takes domain_gpus (required, a whole number of nodes dividing the cluster)\n";
 }
 
 }  // namespace

@@ -175,7 +175,8 @@ Platform::Platform(const ClusterSpec& cluster, const std::vector<LinkUse>& uses,
   for (int node = 0; node < topology.domains(); ++node) {
     sg4::Link* leaf = nullptr;
     if (topology.domains() > 1)
-      leaf = zone->create_split_duplex_link("leaf-" + std::to_string(node), topology.domain_size() * ib_Bps_)
+      leaf = zone->create_split_duplex_link("leaf-" + std::to_string(node),
+                                            topology.domain_size() * ib_Bps_ * topology.kind().uplink_share())
                  ->set_latency(0)
                  ->seal();
     nodes.make(node, nodes_uses[static_cast<std::size_t>(node)], leaf);

@@ -9,7 +9,8 @@
 // `nic-i` is its InfiniBand NIC, one per GPU, and carries its traffic to other nodes. Keeping them apart gives a
 // GPU two different routes (a star zone has one route per member). Link bandwidths are the cluster's
 // per-direction figures; a leaf link carries a whole node's NICs (gpus_per_node x ib), so the fabric is
-// non-blocking and the NICs are where inter-node flows contend; a one-node cluster has no leaf. Links have no
+// non-blocking and the NICs are where inter-node flows contend, unless the topology oversubscribes it (the leaf then
+// carries 1/ratio of that: TopologyKind::uplink_share); a one-node cluster has no leaf. Links have no
 // latency: every transfer is a collective or send/recv whose fitted latency in the profile already includes the
 // wire's, and the collectives pay it (sim/collectives.cpp), so the cluster's nvlink_latency_us and
 // ib_latency_us are not added a second time. One zone rather than a zone per node under a fat-tree zone: the same

@@ -112,6 +112,39 @@ TEST(SimCollectives, InfiniBandCollectivesContendOnTheNics) {
   }
 }
 
+TEST(SimCollectives, AnOversubscribedFabricIsSharedByTheGroupsCrossingIt) {
+  // Two nodes of 4 GPUs under a 2:1 fabric: a node's uplink carries 2 NICs' worth. A group of all 8 GPUs is priced
+  // at half a NIC per GPU (Topology::collective_path) and alone takes its priced time; two groups of 2 per node
+  // each fit alone, but together they fill the uplinks twice over and take twice as long -- on a non-blocking
+  // fabric they would not slow each other at all (separate NICs).
+  ClusterSpec over = cluster(2, 4);
+  over.topology_kind = std::make_shared<const FatTree>(2.0);
+  const std::vector<int> all{0, 1, 2, 3, 4, 5, 6, 7};
+  const CollectivePath path = over.topology().collective_path(CollectiveOp::AllToAll, all);
+  EXPECT_EQ(path.bandwidth_scale, 0.5);
+  CollectiveSpec whole = spec(all, LinkClass::InfiniBand, 1e-3, 4e-3);  // transfer already at the priced rate
+  whole.flow_scale = path.bandwidth_scale;
+  for (bool aggregates : {false, true}) {
+    const auto alone = run_concurrently(over, {whole}, aggregates);
+    ASSERT_EQ(alone.size(), 1u);
+    EXPECT_NEAR(alone[0], 5e-3, 1e-9) << "aggregates " << aggregates;
+    const std::vector<CollectiveSpec> pair{spec({0, 1, 4, 5}, LinkClass::InfiniBand, 1e-3, 2e-3),
+                                           spec({2, 3, 6, 7}, LinkClass::InfiniBand, 1e-3, 2e-3)};
+    EXPECT_EQ(over.topology().collective_path(CollectiveOp::AllToAll, pair[0].gpus).bandwidth_scale, 1.0);
+    const auto shared = run_concurrently(over, pair, aggregates);
+    ASSERT_EQ(shared.size(), 2u);
+    EXPECT_NEAR(shared[0], 1e-3 + 4e-3, 1e-9) << "aggregates " << aggregates;
+    EXPECT_NEAR(shared[1], 1e-3 + 4e-3, 1e-9) << "aggregates " << aggregates;
+    const auto free = run_concurrently(cluster(2, 4), pair, aggregates);
+    EXPECT_NEAR(free[0], 3e-3, 1e-9) << "aggregates " << aggregates;
+  }
+  // Exclusivity sees the uplinks: the two groups share none of their NICs but do share both nodes' uplinks.
+  std::vector<program::FlowGroup> groups{{{0, 1, 4, 5}, program::WorkKind::CpAllToAll},
+                                         {{2, 3, 6, 7}, program::WorkKind::CpAllToAll}};
+  EXPECT_TRUE(sim::exclusive_groups(over, groups).empty());
+  EXPECT_EQ(sim::exclusive_groups(cluster(2, 4), groups).size(), 2u);
+}
+
 TEST(SimCollectives, FlowPlansUseOneFlowPerNodeWhereTheyCan) {
   const std::string text = testing::in_child_process([] {
     const auto engine = testing::make_sim_engine();

@@ -69,6 +69,25 @@ TEST(Topology, FatTreeGivesEveryCollectiveOneNicPerGpu) {
   EXPECT_EQ(t.collective_path(CollectiveOp::AllReduce, members({2}, 8, 0, 8)).link, LinkClass::NvLink);
 }
 
+TEST(Topology, AnOversubscribedFatTreeSharesANodesUplinkAmongItsMembers) {
+  const Topology t = cluster_of("fat-tree", 4, 8, {{"oversubscription", 2}}).topology();
+  EXPECT_EQ(t.kind().uplink_share(), 0.5);
+  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllToAll}) {
+    EXPECT_EQ(t.collective_path(op, members({0, 1}, 8, 0, 8)).bandwidth_scale, 0.5);  // 8 members, 4 NICs' worth
+    EXPECT_EQ(t.collective_path(op, members({0, 1, 2}, 8, 0, 4)).bandwidth_scale, 1.0);
+    EXPECT_EQ(t.collective_path(op, members({0, 3}, 8, 2, 1)).bandwidth_scale, 1.0);
+    // The busiest node bounds it: 8 members on node 0, 1 on node 1.
+    EXPECT_EQ(t.collective_path(op, std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8}).bandwidth_scale, 0.5);
+  }
+  EXPECT_EQ(t.collective_path(CollectiveOp::SendRecv, std::vector<int>{0, 8}).bandwidth_scale, 1.0);
+  EXPECT_EQ(t.aligned_path(CollectiveOp::AllReduce, 32, LinkClass::InfiniBand).bandwidth_scale, 0.5);
+  const Topology four = cluster_of("fat-tree", 4, 8, {{"oversubscription", 4}}).topology();
+  EXPECT_EQ(four.collective_path(CollectiveOp::AllGather, members({0, 1}, 8, 0, 4)).bandwidth_scale, 0.5);
+  EXPECT_EQ(cluster_of("fat-tree", 4, 8, {{"oversubscription", 1}}).topology_kind, FatTree::shared());
+  EXPECT_THROW(read_kind("fat-tree", {{"oversubscription", 0.5}}), InputError);
+  EXPECT_THROW(FatTree(0.9), std::invalid_argument);
+}
+
 TEST(Topology, RailOptimizedRingsSpreadOverTheNicsOfTheLeastPopulatedNode) {
   const Topology t = cluster_of("rail-optimized", 4, 8).topology();
   for (int k : {1, 2, 4, 8}) {
@@ -196,6 +215,16 @@ TEST(Topology, CpAcrossNodesOfOneNvlinkDomainRunsAsWithinANode) {
   // check: the default profile's network latencies are below its NVLink ones, which carry Skrull's framework.)
   const RunResults eight_fat = plan_default({{"nodes", 4}, {"gpus_per_node", 8}});
   EXPECT_GT(four.policies[1].mean_iteration_s, 1.05 * eight_fat.policies[1].mean_iteration_s);
+}
+
+TEST(Topology, AnOversubscribedFabricSlowsTheSyncOfGroupsFillingTheirNodes) {
+  // DP 4 x CP 8 on 4 nodes: ZeRO shards over all 32 GPUs, 8 per node, whose sync a 2:1 fabric halves; the CP
+  // groups stay inside their nodes. Both policies lose the same time (their syncs are the same); simulated too.
+  const RunResults fat = plan_default(nlohmann::json::object());
+  const RunResults over = plan_default({{"oversubscription", 2}});
+  const double lost = over.policies[0].mean_iteration_s - fat.policies[0].mean_iteration_s;
+  EXPECT_GT(lost, 0.0);
+  EXPECT_NEAR(over.policies[1].mean_iteration_s - fat.policies[1].mean_iteration_s, lost, 1e-9);
 }
 
 TEST(Topology, RailOptimizedSpeedsUpOnlyGroupsWithSeveralGpusPerNode) {

@@ -1,6 +1,7 @@
 #include "policies/core/topology.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -16,8 +17,8 @@ namespace {
 
 // clang-format off
 constexpr TopologyEntry kTopologies[] = {
-    {"fat-tree", "nodes on a non-blocking fat-tree, one NIC per GPU; cross-node collectives at one NIC per GPU "
-                 "(the default)", read_fat_tree},
+    {"fat-tree", "nodes on a fat-tree, one NIC per GPU; cross-node collectives at one NIC per GPU, shared when "
+                 "oversubscription > 1 (the default, non-blocking)", read_fat_tree},
     {"rail-optimized", "one NIC per GPU on its rail; ring collectives spread over the node's NICs, all-to-all "
                        "at one NIC per GPU unless pxn", read_rail_optimized},
     {"nvlink-domain", "NVLink domains of domain_gpus GPUs across nodes (e.g. GB200 NVL72); domains on a "
@@ -107,6 +108,21 @@ CollectivePath spread_over_nics(CollectiveOp op, const GroupLayout& group, bool 
     return {LinkClass::InfiniBand, std::max(1.0, shared)};
   }
   return {LinkClass::InfiniBand, static_cast<double>(std::max(1, group.min_per_domain))};
+}
+
+FatTree::FatTree(double oversubscription) : oversubscription_(oversubscription) {
+  if (!(oversubscription >= 1.0) || !std::isfinite(oversubscription))
+    throw std::invalid_argument("fat-tree: oversubscription must be a finite ratio of at least 1");
+}
+
+CollectivePath FatTree::network_path(const ClusterShape& shape, CollectiveOp, const GroupLayout& group) const {
+  // The node's uplink carries gpus_per_node NICs' worth / r, shared by the group's members on its busiest node.
+  const double share = static_cast<double>(shape.gpus_per_node) / (oversubscription_ * group.max_per_domain);
+  return {LinkClass::InfiniBand, std::min(1.0, share)};
+}
+
+std::vector<std::string> FatTree::describe() const {
+  return {"oversubscription = " + std::to_string(oversubscription_)};
 }
 
 std::shared_ptr<const TopologyKind> FatTree::shared() {

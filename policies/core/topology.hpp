@@ -63,6 +63,9 @@ class TopologyKind {
   /// The path of `op` (not a send/recv) over a group of at least two GPUs crossing the network (InfiniBand).
   /// Default: one NIC's bandwidth per GPU.
   virtual CollectivePath network_path(const ClusterShape& shape, CollectiveOp op, const GroupLayout& group) const;
+  /// The share of a domain's NIC bandwidth that the fabric above it carries to other domains: 1 non-blocking,
+  /// 1 / ratio on an oversubscribed fabric. The simulator sizes each domain's uplink (its leaf link) by it.
+  virtual double uplink_share() const { return 1.0; }
   /// The kind's parameters as `key = value` lines for printing, empty for none.
   virtual std::vector<std::string> describe() const { return {}; }
 };
@@ -103,13 +106,23 @@ class Topology {
   int domain_size_;
 };
 
-/// Nodes of gpus_per_node GPUs on NVSwitch, one NIC per GPU, nodes on a non-blocking fat-tree; a collective's
-/// cross-node traffic runs at one NIC's bandwidth per GPU. The default kind; a node is an NVLink domain.
+/// Nodes of gpus_per_node GPUs on NVSwitch, one NIC per GPU, nodes on a fat-tree; a collective's cross-node traffic
+/// runs at one NIC's bandwidth per GPU. With `oversubscription` r > 1 the fabric carries 1/r of a node's NIC
+/// bandwidth from it, shared by the node's members of a group. The default kind (r = 1); a node is an NVLink domain.
 class FatTree final : public TopologyKind {
  public:
+  explicit FatTree(double oversubscription = 1.0);
   std::string_view name() const override { return "fat-tree"; }
-  /// The one instance every ClusterSpec starts with (the kind has no parameters).
+  bool shapes_collectives() const override { return oversubscription_ > 1.0; }
+  CollectivePath network_path(const ClusterShape& shape, CollectiveOp op, const GroupLayout& group) const override;
+  double uplink_share() const override { return 1.0 / oversubscription_; }
+  std::vector<std::string> describe() const override;
+  double oversubscription() const { return oversubscription_; }
+  /// The non-blocking instance every ClusterSpec starts with.
   static std::shared_ptr<const TopologyKind> shared();
+
+ private:
+  double oversubscription_;
 };
 
 /// A registered kind: its name for cluster.topology, one line of help, and the reader of its keys from the
