@@ -45,6 +45,32 @@ std::string tune_error(const Json& tune) {
   return "";
 }
 
+TEST(TuneKnobs, EachPolicyDeclaresItsOwn) {
+  const TuneKnobContext context{65536, Tokens{26624}};
+  const auto knobs = [&](const std::string& kind, Json options = Json::object()) {
+    PolicySpec spec;
+    spec.kind = kind;
+    spec.label = kind;
+    spec.options = std::move(options);
+    return make_policy(spec)->tune_knobs(context);
+  };
+  // Skrull and RR: BucketSize up to the context, the scenario's own included.
+  for (const char* kind : {"skrull", "rr"}) {
+    const auto k = knobs(kind);
+    ASSERT_EQ(k.size(), 1u) << kind;
+    EXPECT_EQ(k[0].path, "training.bucket_size_tokens");
+    EXPECT_EQ(Json(k[0].values), Json::parse("[4096, 8192, 16384, 24576, 26624, 32768, 49152, 65536]"));
+  }
+  EXPECT_TRUE(knobs("skrull-dacp").empty());
+  EXPECT_TRUE(knobs("deepspeed").empty());
+  const auto packing = knobs("packing");
+  ASSERT_EQ(packing.size(), 1u);
+  EXPECT_EQ(packing[0].path, "options.packing_length_tokens");
+  EXPECT_EQ(Json(packing[0].values), Json::parse("[null, 16384, 32768, 65536]"));
+  EXPECT_EQ(knobs("sorted")[0].path, "options.micro_batch_tokens");
+  EXPECT_TRUE(knobs("sorted", {{"micro_batch", "sequence"}}).empty()) << "one sequence per micro-batch has no budget";
+}
+
 TEST(TuneSpec, IsReadStrictlyAndNamesTheKey) {
   EXPECT_EQ(tune_error({{"layout", {{"cp", {1, 2}}}}, {"simulate_top", 2}}), "");
   EXPECT_NE(tune_error({{"colour", 1}}).find("tune.colour"), std::string::npos);

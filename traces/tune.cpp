@@ -63,23 +63,12 @@ std::string knob_value(const TuneCandidate& c, std::size_t k) {
 }  // namespace
 
 std::vector<TuneKnob> default_policy_knobs(const Scenario& scenario, const PolicySpec& policy) {
-  const Tokens context = scenario.training.context_length;
-  // Token budgets: a quarter, half and all of the context, and the policy's own default (null).
-  std::vector<Json> budgets = {nullptr};
-  for (Tokens t : {context / 4, context / 2, context}) budgets.push_back(t);
-  if (policy.kind == "skrull" || policy.kind == "rr") {
-    // BucketSize: up to where memory allows; values past it plan with OOM iterations and are never accepted.
-    std::set<Tokens> sizes = {4096, 8192, 16384, 24576, 32768, 49152, 65536};
-    if (scenario.training.bucket_size_tokens) sizes.insert(*scenario.training.bucket_size_tokens);
-    std::vector<Json> values;
-    for (Tokens s : sizes)
-      if (s <= context) values.push_back(s);
-    return {{"training.bucket_size_tokens", values}};
-  }
-  if (policy.kind == "packing") return {{"options.packing_length_tokens", budgets}};
-  if (policy.kind == "sorted" && policy.options.value("micro_batch", "budget") == "budget")
-    return {{"options.micro_batch_tokens", budgets}};
-  return {};
+  // Each policy declares its own knobs (Policy::tune_knobs); building one only reads its options.
+  const TuneKnobContext context{scenario.training.context_length, scenario.training.bucket_size_tokens};
+  std::vector<TuneKnob> knobs;
+  for (TuneKnobSpec& knob : make_policy(policy)->tune_knobs(context))
+    knobs.push_back({std::move(knob.path), std::move(knob.values)});
+  return knobs;
 }
 
 std::vector<ParallelLayout> tune_layouts(const Scenario& scenario, const TuneSpec& spec) {

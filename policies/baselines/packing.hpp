@@ -37,6 +37,9 @@ class PackingPolicy : public Policy {
   std::string kind() const override { return "packing"; }
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
   bool keeps_global_batches() const override { return false; }
+  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& context) const override {
+    return {{"options.packing_length_tokens", context_budgets(context.context_length)}};
+  }
 
  private:
   PackingOptions options_;

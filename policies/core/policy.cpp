@@ -60,3 +60,13 @@ std::vector<GlobalBatch> cut_global_batches(std::span<const Sequence> sequences,
 }
 
 }  // namespace lcsim
+
+namespace lcsim {
+
+std::vector<nlohmann::json> context_budgets(Tokens context_length) {
+  std::vector<nlohmann::json> budgets = {nullptr};
+  for (Tokens t : {context_length / 4, context_length / 2, context_length}) budgets.push_back(t);
+  return budgets;
+}
+
+}  // namespace lcsim

@@ -50,6 +50,22 @@ struct PlanningContext {
   std::uint64_t seed = 0;
 };
 
+/// A setting `lcsim tune` may vary for a policy: a path in the scenario ("options.X" in the policy's options,
+/// "training.X") and the values to try (null: the policy's own default).
+struct TuneKnobSpec {
+  std::string path;
+  std::vector<nlohmann::json> values;
+};
+
+/// What a policy's knobs may depend on.
+struct TuneKnobContext {
+  Tokens context_length = 0;
+  std::optional<Tokens> bucket_size_tokens;  ///< the scenario's, when it sets one
+};
+
+/// Token budgets a policy's tuning tries: its own default (null), then a quarter, half and all of the context.
+std::vector<nlohmann::json> context_budgets(Tokens context_length);
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -73,6 +89,8 @@ class Policy {
   /// a CPU-time limit, which counts every thread of the process) returns true, and its candidates are planned by
   /// `lcsim plan` child processes instead.
   virtual bool needs_own_process() const { return false; }
+  /// The settings `lcsim tune` searches for this policy besides the parallel layout (none by default).
+  virtual std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& /*context*/) const { return {}; }
 };
 
 /// A policy as the scenario names it: `kind` from the registry, a `label` unique within the scenario (defaults

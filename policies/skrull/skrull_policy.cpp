@@ -1,5 +1,7 @@
 #include "policies/skrull/skrull_policy.hpp"
 
+#include <set>
+
 #include "policies/core/estimate.hpp"
 #include "policies/core/json_reader.hpp"
 #include "policies/skrull/skrull_view.hpp"
@@ -136,6 +138,17 @@ std::unique_ptr<Policy> make_skrull_policy(const PolicySpec& spec, Variant varia
     micro_batch_sequences = static_cast<int>(options.integer_in("micro_batch_sequences", 1, 1 << 20));
   options.finish();
   return std::make_unique<SkrullPolicy>(variant, rollback, micro_batch_sequences);
+}
+
+std::vector<TuneKnobSpec> SkrullPolicy::tune_knobs(const TuneKnobContext& context) const {
+  if (variant_ == Variant::DacpOnly) return {};
+  // Up to where memory allows; values past it plan with OOM iterations, which tune never accepts.
+  std::set<Tokens> sizes = {4096, 8192, 16384, 24576, 32768, 49152, 65536};
+  if (context.bucket_size_tokens) sizes.insert(*context.bucket_size_tokens);
+  std::vector<nlohmann::json> values;
+  for (Tokens size : sizes)
+    if (size <= context.context_length) values.push_back(size);
+  return {{"training.bucket_size_tokens", values}};
 }
 
 }  // namespace lcsim::skrull

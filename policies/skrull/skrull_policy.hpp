@@ -17,6 +17,8 @@ class SkrullPolicy : public Policy {
   std::string kind() const override;
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
   std::string layout_refusal(const ParallelLayout& layout) const override;
+  /// BucketSize (training.bucket_size_tokens) for Skrull and RR, up to the context.
+  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& context) const override;
 
   Variant variant() const { return variant_; }
   bool rollback() const { return rollback_; }
