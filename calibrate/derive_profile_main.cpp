@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "calibrate/host/default_profile.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace {
 

@@ -11,10 +11,10 @@
 #include "calibrate/host/gpu_kind.hpp"
 #include "calibrate/host/kineto_fit.hpp"
 #include "calibrate/host/kineto_kernels.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
-#include "policies/core/json_reader.hpp"
-#include "policies/core/model.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
+#include "base/json_reader.hpp"
+#include "model/model.hpp"
 
 namespace {
 

@@ -24,8 +24,8 @@
 #include "calibrate/host/mix_sweep.hpp"
 #include "calibrate/host/profile_fit.hpp"
 #include "kernels/cuda_check.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
 
 namespace {
 

@@ -20,7 +20,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-# hidden, layers, heads, kv_heads, ffn, vocab (policies/core/model.cpp)
+# hidden, layers, heads, kv_heads, ffn, vocab (model/model.cpp)
 MODELS = {
     "Qwen2.5-0.5B": (896, 24, 14, 2, 4864, 151936),
     "Qwen2.5-7B": (3584, 28, 28, 4, 18944, 152064),

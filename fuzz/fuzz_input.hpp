@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim::fuzz {
 

@@ -4,7 +4,7 @@
 #include "calibrate/host/measurements.hpp"
 #include "calibrate/host/profile_fit.hpp"
 #include "fuzz/fuzz_input.hpp"
-#include "policies/core/model.hpp"
+#include "model/model.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return lcsim::fuzz::run_on_file(data, size, ".json", [](const std::string& file) {

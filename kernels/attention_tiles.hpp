@@ -1,6 +1,6 @@
 #pragma once
 // The attention kernels' tile, plain C++ so that host code (the calibration fit's critical-path model,
-// policies/core/profile.hpp AttentionBlocks) names the same number the kernels are built with.
+// model/profile.hpp AttentionBlocks) names the same number the kernels are built with.
 namespace lcsim::kernels {
 
 /// Query rows of a forward block and key rows of a backward block; both walk the other side a tile at a time.

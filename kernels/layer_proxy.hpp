@@ -25,8 +25,8 @@
 
 #include "kernels/device_arena.hpp"
 #include "kernels/gemm.hpp"
-#include "policies/core/cost_model.hpp"
-#include "policies/core/model.hpp"
+#include "model/cost_model.hpp"
+#include "model/model.hpp"
 
 namespace lcsim::kernels {
 

@@ -9,7 +9,7 @@
 #include "policies/baselines/packing.hpp"
 #include "policies/baselines/sorted.hpp"
 #include "policies/baselines/ulysses.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "policies/core/policy.hpp"
 #include "policies/hbp/hbp_policy.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "policies/core/estimate.hpp"
+#include "model/estimate.hpp"
 
 namespace lcsim::program {
 namespace {

@@ -11,8 +11,8 @@
 //    bounds the peak from below.
 #include <optional>
 
-#include "policies/core/cost_model.hpp"
-#include "policies/core/plan.hpp"
+#include "model/cost_model.hpp"
+#include "model/plan.hpp"
 #include "program/estimate.hpp"
 
 namespace lcsim::program {

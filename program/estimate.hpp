@@ -2,9 +2,9 @@
 // `lcsim plan`'s estimate of an iteration: its program (program/iteration_program.hpp) replayed without
 // contention (program/replay.hpp). The simulator runs the same program with contention, and live replay the same
 // program on GPUs, so the three agree by construction wherever nothing shares a link.
-#include "policies/core/cost_model.hpp"
-#include "policies/core/estimate.hpp"
-#include "policies/core/plan.hpp"
+#include "model/cost_model.hpp"
+#include "model/estimate.hpp"
+#include "model/plan.hpp"
 #include "program/iteration_program.hpp"
 
 namespace lcsim::program {

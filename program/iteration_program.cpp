@@ -7,9 +7,9 @@
 #include <string>
 #include <utility>
 
-#include "policies/core/check.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
+#include "base/check.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
 
 namespace lcsim::program {
 

@@ -9,8 +9,8 @@
 #include <span>
 #include <vector>
 
-#include "policies/core/cost_model.hpp"
-#include "policies/core/plan.hpp"
+#include "model/cost_model.hpp"
+#include "model/plan.hpp"
 
 namespace lcsim::program {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "policies/core/check.hpp"
+#include "base/check.hpp"
 
 namespace lcsim::program {
 

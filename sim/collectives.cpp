@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "policies/core/check.hpp"
+#include "base/check.hpp"
 
 namespace lcsim::sim {
 namespace {

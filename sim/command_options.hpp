@@ -7,7 +7,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "policies/core/files.hpp"
+#include "base/files.hpp"
 #include "traces/scenario_loader.hpp"
 #include "traces/uncertainty.hpp"
 

@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "policies/core/check.hpp"
+#include "base/check.hpp"
 #include "sim/collectives.hpp"
 #include "sim/platform.hpp"
 #include "sim/simgrid_compat.hpp"

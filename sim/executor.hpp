@@ -15,8 +15,8 @@
 #include <span>
 #include <vector>
 
-#include "policies/core/cost_model.hpp"
-#include "policies/core/plan.hpp"
+#include "model/cost_model.hpp"
+#include "model/plan.hpp"
 #include "program/iteration_program.hpp"
 #include "program/outcome.hpp"
 

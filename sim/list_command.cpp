@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "policies/core/finetuning.hpp"
-#include "policies/core/model.hpp"
+#include "model/finetuning.hpp"
+#include "model/model.hpp"
 #include "policies/core/policy.hpp"
-#include "policies/core/topology.hpp"
-#include "policies/core/workload.hpp"
+#include "model/topology.hpp"
+#include "model/workload.hpp"
 #include "sim/cli.hpp"
 
 namespace lcsim {
@@ -75,7 +75,7 @@ void list_gpus(std::ostream& out) {
   print_rows(rows, out);
 }
 
-/// Median and mean of the lengths the sampler draws (policies/core/DISTRIBUTIONS.md): bin [low, high] with low the
+/// Median and mean of the lengths the sampler draws (model/DISTRIBUTIONS.md): bin [low, high] with low the
 /// previous upper + 1 (or shortest), length floor(x) for x log-uniform on [low, high + 1).
 struct BinStats {
   double median = 0;
@@ -114,7 +114,7 @@ void list_distributions(std::ostream& out) {
   }
   print_rows(rows, out, true);
   out << "lengths in tokens; median and mean of the sampled lengths follow exactly from the bins (log-uniform inside "
-         "each bin, see policies/core/DISTRIBUTIONS.md)\n";
+         "each bin, see model/DISTRIBUTIONS.md)\n";
 }
 
 void list_policies(std::ostream& out) {

@@ -4,7 +4,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "policies/core/files.hpp"
+#include "base/files.hpp"
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
 #include "sim/process_pool.hpp"

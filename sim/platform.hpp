@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "policies/core/cluster.hpp"
+#include "model/cluster.hpp"
 #include "sim/simgrid_compat.hpp"
 
 namespace lcsim::sim {

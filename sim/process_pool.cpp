@@ -19,7 +19,7 @@
 #include <string_view>
 #include <utility>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 extern char** environ;
 
@@ -72,7 +72,7 @@ pid_t spawn(const ChildCommand& command) {
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
   // LCSIM_CHILD: the parent already removed the stale temporary files of the folders its children write into
-  // (policies/core/files.cpp); each of thousands of children listing a large folder again would cost O(n^2).
+  // (base/files.cpp); each of thousands of children listing a large folder again would cost O(n^2).
   std::vector<char*> environment;
   for (char** e = environ; *e != nullptr; ++e)
     if (!std::string_view(*e).starts_with("LCSIM_CHILD=")) environment.push_back(*e);

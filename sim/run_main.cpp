@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
 #include "sim/cli.hpp"
 #include "sim/process_pool.hpp"
 

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <memory>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
-#include "policies/core/files.hpp"
-#include "policies/core/metrics.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
+#include "base/files.hpp"
+#include "model/metrics.hpp"
 #include "program/estimate.hpp"
 #include "program/outcome.hpp"
 #include "traces/evaluation.hpp"

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/results.hpp"
+#include "model/results.hpp"
 #include "sim/executor.hpp"
 #include "traces/scenario_loader.hpp"
 #include "traces/uncertainty.hpp"

@@ -12,8 +12,8 @@
 
 #include <boost/program_options.hpp>
 
-#include "policies/core/files.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/files.hpp"
+#include "base/json_reader.hpp"
 #include "sim/cli.hpp"
 #include "sim/command_options.hpp"
 #include "sim/process_pool.hpp"

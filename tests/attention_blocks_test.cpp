@@ -1,4 +1,4 @@
-// The busiest SM of an attention call (policies/core/attention_blocks.hpp) and its place in the cost model: hand
+// The busiest SM of an attention call (model/attention_blocks.hpp) and its place in the cost model: hand
 // counted cases, a brute-force comparison, and a lone sequence whose few blocks outlast its work over the GPU.
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "policies/core/attention_blocks.hpp"
-#include "policies/core/cost_model.hpp"
+#include "model/attention_blocks.hpp"
+#include "model/cost_model.hpp"
 #include "tests/flat_profile_fixtures.hpp"
 
 namespace lcsim {

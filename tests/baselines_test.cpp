@@ -8,8 +8,8 @@
 #include "policies/baselines/deepspeed.hpp"
 #include "policies/baselines/packing.hpp"
 #include "policies/baselines/sorted.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/validator.hpp"
+#include "base/errors.hpp"
+#include "model/validator.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::baselines {

@@ -8,7 +8,7 @@
 #include "calibrate/host/measurements.hpp"
 #include "calibrate/host/sweep.hpp"
 #include "kernels/attention_tiles.hpp"
-#include "policies/core/cost_model.hpp"
+#include "model/cost_model.hpp"
 
 namespace lcsim::testing {
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "calibrate/host/measurements.hpp"
-#include "policies/core/profile.hpp"
+#include "model/profile.hpp"
 #include "tests/calibrate_fixtures.hpp"
 #include "tests/command_run_support.hpp"
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "calibrate/host/measurements.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "tests/calibrate_fixtures.hpp"
 
 namespace lcsim {

@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "calibrate/host/profile_fit.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "tests/calibrate_fixtures.hpp"
 
 namespace lcsim {

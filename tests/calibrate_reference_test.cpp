@@ -9,7 +9,7 @@
 #include "calibrate/host/gpu_kind.hpp"
 #include "kernels/memory_tracker.hpp"
 #include "kernels/reference.hpp"
-#include "policies/core/random.hpp"
+#include "base/random.hpp"
 
 namespace lcsim {
 namespace {

@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "calibrate/host/sweep.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim {
 namespace {

@@ -6,9 +6,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "policies/core/check.hpp"
-#include "policies/core/plan.hpp"
-#include "policies/core/random.hpp"
+#include "base/check.hpp"
+#include "model/plan.hpp"
+#include "base/random.hpp"
 #include "policies/skrull/gds.hpp"
 
 namespace lcsim {

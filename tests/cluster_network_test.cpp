@@ -9,9 +9,9 @@
 #include <fstream>
 #include <string>
 
-#include "policies/core/cost_model.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
+#include "model/cost_model.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
 #include "tests/command_run_support.hpp"
 
 namespace lcsim {

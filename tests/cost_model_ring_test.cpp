@@ -5,8 +5,8 @@
 #include <limits>
 #include <string>
 
-#include "policies/core/cost_model.hpp"
-#include "policies/core/errors.hpp"
+#include "model/cost_model.hpp"
+#include "base/errors.hpp"
 #include "tests/flat_profile_fixtures.hpp"
 
 namespace lcsim {

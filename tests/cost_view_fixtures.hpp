@@ -1,7 +1,7 @@
 #pragma once
 // The tiny model, flat profile and cluster of the cost-view tests (skrull_view_test, hydraulis_view_test,
 // hbp_view_test): every figure of a view is checkable by hand.
-#include "policies/core/cost_model.hpp"
+#include "model/cost_model.hpp"
 #include "tests/flat_profile_fixtures.hpp"
 
 namespace lcsim::testing {

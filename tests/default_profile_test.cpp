@@ -4,8 +4,8 @@
 #include <string>
 
 #include "calibrate/host/default_profile.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
 #include "policies/skrull/skrull_view.hpp"
 
 namespace lcsim {

@@ -1,6 +1,6 @@
 // Hand-worked estimates (the iteration program replayed without contention) on the toy cost model of
 // policy_test_fixtures.hpp (formulas and constants there).
-#include "policies/core/estimate.hpp"
+#include "model/estimate.hpp"
 #include "program/estimate.hpp"
 #include "program/outcome.hpp"
 #include "program/replay.hpp"
@@ -9,8 +9,8 @@
 
 #include <limits>
 
-#include "policies/core/check.hpp"
-#include "policies/core/errors.hpp"
+#include "base/check.hpp"
+#include "base/errors.hpp"
 #include "tests/policy_test_fixtures.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/scenario_loader.hpp"

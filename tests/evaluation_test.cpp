@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/scenario_loader.hpp"
 

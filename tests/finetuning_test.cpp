@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
-#include "policies/core/finetuning.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
+#include "model/finetuning.hpp"
 #include "policies/hydraulis/hydraulis_view.hpp"
 #include "policies/skrull/skrull_view.hpp"
 #include "tests/policy_test_fixtures.hpp"

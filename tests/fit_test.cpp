@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "calibrate/host/fit.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim {
 namespace {

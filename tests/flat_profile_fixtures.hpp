@@ -4,8 +4,8 @@
 // is checkable by hand on a tiny model. Each test adds the memory figures and collectives it needs.
 #include <optional>
 
-#include "policies/core/cost_model.hpp"
-#include "policies/core/model.hpp"
+#include "model/cost_model.hpp"
+#include "model/model.hpp"
 
 namespace lcsim::testing {
 
@@ -14,7 +14,7 @@ inline ModelConfig flat_tiny_model() {
   return ModelConfig{"tiny", 64, 2, 4, 2, 16, 128, 1000, false};
 }
 
-using lcsim::single_segment;  // policies/core/profile.hpp
+using lcsim::single_segment;  // model/profile.hpp
 
 /// Compute figures only: peak 1e-6 TFLOP/s, GEMM efficiency 1, attention `attention_efficiency`, backward ratio
 /// 2.5, `layer_overhead_us` per layer.

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
-#include "policies/core/finetuning.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
+#include "model/finetuning.hpp"
 #include "policies/skrull/skrull_view.hpp"
 #include "program/iteration_program.hpp"
 #include "tests/policy_test_fixtures.hpp"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "policies/hbp/balance_packing.hpp"
 
 namespace lcsim::hbp {

@@ -5,9 +5,9 @@
 #include <functional>
 #include <set>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/metrics.hpp"
-#include "policies/core/validator.hpp"
+#include "base/errors.hpp"
+#include "model/metrics.hpp"
+#include "model/validator.hpp"
 #include "policies/hbp/hbp_policy.hpp"
 #include "program/estimate.hpp"
 #include "tests/policy_test_fixtures.hpp"

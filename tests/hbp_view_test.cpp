@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "policies/hbp/hbp_view.hpp"
 #include "tests/cost_view_fixtures.hpp"
 

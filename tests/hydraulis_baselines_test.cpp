@@ -4,9 +4,9 @@
 #include <map>
 
 #include "policies/baselines/hotspa.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
-#include "policies/core/validator.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
+#include "model/validator.hpp"
 #include "program/estimate.hpp"
 #include "tests/policy_test_fixtures.hpp"
 

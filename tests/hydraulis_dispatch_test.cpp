@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "policies/core/random.hpp"
+#include "base/random.hpp"
 #include "policies/hydraulis/dispatch.hpp"
 
 namespace lcsim::hydraulis {

@@ -7,7 +7,7 @@
 #include <functional>
 #include <limits>
 
-#include "policies/core/random.hpp"
+#include "base/random.hpp"
 #include "policies/hydraulis/packing.hpp"
 
 namespace lcsim::hydraulis {

@@ -1,9 +1,9 @@
 // The hydraulis policy end to end: plans, the plan mapping, determinism, options.
 #include <gtest/gtest.h>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
-#include "policies/core/validator.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
+#include "model/validator.hpp"
 #include "policies/hydraulis/dispatch.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"
 #include "policies/hydraulis/hydraulis_view.hpp"

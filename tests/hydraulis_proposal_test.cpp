@@ -7,7 +7,7 @@
 #include <limits>
 #include <map>
 
-#include "policies/core/random.hpp"
+#include "base/random.hpp"
 #include "policies/hydraulis/proposal.hpp"
 
 namespace lcsim::hydraulis {

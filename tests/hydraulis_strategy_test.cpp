@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "policies/hydraulis/hydraulis_view.hpp"
 #include "policies/hydraulis/strategy.hpp"
 #include "tests/policy_test_fixtures.hpp"

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "policies/hydraulis/hydraulis_view.hpp"
 #include "tests/cost_view_fixtures.hpp"
 

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "calibrate/host/job_check.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim {
 namespace {

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <string>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
+#include "base/json_reader.hpp"
 #include "tests/command_run_support.hpp"
 
 namespace lcsim {

@@ -10,9 +10,9 @@
 #include "calibrate/host/default_profile.hpp"
 #include "calibrate/host/kineto_fit.hpp"
 #include "calibrate/host/kineto_kernels.hpp"
-#include "policies/core/cost_model.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/model.hpp"
+#include "model/cost_model.hpp"
+#include "base/errors.hpp"
+#include "model/model.hpp"
 #include "tests/command_run_support.hpp"
 #include "traces/validation.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "calibrate/host/kineto_kernels.hpp"
 #include "calibrate/host/kineto_trace.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim {
 namespace {

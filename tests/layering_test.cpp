@@ -1,5 +1,5 @@
 // The layering the README draws: every #include "..." in lcsim's sources points down, never up or sideways.
-//   policies/core <- policies/{baselines, skrull, hydraulis, hbp} <- policies/registry.cpp
+//   base <- model <- policies/core <- policies/{baselines, skrull, hydraulis, hbp} <- policies/registry.cpp
 //   policies <- program <- traces <- sim ;  program, traces, kernels <- calibrate
 #include <gtest/gtest.h>
 
@@ -19,30 +19,35 @@ namespace fs = std::filesystem;
 const fs::path kSource = LCSIM_SOURCE_DIR;
 
 // The folders whose sources are checked; tests/ may include anything.
-const std::vector<std::string> kLayerRoots{"policies", "program", "traces", "sim", "kernels", "calibrate"};
+const std::vector<std::string> kLayerRoots{"base", "model", "policies", "program", "traces", "sim", "kernels", "calibrate"};
 
-const std::set<std::string> kAllPolicies{"policies/core", "policies/baselines", "policies/skrull", "policies/hydraulis",
-                                         "policies/hbp"};
+const std::set<std::string> kAllPolicies{"base",           "model",         "policies/core", "policies/baselines",
+                                         "policies/skrull", "policies/hydraulis", "policies/hbp"};
 
 /// The layers each layer may include besides itself.
 const std::map<std::string, std::set<std::string>> kMayInclude{
-    {"policies/core", {}},
+    // The ground floor: errors, files, JSON reading, checks.
+    {"base", {}},
+    // What a run is and costs: models, clusters, topologies, workloads, plans, profiles, the cost model.
+    {"model", {"base"}},
+    // The policy interface and the cost views' shared helpers.
+    {"policies/core", {"base", "model"}},
     // Baselines never depend on a research policy.
-    {"policies/baselines", {"policies/core"}},
+    {"policies/baselines", {"base", "model", "policies/core"}},
     // Research policies may reuse the baselines' building blocks (HBP packs with their packing algorithms), but
     // never each other.
-    {"policies/skrull", {"policies/core", "policies/baselines"}},
-    {"policies/hydraulis", {"policies/core", "policies/baselines"}},
-    {"policies/hbp", {"policies/core", "policies/baselines"}},
+    {"policies/skrull", {"base", "model", "policies/core", "policies/baselines"}},
+    {"policies/hydraulis", {"base", "model", "policies/core", "policies/baselines"}},
+    {"policies/hbp", {"base", "model", "policies/core", "policies/baselines"}},
     {"policies", kAllPolicies},  // registry.cpp
-    // Above policies/, only core's headers: a policy is reached through the registry (make_policy).
+    // Above policies/, only the interface: a policy is reached through the registry (make_policy).
     // The iteration program: what each GPU does, for the estimate, the simulator and live replay alike.
-    {"program", {"policies/core"}},
-    {"traces", {"policies/core", "program"}},
-    {"sim", {"policies/core", "program", "traces"}},
-    {"kernels", {"policies/core"}},
+    {"program", {"base", "model", "policies/core"}},
+    {"traces", {"base", "model", "policies/core", "program"}},
+    {"sim", {"base", "model", "policies/core", "program", "traces"}},
+    {"kernels", {"base", "model"}},
     // Live replay runs the iteration program on GPUs, reads scenarios and writes results and timelines.
-    {"calibrate", {"policies/core", "program", "traces", "kernels"}},
+    {"calibrate", {"base", "model", "policies/core", "program", "traces", "kernels"}},
 };
 
 /// The layer of a path relative to the source root: policies/<folder> for a policy folder, "policies" for the
@@ -106,7 +111,7 @@ TEST(Layering, TheMapRefusesUpwardAndSidewaysIncludes) {
   EXPECT_EQ(violation("policies/registry.cpp", "policies/skrull/skrull_policy.hpp"), "");
   EXPECT_EQ(violation("sim/cli.cpp", "traces/scenario.hpp"), "");
   EXPECT_EQ(violation("policies/hydraulis/packing_milp.cpp", "CbcModel.hpp"), "");  // not lcsim's
-  EXPECT_NE(violation("policies/core/estimate.cpp", "policies/skrull/skrull_view.hpp"), "");
+  EXPECT_NE(violation("model/estimate.cpp", "policies/skrull/skrull_view.hpp"), "");
   EXPECT_NE(violation("policies/baselines/megatron.cpp", "policies/hydraulis/hydraulis_policy.hpp"), "");
   EXPECT_NE(violation("policies/skrull/skrull_policy.cpp", "policies/hbp/hbp_view.hpp"), "");
   EXPECT_NE(violation("traces/scenario.cpp", "sim/cli.hpp"), "");
@@ -114,10 +119,15 @@ TEST(Layering, TheMapRefusesUpwardAndSidewaysIncludes) {
   EXPECT_NE(violation("kernels/gemm.cpp", "calibrate/host/fit.hpp"), "");
   EXPECT_EQ(violation("calibrate/host/live_plan.hpp", "program/replay.hpp"), "");
   EXPECT_NE(violation("calibrate/host/live_plan.hpp", "sim/executor.hpp"), "");
-  EXPECT_NE(violation("policies/core/estimate.cpp", "program/replay.hpp"), "");
+  EXPECT_NE(violation("model/estimate.cpp", "program/replay.hpp"), "");
   EXPECT_NE(violation("program/estimate.cpp", "traces/timeline.hpp"), "");
   EXPECT_NE(violation("program/replay.cpp", "sim/executor.hpp"), "");
   EXPECT_NE(violation("sim/cli.cpp", "tests/sim_test_support.hpp"), "");
+  // The ground layers: model sits on base only, base on nothing of lcsim's.
+  EXPECT_EQ(violation("model/cost_model.cpp", "base/errors.hpp"), "");
+  EXPECT_NE(violation("model/validator.hpp", "policies/core/policy.hpp"), "");
+  EXPECT_NE(violation("base/json_reader.cpp", "model/profile.hpp"), "");
+  EXPECT_NE(violation("kernels/gemm.cpp", "policies/core/policy.hpp"), "");
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
 #include "traces/length_trace.hpp"
 
 namespace lcsim {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "calibrate/host/live_options.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "tests/command_run_support.hpp"
 
 namespace lcsim {

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "calibrate/host/live_predicted.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
 #include "traces/model_scaling.hpp"
 
 namespace lcsim {

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "calibrate/host/live_plan.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
+#include "base/json_reader.hpp"
 #include "program/iteration_program.hpp"
 #include "tests/policy_test_fixtures.hpp"
 

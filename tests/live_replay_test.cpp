@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "calibrate/host/live_plan.hpp"
-#include "policies/core/estimate.hpp"
+#include "model/estimate.hpp"
 #include "program/estimate.hpp"
 #include "program/replay.hpp"
 #include "tests/sim_test_support.hpp"

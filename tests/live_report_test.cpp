@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "calibrate/host/live_report.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/json_reader.hpp"
 
 namespace lcsim {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "calibrate/host/live_compose.hpp"
 #include "calibrate/host/live_work.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "program/replay.hpp"
 #include "tests/policy_test_fixtures.hpp"
 

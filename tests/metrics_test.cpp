@@ -1,11 +1,11 @@
-#include "policies/core/metrics.hpp"
+#include "model/metrics.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/results.hpp"
+#include "base/errors.hpp"
+#include "model/results.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {

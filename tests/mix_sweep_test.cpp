@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/host/mix_sweep.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
 
 namespace lcsim {
 namespace {

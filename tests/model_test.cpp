@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "policies/core/cluster.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/model.hpp"
+#include "model/cluster.hpp"
+#include "base/errors.hpp"
+#include "model/model.hpp"
 
 namespace lcsim {
 namespace {

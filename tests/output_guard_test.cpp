@@ -1,4 +1,4 @@
-// The one output guard (policies/core/files.hpp, OutputGuard): every command's every output option, tried against
+// The one output guard (base/files.hpp, OutputGuard): every command's every output option, tried against
 // the run's inputs. The commands and their FILE and DIR options are read from the binaries' own help, so a new
 // command or a new output option fails here until it has a trial that shows the guard refusing it.
 #include <gtest/gtest.h>
@@ -20,9 +20,9 @@
 #include "calibrate/host/fit_command.hpp"
 #include "calibrate/host/live_options.hpp"
 #include "calibrate/host/measurements.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
-#include "policies/core/model.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
+#include "model/model.hpp"
 #include "tests/calibrate_fixtures.hpp"
 #include "tests/command_run_support.hpp"
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <span>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim::baselines {
 namespace {

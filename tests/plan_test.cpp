@@ -1,8 +1,8 @@
-#include "policies/core/plan.hpp"
+#include "model/plan.hpp"
 
 #include <gtest/gtest.h>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "policies/core/policy.hpp"
 #include "tests/policy_test_fixtures.hpp"
 

@@ -9,10 +9,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/metrics.hpp"
+#include "base/errors.hpp"
+#include "model/metrics.hpp"
 #include "policies/core/policy.hpp"
-#include "policies/core/validator.hpp"
+#include "model/validator.hpp"
 #include "program/estimate.hpp"
 #include "tests/policy_test_fixtures.hpp"
 

@@ -12,9 +12,9 @@
 //   no static bytes, 500 bytes of GPU memory.
 #include <cstdint>
 
-#include "policies/core/cost_model.hpp"
-#include "policies/core/model.hpp"
-#include "policies/core/plan.hpp"
+#include "model/cost_model.hpp"
+#include "model/model.hpp"
+#include "model/plan.hpp"
 
 namespace lcsim::testing {
 

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <limits>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
-#include "policies/core/profile.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
+#include "model/profile.hpp"
 
 namespace lcsim {
 namespace {

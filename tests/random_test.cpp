@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "policies/core/random.hpp"
+#include "base/random.hpp"
 
 namespace lcsim {
 namespace {

@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/host/fit_command.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
 #include "tests/command_run_support.hpp"
 #include "traces/scenario.hpp"
 #include "traces/tune.hpp"

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario_loader.hpp"

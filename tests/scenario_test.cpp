@@ -9,7 +9,7 @@
 
 #include <unistd.h>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "tests/scenario_test_support.hpp"
 #include "traces/scenario.hpp"
 #include "traces/scenario_loader.hpp"

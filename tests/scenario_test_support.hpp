@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "tests/command_run_support.hpp"
 #include "traces/scenario.hpp"
 #include "traces/scenario_loader.hpp"

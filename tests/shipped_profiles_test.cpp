@@ -7,8 +7,8 @@
 #include "calibrate/host/default_profile.hpp"
 #include "calibrate/host/measurements.hpp"
 #include "calibrate/host/profile_fit.hpp"
-#include "policies/core/model.hpp"
-#include "policies/core/profile.hpp"
+#include "model/model.hpp"
+#include "model/profile.hpp"
 
 namespace lcsim {
 namespace {

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <string>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
-#include "policies/core/profile.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
+#include "model/profile.hpp"
 #include "program/estimate.hpp"
 #include "tests/sim_test_support.hpp"
 

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "policies/core/estimate.hpp"
+#include "model/estimate.hpp"
 #include "program/estimate.hpp"
 #include "program/iteration_program.hpp"
 #include "sim/collectives.hpp"

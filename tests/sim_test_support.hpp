@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/profile.hpp"
+#include "model/profile.hpp"
 #include "sim/executor.hpp"
 #include "sim/simgrid_compat.hpp"
 #include "tests/policy_test_fixtures.hpp"

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "tests/policy_test_fixtures.hpp"
 #include "traces/chrome_trace.hpp"
 

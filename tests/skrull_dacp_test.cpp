@@ -7,7 +7,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "policies/core/random.hpp"
+#include "base/random.hpp"
 #include "policies/skrull/dacp.hpp"
 #include "policies/skrull/gds.hpp"
 

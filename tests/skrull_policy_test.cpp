@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <functional>
 
-#include "policies/core/estimate.hpp"
-#include "policies/core/validator.hpp"
+#include "model/estimate.hpp"
+#include "model/validator.hpp"
 #include "policies/skrull/objective.hpp"
 #include "policies/skrull/skrull_policy.hpp"
 #include "policies/skrull/skrull_view.hpp"

@@ -1,7 +1,7 @@
 // Skrull's view of the cost model against hand-computed values on tiny models with a flat profile (peak 1 MFLOP/s).
 #include <gtest/gtest.h>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "policies/skrull/skrull_view.hpp"
 #include "tests/cost_view_fixtures.hpp"
 

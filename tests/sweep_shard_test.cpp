@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "tests/command_run_support.hpp"
 #include "traces/sweep_shard.hpp"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "traces/scenario.hpp"
 #include "traces/sweep.hpp"
 

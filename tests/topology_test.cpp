@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "flat_profile_fixtures.hpp"
-#include "policies/core/cost_model.hpp"
-#include "policies/core/files.hpp"
-#include "policies/core/json_reader.hpp"
-#include "policies/core/topology.hpp"
+#include "model/cost_model.hpp"
+#include "base/files.hpp"
+#include "base/json_reader.hpp"
+#include "model/topology.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/scenario_loader.hpp"
 

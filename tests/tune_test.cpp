@@ -11,8 +11,8 @@
 
 #include <unistd.h>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
 #include "tests/command_run_support.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/scenario.hpp"

@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "tests/command_run_support.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/results_io.hpp"

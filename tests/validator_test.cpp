@@ -1,4 +1,4 @@
-#include "policies/core/validator.hpp"
+#include "model/validator.hpp"
 
 #include <gtest/gtest.h>
 

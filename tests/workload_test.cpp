@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/workload.hpp"
+#include "base/errors.hpp"
+#include "model/workload.hpp"
 
 namespace lcsim {
 namespace {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How long the busiest SM runs an attention call's blocks, simulated, against the cost model's closed form.
 
-The cost model (policies/core/attention_blocks.hpp) bounds a call by max(work / SMs, the blocks of ranks 0, SMs, ...
+The cost model (model/attention_blocks.hpp) bounds a call by max(work / SMs, the blocks of ranks 0, SMs, ...
 on the first SM). This script schedules the blocks one by one instead: launched longest first to the first SM with
 a free slot (up to `per_sm` resident), each SM sharing a constant throughput among its resident blocks. It prints
 both for the backward calls of the 2026-11-26 H200 runs (docs/measurements/h200-2026-11-26.md): Ulysses shards of

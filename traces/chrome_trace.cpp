@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "policies/core/check.hpp"
-#include "policies/core/errors.hpp"
+#include "base/check.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim {
 namespace {

@@ -7,14 +7,14 @@
 //     ...]}
 // Times are microseconds ("ts", "dur"), printed with nanosecond resolution. Spans of one (pid, tid) track must
 // not partially overlap (viewers nest spans by time), so callers put concurrent activities on separate tids.
-// The file appears only when close() succeeds (policies/core/files.hpp): a failed run keeps the previous one.
+// The file appears only when close() succeeds (base/files.hpp): a failed run keeps the previous one.
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/files.hpp"
+#include "base/files.hpp"
 
 namespace lcsim {
 

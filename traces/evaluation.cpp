@@ -4,10 +4,10 @@
 #include <chrono>
 #include <cstdio>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
-#include "policies/core/metrics.hpp"
-#include "policies/core/validator.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
+#include "model/metrics.hpp"
+#include "model/validator.hpp"
 #include "program/estimate.hpp"
 
 namespace lcsim {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "policies/core/plan.hpp"
-#include "policies/core/results.hpp"
+#include "model/plan.hpp"
+#include "model/results.hpp"
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
 
 namespace lcsim {
 

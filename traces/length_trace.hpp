@@ -12,7 +12,7 @@
 // Any malformed line is an InputError "file:LINE: message"; a trace without sequences is an error too.
 #include <string>
 
-#include "policies/core/workload.hpp"
+#include "model/workload.hpp"
 
 namespace lcsim {
 

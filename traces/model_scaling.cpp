@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim {
 

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <vector>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
 
 namespace lcsim {
 namespace {

@@ -16,7 +16,7 @@
 //                     "oom_iterations": integer,
 //                     "metrics": { "dbr", "pr", "abr", "abr_work", "cr", "max_min_time_ratio", "pipeline_gap" }
 //                                  (mean over iterations; abr_work: ABR over the run, sum of idle over sum of
-//                                  capacity; pipeline_gap: policies/core/metrics.hpp),
+//                                  capacity; pipeline_gap: model/metrics.hpp),
 //                     "iterations": [ { "index", "label", "seconds", "tokens", "sequences", "oom": bool,
 //                                       "peak_GiB": largest per-GPU peak (GiB = 2^30 bytes),
 //                                       "metrics": {...}, "busy_s": [ per GPU seconds ] } ],
@@ -45,7 +45,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/results.hpp"
+#include "model/results.hpp"
 
 namespace lcsim {
 

@@ -6,10 +6,10 @@
 #include <limits>
 #include <set>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
-#include "policies/core/profile.hpp"
-#include "policies/core/workload.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
+#include "model/profile.hpp"
+#include "model/workload.hpp"
 
 namespace lcsim {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "policies/core/cluster.hpp"
-#include "policies/core/model.hpp"
+#include "model/cluster.hpp"
+#include "model/model.hpp"
 #include "policies/core/policy.hpp"
 #include "traces/tune_spec.hpp"
 

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
-#include "policies/core/random.hpp"
-#include "policies/core/workload.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
+#include "base/random.hpp"
+#include "model/workload.hpp"
 #include "traces/length_trace.hpp"
 
 namespace lcsim {

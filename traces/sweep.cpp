@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <limits>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
 #include "traces/scenario.hpp"
 #include "traces/uncertainty.hpp"
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <map>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
 
 namespace lcsim {
 namespace {

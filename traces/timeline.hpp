@@ -9,8 +9,8 @@
 // clock: policies follow each other on one time axis.
 #include <string>
 
-#include "policies/core/cluster.hpp"
-#include "policies/core/plan.hpp"
+#include "model/cluster.hpp"
+#include "model/plan.hpp"
 #include "program/outcome.hpp"
 #include "traces/chrome_trace.hpp"
 

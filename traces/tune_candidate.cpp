@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "program/bound.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/results_io.hpp"

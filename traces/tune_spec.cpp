@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "policies/core/json_reader.hpp"
+#include "base/json_reader.hpp"
 
 namespace lcsim {
 namespace {

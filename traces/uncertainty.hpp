@@ -17,9 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/profile.hpp"
-#include "policies/core/random.hpp"
-#include "policies/core/results.hpp"
+#include "model/profile.hpp"
+#include "base/random.hpp"
+#include "model/results.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/scenario_loader.hpp"
 

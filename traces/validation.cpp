@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario.hpp"
 #include "traces/sweep.hpp"

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/profile.hpp"
+#include "model/profile.hpp"
 
 namespace lcsim {
 

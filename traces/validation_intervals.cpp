@@ -5,7 +5,7 @@
 #include <numbers>
 #include <stdexcept>
 
-#include "policies/core/random.hpp"
+#include "base/random.hpp"
 #include "traces/results_io.hpp"
 #include "traces/uncertainty.hpp"
 

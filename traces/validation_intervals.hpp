@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/results.hpp"
+#include "model/results.hpp"
 #include "traces/validation.hpp"
 
 namespace lcsim {

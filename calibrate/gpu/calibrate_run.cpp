@@ -15,7 +15,7 @@
 #include "calibrate/host/default_profile.hpp"
 #include "calibrate/host/sweep.hpp"
 #include "kernels/cuda_check.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim::gpu {
 namespace {

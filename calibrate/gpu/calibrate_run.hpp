@@ -8,7 +8,7 @@
 
 #include "calibrate/host/fit_command.hpp"
 #include "calibrate/host/profile_fit.hpp"
-#include "policies/core/model.hpp"
+#include "model/model.hpp"
 
 namespace lcsim::gpu {
 

@@ -1,13 +1,13 @@
 #pragma once
 // NCCL collectives over the visible GPUs of this node, timed the nccl-tests way (one process driving every GPU,
 // out-of-place, float sum, warm-up then timed iterations): time = the slowest rank's CUDA-event time of one
-// operation, median over iterations; algbw = size / time; busbw = algbw * bus_factor (policies/core/profile.hpp).
+// operation, median over iterations; algbw = size / time; busbw = algbw * bus_factor (model/profile.hpp).
 #include <iosfwd>
 #include <vector>
 
 #include "calibrate/host/measurements.hpp"
 #include "calibrate/host/sweep.hpp"
-#include "policies/core/model.hpp"
+#include "model/model.hpp"
 
 namespace lcsim::gpu {
 

@@ -8,7 +8,7 @@
 #include "calibrate/host/live_plan.hpp"
 #include "calibrate/host/live_predicted.hpp"
 #include "calibrate/host/live_report.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim::gpu {
 

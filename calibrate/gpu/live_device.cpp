@@ -9,7 +9,7 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/layer_ops.hpp"
 #include "kernels/lm_head.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim::gpu {
 namespace {

@@ -9,7 +9,7 @@
 #include "calibrate/gpu/live_device.hpp"
 #include "calibrate/host/mix_sweep.hpp"
 #include "kernels/cuda_check.hpp"
-#include "policies/core/files.hpp"
+#include "base/files.hpp"
 
 namespace lcsim::gpu {
 

@@ -15,7 +15,7 @@
 #include "kernels/layer_ops.hpp"
 #include "kernels/layer_proxy.hpp"
 #include "kernels/reference.hpp"
-#include "policies/core/model.hpp"
+#include "model/model.hpp"
 
 namespace lcsim::gpu {
 namespace {

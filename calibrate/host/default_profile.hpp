@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "calibrate/host/fit.hpp"
-#include "policies/core/model.hpp"
-#include "policies/core/profile.hpp"
+#include "model/model.hpp"
+#include "model/profile.hpp"
 
 namespace lcsim {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim {
 

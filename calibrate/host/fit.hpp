@@ -1,13 +1,13 @@
 #pragma once
 // Fitting measurements into profile entries, each with its error on held-out points. Used by
 // lcsim-derive-profile (published tables) and lcsim-gpu calibrate (measured sweeps). The least-squares core
-// (relative-error weighting, MAPE) is policies/core/fitting.hpp, shared with the paper views.
+// (relative-error weighting, MAPE) is model/fitting.hpp, shared with the paper views.
 #include <optional>
 #include <span>
 #include <vector>
 
-#include "policies/core/fitting.hpp"
-#include "policies/core/profile.hpp"
+#include "model/fitting.hpp"
+#include "model/profile.hpp"
 
 namespace lcsim {
 

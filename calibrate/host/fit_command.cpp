@@ -8,8 +8,8 @@
 
 #include "calibrate/host/default_profile.hpp"
 #include "calibrate/host/measurements.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
 
 namespace lcsim {
 

@@ -1,5 +1,5 @@
 #pragma once
-// Which named GPU kind (policies/core/model.hpp) a CUDA device is, from the name the runtime reports.
+// Which named GPU kind (model/model.hpp) a CUDA device is, from the name the runtime reports.
 #include <string>
 
 namespace lcsim {

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
 #include "traces/results_io.hpp"
 
 namespace lcsim {

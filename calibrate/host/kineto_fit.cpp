@@ -14,8 +14,8 @@
 #include "calibrate/host/gpu_kind.hpp"
 #include "calibrate/host/kineto_kernels.hpp"
 #include "calibrate/host/profile_fit.hpp"
-#include "policies/core/cost_model.hpp"
-#include "policies/core/errors.hpp"
+#include "model/cost_model.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim {
 namespace {

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/host/kineto_trace.hpp"
-#include "policies/core/model.hpp"
-#include "policies/core/profile.hpp"
+#include "model/model.hpp"
+#include "model/profile.hpp"
 
 namespace lcsim {
 

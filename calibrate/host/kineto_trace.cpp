@@ -11,9 +11,9 @@
 #include <string_view>
 #include <tuple>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
+#include "base/json_reader.hpp"
 
 namespace lcsim {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
 
 namespace lcsim {
 namespace {

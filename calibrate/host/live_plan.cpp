@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/model_scaling.hpp"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "calibrate/host/live_options.hpp"
-#include "policies/core/plan.hpp"
+#include "model/plan.hpp"
 #include "program/iteration_program.hpp"
 #include "program/replay.hpp"
 #include "traces/scenario_loader.hpp"

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
 #include "traces/results_io.hpp"
 
 namespace lcsim {

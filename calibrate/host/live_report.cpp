@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <limits>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
-#include "policies/core/files.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
+#include "base/files.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/results_io.hpp"
 #include "traces/timeline.hpp"

@@ -22,7 +22,7 @@
 #include "calibrate/host/live_plan.hpp"
 #include "calibrate/host/live_predicted.hpp"
 #include "calibrate/host/live_work.hpp"
-#include "policies/core/results.hpp"
+#include "model/results.hpp"
 
 namespace lcsim {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "policies/core/model.hpp"
+#include "model/model.hpp"
 #include "program/iteration_program.hpp"
 
 namespace lcsim {

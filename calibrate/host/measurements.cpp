@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
+#include "base/json_reader.hpp"
 
 namespace lcsim {
 

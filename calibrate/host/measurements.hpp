@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/host/fit.hpp"
-#include "policies/core/cost_model.hpp"
+#include "model/cost_model.hpp"
 
 namespace lcsim {
 

@@ -6,8 +6,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/files.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
 #include "traces/results_io.hpp"
 
 namespace lcsim {

@@ -15,9 +15,9 @@
 #include "kernels/attention_tiles.hpp"
 #include "kernels/lm_head.hpp"
 #include "kernels/ulysses_copies.hpp"
-#include "policies/core/cost_model.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/fitting.hpp"
+#include "model/cost_model.hpp"
+#include "base/errors.hpp"
+#include "model/fitting.hpp"
 
 namespace lcsim {
 namespace {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "calibrate/host/measurements.hpp"
-#include "policies/core/cluster.hpp"
-#include "policies/core/model.hpp"
-#include "policies/core/profile.hpp"
+#include "model/cluster.hpp"
+#include "model/model.hpp"
+#include "model/profile.hpp"
 
 namespace lcsim {
 

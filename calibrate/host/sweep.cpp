@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/random.hpp"
+#include "base/errors.hpp"
+#include "base/random.hpp"
 
 namespace lcsim {
 namespace {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "policies/core/cost_model.hpp"
-#include "policies/core/model.hpp"
-#include "policies/core/profile.hpp"
+#include "model/cost_model.hpp"
+#include "model/model.hpp"
+#include "model/profile.hpp"
 
 namespace lcsim {
 

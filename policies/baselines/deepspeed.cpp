@@ -1,6 +1,6 @@
 #include "policies/baselines/deepspeed.hpp"
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim::baselines {
 

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "policies/baselines/packing_algorithms.hpp"
-#include "policies/core/json_reader.hpp"
+#include "base/json_reader.hpp"
 #include "policies/core/policy.hpp"
 
 namespace lcsim::baselines {

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "policies/baselines/deepspeed.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/random.hpp"
+#include "base/errors.hpp"
+#include "base/random.hpp"
 
 namespace lcsim::baselines {
 namespace {

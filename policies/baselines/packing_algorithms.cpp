@@ -6,7 +6,7 @@
 #include <set>
 #include <utility>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim::baselines {
 namespace {

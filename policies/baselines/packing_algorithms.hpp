@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "policies/core/json_reader.hpp"
-#include "policies/core/random.hpp"
-#include "policies/core/workload.hpp"
+#include "base/json_reader.hpp"
+#include "base/random.hpp"
+#include "model/workload.hpp"
 
 namespace lcsim::baselines {
 

@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "policies/baselines/deepspeed.hpp"
-#include "policies/core/random.hpp"
+#include "base/random.hpp"
 
 namespace lcsim::baselines {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "policies/core/fitting.hpp"
+#include "model/fitting.hpp"
 
 namespace lcsim::views {
 

@@ -3,7 +3,7 @@
 // the lengths a view fits its paper's formula over, and the link a group of contiguous GPUs talks over.
 #include <vector>
 
-#include "policies/core/cost_model.hpp"
+#include "model/cost_model.hpp"
 
 namespace lcsim::views {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim::hbp {
 namespace {

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "policies/hbp/hbp_policy.hpp"
 
 namespace lcsim::hbp {

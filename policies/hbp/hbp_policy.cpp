@@ -5,8 +5,8 @@
 #include <stdexcept>
 
 #include "policies/baselines/deepspeed.hpp"
-#include "policies/core/errors.hpp"
-#include "policies/core/random.hpp"
+#include "base/errors.hpp"
+#include "base/random.hpp"
 #include "policies/hbp/balance_packing.hpp"
 
 namespace lcsim::hbp {

@@ -1,7 +1,7 @@
 #pragma once
 // HBP's time and memory model as a view of the one CostModel: what HBP profiles on the real cluster is read from
 // the CostModel, so HBP selects strategies from the same source that times its plans.
-#include "policies/core/cost_model.hpp"
+#include "model/cost_model.hpp"
 
 namespace lcsim::hbp {
 

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "policies/core/random.hpp"
+#include "base/random.hpp"
 
 namespace lcsim::hydraulis {
 namespace {

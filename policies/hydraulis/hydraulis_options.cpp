@@ -1,5 +1,5 @@
 // make_hydraulis_policy: the strict reading of the policy's options (documented in hydraulis_policy.hpp).
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"
 
 namespace lcsim::hydraulis {

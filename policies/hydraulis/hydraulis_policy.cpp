@@ -7,9 +7,9 @@
 #include <optional>
 #include <queue>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/estimate.hpp"
-#include "policies/core/random.hpp"
+#include "base/errors.hpp"
+#include "model/estimate.hpp"
+#include "base/random.hpp"
 #include "policies/hydraulis/dispatch.hpp"
 
 namespace lcsim::hydraulis {

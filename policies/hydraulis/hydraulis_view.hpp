@@ -2,8 +2,8 @@
 // Hydraulis' cost formulas as a view of the one CostModel: the latency curve and memory bound the paper profiles
 // offline are computed from the CostModel, so Hydraulis plans with its own formulas while the estimate and the
 // simulator time the plan from the same source.
-#include "policies/core/cost_model.hpp"
-#include "policies/core/fitting.hpp"  // QuadraticFit
+#include "model/cost_model.hpp"
+#include "model/fitting.hpp"  // QuadraticFit
 
 namespace lcsim::hydraulis {
 

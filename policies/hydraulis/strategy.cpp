@@ -6,8 +6,8 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "policies/core/errors.hpp"
-#include "policies/core/profile.hpp"
+#include "base/errors.hpp"
+#include "model/profile.hpp"
 #include "policies/hydraulis/hydraulis_view.hpp"
 
 namespace lcsim::hydraulis {

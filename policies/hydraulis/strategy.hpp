@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "policies/core/cost_model.hpp"
-#include "policies/core/fitting.hpp"
-#include "policies/core/workload.hpp"
+#include "model/cost_model.hpp"
+#include "model/fitting.hpp"
+#include "model/workload.hpp"
 
 namespace lcsim::hydraulis {
 

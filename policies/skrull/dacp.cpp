@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "policies/core/check.hpp"
+#include "base/check.hpp"
 
 namespace lcsim::skrull {
 namespace {

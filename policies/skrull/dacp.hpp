@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "policies/core/workload.hpp"
+#include "model/workload.hpp"
 
 namespace lcsim::skrull {
 

@@ -7,7 +7,7 @@
 #include <queue>
 #include <utility>
 
-#include "policies/core/check.hpp"
+#include "base/check.hpp"
 
 namespace lcsim::skrull {
 

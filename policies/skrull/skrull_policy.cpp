@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "policies/core/estimate.hpp"
-#include "policies/core/json_reader.hpp"
+#include "model/estimate.hpp"
+#include "base/json_reader.hpp"
 #include "policies/skrull/skrull_view.hpp"
 
 namespace lcsim::skrull {

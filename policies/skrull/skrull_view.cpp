@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "policies/core/cost_view_support.hpp"
-#include "policies/core/errors.hpp"
+#include "base/errors.hpp"
 
 namespace lcsim::skrull {
 namespace {

@@ -4,8 +4,8 @@
 // formula while the estimate and the simulator time the plan from the same source.
 #include <optional>
 
-#include "policies/core/cost_model.hpp"
-#include "policies/core/fitting.hpp"  // LinearFit
+#include "model/cost_model.hpp"
+#include "model/fitting.hpp"  // LinearFit
 
 namespace lcsim::skrull {
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "policies/core/profile.hpp"
+#include "model/profile.hpp"
 #include "policies/hbp/auto_select.hpp"
 #include "policies/hbp/balance_packing.hpp"
 #include "policies/hbp/hbp_policy.hpp"

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "policies/core/policy.hpp"
-#include "policies/core/profile.hpp"
+#include "model/profile.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"
 
 namespace lcsim::hydraulis {

@@ -1,0 +1,98 @@
+#include "model/estimate.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "base/errors.hpp"
+
+namespace lcsim {
+namespace {
+
+Tokens ceil_div(Tokens a, int b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+MicroBatchWork split_work(const Replica& replica, const MicroBatch& micro_batch) {
+  MicroBatchWork work;
+  split_work(replica, micro_batch, work);
+  return work;
+}
+
+void split_work(const Replica& replica, const MicroBatch& micro_batch, MicroBatchWork& work) {
+  const int cp = replica.scheme.cp;
+  work.local.resize(static_cast<std::size_t>(cp));
+  for (auto& shares : work.local) shares.clear();
+  work.local_tokens.assign(static_cast<std::size_t>(cp), 0);
+  work.dist.clear();
+  work.sharded_tokens = 0;
+  const Tokens longest = micro_batch.longest();
+  for (const auto& p : micro_batch.placements) {
+    const Tokens tokens = micro_batch.padded ? longest : p.tokens;
+    if (p.sharded()) {
+      work.dist.push_back(SequenceShare{tokens, cp});
+      work.sharded_tokens += tokens;
+    } else if (p.cp_rank >= 0 && p.cp_rank < cp) {
+      const auto j = static_cast<std::size_t>(p.cp_rank);
+      work.local[j].push_back(SequenceShare{tokens, 1});
+      work.local_tokens[j] += tokens;
+    }
+  }
+  work.sharded_per_gpu = ceil_div(work.sharded_tokens, cp);
+}
+
+namespace {
+
+bool replica_shape_ok(const Replica& replica, const CostModel& cost) {
+  const auto& s = replica.scheme;
+  return s.tp >= 1 && s.pp >= 1 && s.cp >= 1 && s.checkpointed_layers >= 0 && cost.model().layers % s.pp == 0 &&
+         replica.gpus.size() == static_cast<std::size_t>(s.gpus());
+}
+
+}  // namespace
+
+int shard_degree(const CostModel& cost, const ParallelScheme& scheme) {
+  return std::max(1, cost.cluster().world_size() / std::max(1, scheme.tp * scheme.pp));
+}
+
+std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostModel& cost) {
+  const int world = cost.cluster().world_size();
+  std::vector<double> peaks(static_cast<std::size_t>(std::max(world, 0)), 0.0);
+  for (const auto& replica : plan.replicas) {
+    if (!replica_shape_ok(replica, cost)) continue;  // the validator reports it
+    const auto& s = replica.scheme;
+    std::vector<MicroBatchWork> works;
+    for (const auto& mb : replica.micro_batches) works.push_back(split_work(replica, mb));
+    for (int stage = 0; stage < s.pp; ++stage) {
+      // Stages differ when part of the model is frozen.
+      const double static_bytes = cost.static_bytes(s, shard_degree(cost, s), stage);
+      const LayerSpan layers = stage_span(cost.model(), s.pp, stage);
+      const double per_token = cost.activation_bytes_per_token(s, layers, stage == s.pp - 1);
+      // The shards' copies of a micro-batch are the same on every CP rank.
+      std::vector<double> sharded;
+      for (const MicroBatchWork& work : works) sharded.push_back(cost.sharded_attention_bytes(work.dist, s, layers));
+      for (int j = 0; j < s.cp; ++j) {
+        // What CP rank j keeps for each micro-batch; at most pp - stage of them are in flight at once.
+        std::vector<double> per_rank;
+        for (std::size_t m = 0; m < works.size(); ++m)
+          per_rank.push_back(per_token * static_cast<double>(works[m].gpu_tokens(j)) + sharded[m]);
+        std::sort(per_rank.begin(), per_rank.end(), std::greater<>());
+        const std::size_t in_flight = std::min(static_cast<std::size_t>(s.pp - stage), per_rank.size());
+        double held = 0;
+        for (std::size_t m = 0; m < in_flight; ++m) held += per_rank[m];
+        const double bytes = static_bytes + held;
+        for (int t = 0; t < s.tp; ++t) {
+          const int g = replica.gpu(stage, j, t);
+          if (g >= 0 && g < world)
+            peaks[static_cast<std::size_t>(g)] = std::max(peaks[static_cast<std::size_t>(g)], bytes);
+        }
+      }
+    }
+  }
+  return peaks;
+}
+
+}  // namespace lcsim

@@ -1,0 +1,47 @@
+#pragma once
+// What a plan asks of each GPU, for the planners and the validator: a micro-batch's work per CP rank, the ZeRO
+// shard degree, and the peak-memory bound every plan is checked against. The estimate of a whole iteration is
+// program::estimate_iteration (program/estimate.hpp): the iteration program, replayed without contention.
+#include <vector>
+
+#include "model/cost_model.hpp"
+#include "model/plan.hpp"
+
+namespace lcsim {
+
+/// An iteration as program::estimate_iteration times it.
+struct IterationEstimate {
+  double seconds = 0;                ///< iteration time: until the last GPU ends
+  std::vector<double> busy_seconds;  ///< per GPU: compute + communication not hidden by compute
+  std::vector<double> peak_bytes;    ///< per GPU: static + activations in flight
+  /// Per GPU: end of its last micro-batch step from the iteration start (IterationOutcome::propagation_end_s);
+  /// empty when the timing does not say (then metrics leave pipeline_gap at 0).
+  std::vector<double> propagation_end_s;
+  int oom_gpus = 0;  ///< GPUs whose peak exceeds the cost model's capacity
+  bool out_of_memory() const { return oom_gpus > 0; }
+};
+
+/// One micro-batch split by CP rank: the work the estimate (and the simulator) charges each rank.
+struct MicroBatchWork {
+  std::vector<std::vector<SequenceShare>> local;  ///< per CP rank: its whole sequences, SequenceShare{tokens, 1}
+  std::vector<Tokens> local_tokens;               ///< per CP rank
+  std::vector<SequenceShare> dist;                ///< sharded sequences, SequenceShare{tokens, cp}
+  Tokens sharded_tokens = 0;
+  Tokens sharded_per_gpu = 0;  ///< ceil(sharded_tokens / cp)
+  Tokens gpu_tokens(int cp_rank) const { return local_tokens[static_cast<std::size_t>(cp_rank)] + sharded_per_gpu; }
+};
+/// A padded micro-batch costs (and holds) every sequence at its longest length. Placements with a cp_rank outside
+/// [-1, cp) are skipped (the validator reports them).
+MicroBatchWork split_work(const Replica& replica, const MicroBatch& micro_batch);
+/// The same into `work`, whose vectors keep their capacity (a program builds one per micro-batch).
+void split_work(const Replica& replica, const MicroBatch& micro_batch, MicroBatchWork& work);
+
+/// Peak bytes on every GPU of the plan (indexed by global GPU index, world-size long): static bytes plus the
+/// activations of the micro-batches in flight; on stage s of a pipeline the pp - s largest of its micro-batches
+/// (1F1B keeps up to pp - s forward passes alive there), whatever their order: a bound of the program's peak
+/// that does not depend on the order the policy chose.
+std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostModel& cost);
+/// ZeRO sharding degree for a replica's parameters: all GPUs of the plan holding the same model slice.
+int shard_degree(const CostModel& cost, const ParallelScheme& scheme);
+
+}  // namespace lcsim
