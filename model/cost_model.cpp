@@ -36,8 +36,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "model/attention_blocks.hpp"
 #include "base/errors.hpp"
+#include "model/attention_blocks.hpp"
 
 namespace lcsim {
 
@@ -362,8 +362,8 @@ double CostModel::layer_forward_seconds(const LayerParts& parts, LayerGrad grad)
   const double forward = gemm + adapters + parts.attention + parts.elementwise;
   // The element-wise overhead grows with the forward's GEMM rows, the fixed layer overhead goes with each pass in
   // proportion to its share of the layer's work.
-  const double work_seconds = base_gemm_passes(grad) * gemm + 3 * adapters + parts.attention + parts.attention_backward +
-                              parts.elementwise + parts.elementwise_backward;
+  const double work_seconds = base_gemm_passes(grad) * gemm + 3 * adapters + parts.attention +
+                              parts.attention_backward + parts.elementwise + parts.elementwise_backward;
   const double overhead = c.gemm_work_overhead * (gemm + adapters) +
                           (work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0);
   return forward + overhead;
@@ -494,8 +494,7 @@ CollectiveTime CostModel::on_cluster_links(const CollectiveCall& call, const Col
   const bool nvlink = path.link == LinkClass::NvLink;
   const double bandwidth = nvlink ? cluster_.nvlink_GBps : cluster_.ib_GBps;
   if (!(bandwidth > 0))
-    throw std::invalid_argument("cost model: the cluster gives no " + std::string(to_string(path.link)) +
-                                " bandwidth");
+    throw std::invalid_argument("cost model: the cluster gives no " + std::string(to_string(path.link)) + " bandwidth");
   // The profile's efficiency (bus bandwidth over its reference link) applied to the cluster's link, as wired.
   time.transfer_s *= (nvlink ? reference.nvlink_GBps : reference.ib_GBps) / (bandwidth * path.bandwidth_scale);
   const double wire_delta_us = nvlink ? cluster_.nvlink_latency_us - reference.nvlink_latency_us

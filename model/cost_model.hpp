@@ -238,9 +238,9 @@ class CostModel {
   /// Forward GEMM and forward attention seconds of one layer over `work` (the terms of layer_seconds).
   struct LayerParts {
     double gemm = 0;
-    double attention = 0;           ///< forward kernels, their critical path included
-    double attention_backward = 0;  ///< backward kernels, their critical path included
-    double adapters = 0;            ///< LoRA adapters' forward (lora_forward_seconds)
+    double attention = 0;             ///< forward kernels, their critical path included
+    double attention_backward = 0;    ///< backward kernels, their critical path included
+    double adapters = 0;              ///< LoRA adapters' forward (lora_forward_seconds)
     double elementwise = 0;           ///< the forward's element-wise traffic at the GPU's HBM bandwidth
     double elementwise_backward = 0;  ///< the backward's
   };

@@ -36,9 +36,9 @@ struct CollectivePath {
 /// How a group of GPUs sits on the NVLink domains, which is all a kind needs to price its collectives.
 struct GroupLayout {
   int size = 0;
-  int domains = 0;          ///< domains it has members on
-  int min_per_domain = 0;   ///< members on its least populated domain
-  int max_per_domain = 0;   ///< and on its most populated one
+  int domains = 0;         ///< domains it has members on
+  int min_per_domain = 0;  ///< members on its least populated domain
+  int max_per_domain = 0;  ///< and on its most populated one
 };
 
 /// NCCL on one NIC per GPU: a ring per NIC, data moved to it over NVLink, so a ring collective crosses the network on

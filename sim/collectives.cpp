@@ -246,8 +246,8 @@ void CollectiveRun::run_flows(FlowCache& flows, const program::CollectiveSpec& s
                              ".. starts at " + std::to_string(interval_.start) + " s, before the previous one over " +
                              "the same GPUs ends (" + std::to_string(*cached.busy_until) +
                              " s): they would share links, so it cannot be timed in closed form");
-    interval_.end =
-        interval_.start + delay_s + static_cast<double>(bytes) / (flows.platform().bandwidth(spec.link) * spec.flow_scale);
+    interval_.end = interval_.start + delay_s +
+                    static_cast<double>(bytes) / (flows.platform().bandwidth(spec.link) * spec.flow_scale);
     *cached.busy_until = interval_.end;
     return;
   }

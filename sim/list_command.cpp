@@ -7,9 +7,9 @@
 
 #include "model/finetuning.hpp"
 #include "model/model.hpp"
-#include "policies/core/policy.hpp"
 #include "model/topology.hpp"
 #include "model/workload.hpp"
+#include "policies/core/policy.hpp"
 #include "sim/cli.hpp"
 
 namespace lcsim {
@@ -138,7 +138,8 @@ void list_finetuning(std::ostream& out) {
 void list_topologies(std::ostream& out) {
   out << "topologies (use as cluster.topology; keys go in the cluster object; docs/topology.md)\n";
   std::vector<Row> rows;
-  for (const TopologyEntry& entry : topology_kinds()) rows.push_back({std::string(entry.name), std::string(entry.summary)});
+  for (const TopologyEntry& entry : topology_kinds())
+    rows.push_back({std::string(entry.name), std::string(entry.summary)});
   print_rows(rows, out, true);
   out << "keys: fat-tree takes oversubscription (1-64, default 1); rail-optimized takes pxn (bool, default false);\n"
          "nvlink-domain takes domain_gpus (required, a whole number of nodes dividing the cluster)\n";
@@ -152,8 +153,7 @@ void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
     return;
   }
   if (args.size() != 1)
-    throw UsageError("list: expected one of models, gpus, distributions, policies, finetuning, topologies",
-                     kListUsage);
+    throw UsageError("list: expected one of models, gpus, distributions, policies, finetuning, topologies", kListUsage);
   const std::string& what = args[0];
   if (what == "models") {
     list_models(out);

@@ -126,8 +126,8 @@ void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& resu
   std::size_t width = 44;  // the point column, wider when a point's coordinates need it
   for (const auto& r : results) width = std::max(width, where_of(r).size() + 2);
   const int point_width = static_cast<int>(width);
-  out << std::left << std::setw(point_width) << "point" << std::setw(20) << "policy" << std::right << std::setw(10) << "mean s"
-      << std::setw(12) << "tokens/s" << std::setw(9) << "speedup" << std::setw(6) << "OOM";
+  out << std::left << std::setw(point_width) << "point" << std::setw(20) << "policy" << std::right << std::setw(10)
+      << "mean s" << std::setw(12) << "tokens/s" << std::setw(9) << "speedup" << std::setw(6) << "OOM";
   // Points run with sampled worlds (the sweep's "samples"): their speedup's 80% interval.
   const bool sampled = sweep.samples > 1;
   if (sampled) out << std::setw(17) << "speedup p10-p90";
@@ -144,8 +144,8 @@ void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& resu
           s << "-";
         return s.str();
       };
-      out << std::left << std::setw(point_width) << where << std::setw(20) << policy.at("name").get<std::string>() << std::right
-          << std::setw(10) << number("mean_iteration_s", 4) << std::setw(12) << number("tokens_per_s", 0)
+      out << std::left << std::setw(point_width) << where << std::setw(20) << policy.at("name").get<std::string>()
+          << std::right << std::setw(10) << number("mean_iteration_s", 4) << std::setw(12) << number("tokens_per_s", 0)
           << std::setw(8) << number("speedup_vs_baseline", 2) << "x" << std::setw(6)
           << policy.at("oom_iterations").get<int>();
       const auto interval = policy.find("interval");

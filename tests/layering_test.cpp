@@ -19,10 +19,11 @@ namespace fs = std::filesystem;
 const fs::path kSource = LCSIM_SOURCE_DIR;
 
 // The folders whose sources are checked; tests/ may include anything.
-const std::vector<std::string> kLayerRoots{"base", "model", "policies", "program", "traces", "sim", "kernels", "calibrate"};
+const std::vector<std::string> kLayerRoots{"base", "model",   "policies",  "program", "traces",
+                                           "sim",  "kernels", "calibrate", "python"};
 
-const std::set<std::string> kAllPolicies{"base",           "model",         "policies/core", "policies/baselines",
-                                         "policies/skrull", "policies/hydraulis", "policies/hbp"};
+const std::set<std::string> kAllPolicies{
+    "base", "model", "policies/core", "policies/baselines", "policies/skrull", "policies/hydraulis", "policies/hbp"};
 
 /// The layers each layer may include besides itself.
 const std::map<std::string, std::set<std::string>> kMayInclude{
@@ -48,6 +49,8 @@ const std::map<std::string, std::set<std::string>> kMayInclude{
     {"kernels", {"base", "model"}},
     // Live replay runs the iteration program on GPUs, reads scenarios and writes results and timelines.
     {"calibrate", {"base", "model", "policies/core", "program", "traces", "kernels"}},
+    // The Python package's module binds the command line's layers; nothing includes it.
+    {"python", {"base", "model", "policies/core", "program", "traces", "sim"}},
 };
 
 /// The layer of a path relative to the source root: policies/<folder> for a policy folder, "policies" for the
@@ -128,6 +131,9 @@ TEST(Layering, TheMapRefusesUpwardAndSidewaysIncludes) {
   EXPECT_NE(violation("model/validator.hpp", "policies/core/policy.hpp"), "");
   EXPECT_NE(violation("base/json_reader.cpp", "model/profile.hpp"), "");
   EXPECT_NE(violation("kernels/gemm.cpp", "policies/core/policy.hpp"), "");
+  EXPECT_EQ(violation("python/lcsim_module.cpp", "sim/simulate_scenario.hpp"), "");
+  EXPECT_NE(violation("sim/cli.cpp", "python/lcsim_module.hpp"), "");
+  EXPECT_NE(violation("python/lcsim_module.cpp", "calibrate/host/live_plan.hpp"), "");
 }
 
 }  // namespace

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "flat_profile_fixtures.hpp"
-#include "model/cost_model.hpp"
 #include "base/files.hpp"
 #include "base/json_reader.hpp"
+#include "flat_profile_fixtures.hpp"
+#include "model/cost_model.hpp"
 #include "model/topology.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/scenario_loader.hpp"
@@ -23,7 +23,8 @@ using testing::flat_tiny_cluster;
 using testing::flat_tiny_model;
 
 /// The kind `name` read from a cluster object holding `keys`, as the scenario reader builds it.
-std::shared_ptr<const TopologyKind> read_kind(const std::string& name, const nlohmann::json& keys = nlohmann::json::object()) {
+std::shared_ptr<const TopologyKind> read_kind(const std::string& name,
+                                              const nlohmann::json& keys = nlohmann::json::object()) {
   const TopologyEntry* entry = find_topology(name);
   EXPECT_NE(entry, nullptr) << name;
   JsonObjectReader reader(keys, "test.json", "cluster");

@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(build-essential cmake pkg-config libsimgrid-dev nlohmann-json3-dev libboost-program-options-dev
-          libgtest-dev libbenchmark-dev python3-matplotlib coinor-libcbc-dev zlib1g-dev)
+          libgtest-dev libbenchmark-dev python3-matplotlib coinor-libcbc-dev zlib1g-dev
+          pybind11-dev python3-dev python3-pytest python3-pandas)
 cmake_args=()
 build_args=()
 while (($# > 0)); do

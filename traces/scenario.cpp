@@ -249,9 +249,8 @@ ParallelLayout parse_layout(JsonObjectReader r, const ModelConfig& model, const 
   // policy's invalid plan. Heads are not checked: the cost model splits them fractionally, and the shipped
   // Hydraulis scenarios run the 52-head LLaMA-32B at TP 8 as the paper does.
   if (const int domain = cluster.topology().domain_size(); domain % p.tp != 0)
-    r.fail("tp", "a TP group must lie within one NVLink domain, but " + std::to_string(p.tp) +
-                     " does not divide its " + std::to_string(domain) + " GPUs (cluster.gpus_per_node, or the " +
-                     "topology's domain_gpus)");
+    r.fail("tp", "a TP group must lie within one NVLink domain, but " + std::to_string(p.tp) + " does not divide its " +
+                     std::to_string(domain) + " GPUs (cluster.gpus_per_node, or the " + "topology's domain_gpus)");
   if (model.layers % p.pp != 0)
     r.fail("pp", "every pipeline stage holds the same number of layers, but " + std::to_string(p.pp) +
                      " does not divide the " + std::to_string(model.layers) + " layers of " + model.name);

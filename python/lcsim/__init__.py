@@ -1,0 +1,178 @@
+"""lcsim from Python: scenarios as data, `plan` and `simulate` runs, results as dicts and pandas DataFrames.
+
+A thin layer over lcsim's C++ engine (the module ``lcsim._lcsim``): a scenario is checked, planned and simulated by
+the same code as the ``lcsim`` command line, and gives the same results.
+
+>>> import lcsim
+>>> scenario = lcsim.Scenario.load("scenarios/default.json")
+>>> results = lcsim.plan(scenario.with_(**{"training.iterations": 2}), samples=1)
+>>> results.to_pandas()  # one row per policy and iteration
+
+Bad input raises :class:`InputError` (a ``ValueError``) naming the file and key; a policy that cannot plan raises
+:class:`PlanningError`. Docs: docs/python.md.
+"""
+
+import copy
+import json
+import os
+
+from . import _lcsim
+
+__all__ = ["Scenario", "Results", "plan", "simulate", "models", "gpus", "distributions", "policies", "topologies",
+           "InputError", "PlanningError", "__version__"]
+
+InputError = _lcsim.InputError
+PlanningError = _lcsim.PlanningError
+__version__ = _lcsim.__version__
+
+
+def models():
+    """Built-in model names, usable as a scenario's ``model``."""
+    return list(_lcsim.models())
+
+
+def gpus():
+    """Built-in GPU kinds, usable as ``cluster.gpu``."""
+    return list(_lcsim.gpus())
+
+
+def distributions():
+    """Built-in sequence length distributions, usable as ``dataset.distribution``."""
+    return list(_lcsim.distributions())
+
+
+def policies():
+    """Registered policy kinds, usable as ``policies[].kind``."""
+    return list(_lcsim.policies())
+
+
+def topologies():
+    """Registered cluster topologies, usable as ``cluster.topology``."""
+    return list(_lcsim.topologies())
+
+
+class Scenario:
+    """A scenario document, checked as the command line checks it.
+
+    Relative paths inside it (``profile``, ``dataset.trace``) resolve against the folder of ``file``: the file it
+    was loaded from, or for :meth:`from_dict` a file name in the folder they are relative to.
+    """
+
+    def __init__(self, document, file):
+        if not isinstance(document, dict):
+            raise InputError(f"{file}: a scenario is a JSON object, got {type(document).__name__}")
+        self._document = copy.deepcopy(document)
+        self.file = os.path.abspath(file)
+        _lcsim.check_scenario(self._text(), self.file)
+
+    @classmethod
+    def load(cls, path):
+        """The scenario in the JSON file ``path``."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise InputError(f"{path}: cannot read: {e.strerror}") from None
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{path}: not JSON: {e}") from None
+        return cls(document, path)
+
+    @classmethod
+    def from_dict(cls, document, file="scenario.json"):
+        """A scenario from a dict; relative paths resolve against the folder of ``file`` (default: the current
+        directory)."""
+        return cls(document, file)
+
+    def to_dict(self):
+        """The scenario document (a copy)."""
+        return copy.deepcopy(self._document)
+
+    def with_(self, **overrides):
+        """A new scenario with dotted keys replaced, e.g. ``with_(**{"training.bucket_size_tokens": 26_000})``; a
+        value of ``None`` removes the key."""
+        document = self.to_dict()
+        for path, value in overrides.items():
+            node = document
+            keys = path.split(".")
+            for key in keys[:-1]:
+                if not isinstance(node.get(key), dict):
+                    raise InputError(f"{self.file}: '{path}': the scenario has no object '{key}'")
+                node = node[key]
+            if value is None:
+                node.pop(keys[-1], None)
+            else:
+                node[keys[-1]] = value
+        return Scenario(document, self.file)
+
+    def _text(self):
+        return json.dumps(self._document)
+
+    def __repr__(self):
+        return f"Scenario({self._document.get('name', '?')!r}, file={self.file!r})"
+
+
+class Results:
+    """The results of a run: the ``lcsim-results`` document as ``to_dict()``, per-iteration rows as ``to_pandas()``."""
+
+    def __init__(self, document):
+        self._document = document
+
+    def to_dict(self):
+        """The results document, as ``lcsim plan|simulate --json`` writes it (a copy)."""
+        return copy.deepcopy(self._document)
+
+    @property
+    def policies(self):
+        """Per policy: its summary (mean iteration time, tokens/s, speedup, interval), without its iterations."""
+        return [{k: v for k, v in p.items() if k != "iterations"} for p in self._document["policies"]]
+
+    def rows(self):
+        """One dict per policy and iteration: policy, kind, iteration, seconds, tokens, sequences, oom, peak_GiB."""
+        out = []
+        for p in self._document["policies"]:
+            for it in p["iterations"]:
+                out.append({"policy": p["name"], "kind": p["kind"], "iteration": it["index"],
+                            "seconds": it["seconds"], "tokens": it["tokens"], "sequences": it["sequences"],
+                            "oom": it["oom"], "peak_GiB": it["peak_GiB"],
+                            "speedup_vs_baseline": p["speedup_vs_baseline"]})
+        return out
+
+    def to_pandas(self):
+        """A DataFrame of :meth:`rows` (pandas is imported here, only when asked for)."""
+        import pandas
+        return pandas.DataFrame(self.rows())
+
+    def __repr__(self):
+        summary = ", ".join(f"{p['name']} {p['speedup_vs_baseline']:.2f}x" for p in self._document["policies"])
+        return f"Results({self._document.get('mode', '?')}: {summary})"
+
+
+def _as_scenario(scenario):
+    if isinstance(scenario, Scenario):
+        return scenario
+    if isinstance(scenario, (str, os.PathLike)):
+        return Scenario.load(scenario)
+    if isinstance(scenario, dict):
+        return Scenario.from_dict(scenario)
+    raise TypeError(f"expected a Scenario, a path or a dict, got {type(scenario).__name__}")
+
+
+def plan(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False):
+    """``lcsim plan``: every policy plans the same batches, each plan replayed without contention.
+
+    ``samples`` worlds give each policy p10-p90 intervals (1: the nominal figures only); ``policies`` limits the run
+    to those labels (the baseline is always run); ``fixed_data`` keeps the scenario's data in sampled worlds.
+    """
+    s = _as_scenario(scenario)
+    return Results(json.loads(_lcsim.plan(s._text(), s.file, int(samples), iterations, list(policies),
+                                          not fixed_data)))
+
+
+def simulate(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False, trace=None):
+    """``lcsim simulate``: the same plans in a SimGrid simulation of the cluster (in a child process); ``trace``
+    writes a Perfetto timeline there."""
+    s = _as_scenario(scenario)
+    return Results(json.loads(_lcsim.simulate(s._text(), s.file, int(samples), iterations, list(policies),
+                                              not fixed_data, "" if trace is None else os.fspath(trace))))

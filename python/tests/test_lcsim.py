@@ -1,0 +1,102 @@
+"""The Python package against the command line: the same scenario gives the same results document, bad input
+raises Python exceptions naming the key, and simulations run one after another in one interpreter."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import lcsim
+
+SOURCE = os.environ.get("LCSIM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BINARY = os.environ.get("LCSIM_BINARY", os.path.join(SOURCE, "build", "sim", "lcsim"))
+DEFAULT = os.path.join(SOURCE, "scenarios", "default.json")
+
+
+def cli_results(tmp_path, command, *args):
+    out = tmp_path / f"{command}.json"
+    subprocess.run([BINARY, command, DEFAULT, "--json", str(out), "-q", *args], check=True)
+    return json.loads(out.read_text())
+
+
+def test_lists_name_the_registries():
+    assert "skrull" in lcsim.policies() and "hydraulis" in lcsim.policies()
+    assert lcsim.topologies() == ["fat-tree", "rail-optimized", "nvlink-domain"]
+    assert "H100-SXM" in lcsim.gpus()
+    assert "Qwen2.5-0.5B" in lcsim.models()
+    assert "wikipedia" in lcsim.distributions()
+
+
+def test_scenarios_are_data():
+    s = lcsim.Scenario.load(DEFAULT)
+    d = s.to_dict()
+    assert d["model"] == "Qwen2.5-0.5B"
+    d["training"]["iterations"] = 99  # a copy: the scenario does not change
+    assert s.to_dict()["training"]["iterations"] == 10
+    t = s.with_(**{"training.bucket_size_tokens": 26_000, "cluster.topology": "rail-optimized"})
+    assert t.to_dict()["training"]["bucket_size_tokens"] == 26_000
+    assert t.to_dict()["cluster"]["topology"] == "rail-optimized"
+    assert "bucket_size_tokens" not in s.with_(**{"training.bucket_size_tokens": None}).to_dict()["training"]
+    # Relative paths resolve against the file's folder, for a dict too.
+    again = lcsim.Scenario.from_dict(s.to_dict(), file=DEFAULT)
+    assert again.to_dict() == s.to_dict()
+
+
+def test_bad_input_raises_naming_the_key():
+    s = lcsim.Scenario.load(DEFAULT)
+    with pytest.raises(lcsim.InputError, match=r"cluster\.pxn"):
+        s.with_(**{"cluster.pxn": True})
+    with pytest.raises(lcsim.InputError, match=r"training\.recompute"):
+        s.with_(**{"training.recompute": "some"})
+    with pytest.raises(ValueError):  # InputError is a ValueError
+        s.with_(**{"cluster.nodes": 0})
+    with pytest.raises(lcsim.InputError, match="no object 'nowhere'"):
+        s.with_(**{"nowhere.key": 1})
+    with pytest.raises(lcsim.InputError, match="cannot read"):
+        lcsim.Scenario.load(os.path.join(SOURCE, "no-such-scenario.json"))
+    with pytest.raises(lcsim.InputError, match="a JSON object"):
+        lcsim.Scenario.from_dict([1, 2])
+    with pytest.raises(TypeError):
+        lcsim.plan(42)
+
+
+def test_plan_gives_the_command_lines_results(tmp_path):
+    results = lcsim.plan(DEFAULT, samples=1, iterations=2)
+    assert results.to_dict() == cli_results(tmp_path, "plan", "--samples", "1", "-n", "2")
+    rows = results.rows()
+    # One row per policy and iteration (re-batching policies, packing here, take other iteration counts).
+    assert len(rows) == sum(len(p["iterations"]) for p in results.to_dict()["policies"])
+    assert sum(r["policy"] == "skrull" for r in rows) == 2
+    assert {r["policy"] for r in rows} == {p["name"] for p in results.policies}
+    only = lcsim.plan(DEFAULT, samples=1, iterations=2, policies=["skrull"])
+    assert [p["name"] for p in only.policies] == ["deepspeed", "skrull"]  # the baseline always runs
+
+
+def test_simulate_runs_again_and_again_and_matches_the_command_line(tmp_path):
+    first = lcsim.simulate(DEFAULT, samples=1, iterations=2)
+    second = lcsim.simulate(lcsim.Scenario.load(DEFAULT), samples=1, iterations=2)
+    assert first.to_dict() == second.to_dict()
+    assert first.to_dict() == cli_results(tmp_path, "simulate", "--samples", "1", "-n", "2")
+    trace = tmp_path / "t.json"
+    lcsim.simulate(DEFAULT, samples=1, iterations=1, policies=["skrull"], trace=trace)
+    assert json.loads(trace.read_text())["traceEvents"]
+    with pytest.raises(lcsim.InputError, match=r"cluster\.topology"):
+        lcsim.simulate(lcsim.Scenario.load(DEFAULT).to_dict() | {"cluster": {"gpu": "H100-SXM", "nodes": 4,
+                                                                             "topology": "torus"}})
+
+
+def test_sampled_worlds_give_intervals():
+    results = lcsim.plan(DEFAULT, samples=4, iterations=2)
+    skrull = next(p for p in results.policies if p["name"] == "skrull")
+    interval = skrull["interval"]["speedup"]
+    assert interval["p10"] <= interval["p50"] <= interval["p90"]
+
+
+def test_to_pandas_has_a_row_per_policy_and_iteration():
+    pandas = pytest.importorskip("pandas")
+    results = lcsim.plan(DEFAULT, samples=1, iterations=2)
+    frame = results.to_pandas()
+    assert isinstance(frame, pandas.DataFrame)
+    assert len(frame) == len(results.rows())
+    assert list(frame[frame["policy"] == "skrull"]["iteration"]) == [0, 1]
+    assert set(frame.columns) >= {"policy", "iteration", "seconds", "tokens", "speedup_vs_baseline"}
