@@ -25,6 +25,7 @@
 #include "traces/results_io.hpp"
 #include "traces/scenario.hpp"
 #include "traces/scenario_loader.hpp"
+#include "traces/sweep.hpp"
 #include "traces/uncertainty.hpp"
 
 namespace py = pybind11;
@@ -131,6 +132,11 @@ std::string simulate(const std::string& text, const std::string& file, int sampl
   }
 }
 
+/// The document with its relative paths (profile, dataset trace) made absolute against `file`'s folder.
+std::string with_absolute_paths(const std::string& text, const std::string& file) {
+  return scenario_with_absolute_paths(parse_document(text, file), file).dump();
+}
+
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (const auto& m : named_models()) names.push_back(m.name);
@@ -172,6 +178,8 @@ PYBIND11_MODULE(_lcsim, m) {
   m.def("simulate", &lcsim::simulate, py::arg("text"), py::arg("file"), py::arg("samples"), py::arg("iterations"),
         py::arg("policies"), py::arg("draw_data"), py::arg("trace"), py::call_guard<py::gil_scoped_release>(),
         "`lcsim simulate` on a scenario document, in a child process; returns the results document as JSON text.");
+  m.def("with_absolute_paths", &lcsim::with_absolute_paths, py::arg("text"), py::arg("file"),
+        "The scenario document with its relative paths made absolute against the folder of `file`.");
   m.def("models", &lcsim::model_names, "Built-in model names.");
   m.def("gpus", &lcsim::gpu_names, "Built-in GPU kinds.");
   m.def("distributions", &lcsim::distribution_names, "Built-in length distributions.");

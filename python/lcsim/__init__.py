@@ -15,10 +15,12 @@ Bad input raises :class:`InputError` (a ``ValueError``) naming the file and key;
 import copy
 import json
 import os
+import subprocess
+import tempfile
 
 from . import _lcsim
 
-__all__ = ["Scenario", "Results", "plan", "simulate", "models", "gpus", "distributions", "policies", "topologies",
+__all__ = ["Scenario", "Results", "plan", "simulate", "sweep", "validate", "tune", "models", "gpus", "distributions", "policies", "topologies",
            "InputError", "PlanningError", "__version__"]
 
 InputError = _lcsim.InputError
@@ -176,3 +178,115 @@ def simulate(scenario, *, samples=32, iterations=None, policies=(), fixed_data=F
     s = _as_scenario(scenario)
     return Results(json.loads(_lcsim.simulate(s._text(), s.file, int(samples), iterations, list(policies),
                                               not fixed_data, "" if trace is None else os.fspath(trace))))
+
+
+# Sweeps, validation and tuning run many scenarios, each in a process of its own: the `lcsim` command line runs
+# them, as it does for its own users, and its JSON document comes back. The command is found beside the package
+# (_paths.py, written by the build) or by $LCSIM_BINARY.
+def _binary():
+    path = os.environ.get("LCSIM_BINARY")
+    if not path:
+        from . import _paths
+        path = _paths.LCSIM_BINARY
+    if not os.access(path, os.X_OK):
+        raise RuntimeError(f"the lcsim command is not at {path} (set LCSIM_BINARY)")
+    return path
+
+
+def _run_command(arguments):
+    """Runs `lcsim ARGUMENTS --json FILE` and returns the document it wrote; exit 2 raises InputError, 3
+    PlanningError, anything else RuntimeError, each with the command's message."""
+    with tempfile.TemporaryDirectory(prefix="lcsim-") as folder:
+        out = os.path.join(folder, "out.json")
+        run = subprocess.run([_binary(), *arguments, "--json", out], capture_output=True, text=True)
+        message = (run.stderr.strip() or run.stdout.strip()).removeprefix("lcsim: error: ")
+        if run.returncode == 2:
+            raise InputError(message)
+        if run.returncode == 3:
+            raise PlanningError(message)
+        if run.returncode != 0:
+            raise RuntimeError(f"lcsim {arguments[0]} exited with status {run.returncode}: {message}")
+        with open(out, encoding="utf-8") as f:
+            return json.load(f)
+
+
+class Document:
+    """A command's JSON document: ``to_dict()``, and ``to_pandas()`` of its ``rows()``."""
+
+    def __init__(self, document):
+        self._document = document
+
+    def to_dict(self):
+        """The document, as the command's ``--json`` writes it (a copy)."""
+        return copy.deepcopy(self._document)
+
+    def rows(self):
+        raise NotImplementedError
+
+    def to_pandas(self):
+        """A DataFrame of :meth:`rows` (pandas is imported here, only when asked for)."""
+        import pandas
+        return pandas.DataFrame(self.rows())
+
+
+class SweepResults(Document):
+    """``lcsim sweep``'s merged document (schema lcsim-sweep/1)."""
+
+    def rows(self):
+        """One dict per point and policy: the point's axis values (a cluster axis by its label), the policy, its
+        mean iteration time, tokens/s and speedup."""
+        out = []
+        for point in self._document["points"]:
+            coordinates = {axis: value["label"] if isinstance(value, dict) and "label" in value else value
+                           for axis, value in point.get("coordinates", {}).items()}
+            for policy in point["results"]["policies"]:
+                out.append({"point": point["index"], **coordinates, "policy": policy["name"],
+                            "mean_iteration_s": policy["mean_iteration_s"], "tokens_per_s": policy["tokens_per_s"],
+                            "speedup_vs_baseline": policy["speedup_vs_baseline"]})
+        return out
+
+
+class ValidationResults(Document):
+    """``lcsim validate``'s document (schema lcsim-validation/2): every entry and the summary."""
+
+    def rows(self):
+        """One dict per catalogue entry, as the document gives it, without its points."""
+        return [{k: v for k, v in entry.items() if k != "points"} for entry in self._document["entries"]]
+
+
+class TuneResults(Document):
+    """``lcsim tune``'s document (schema lcsim-tune/1): every candidate and the verdict."""
+
+    def rows(self):
+        """One dict per candidate."""
+        return [dict(candidate) for candidate in self._document["candidates"]]
+
+
+def sweep(sweep_file, *, jobs=2):
+    """``lcsim sweep SWEEP_FILE``: every point of the sweep, ``jobs`` processes at a time."""
+    with tempfile.TemporaryDirectory(prefix="lcsim-sweep-") as folder:
+        return SweepResults(_run_command(["sweep", os.fspath(sweep_file), "--jobs", str(int(jobs)), "--out", folder,
+                                          "--quiet"]))
+
+
+def validate(*, catalogue=None, only=(), samples=8, jobs=2):
+    """``lcsim validate``: the catalogue's published and measured figures against lcsim's predictions."""
+    arguments = ["validate", "--samples", str(int(samples)), "--jobs", str(int(jobs))]
+    if catalogue is not None:
+        arguments += ["--catalogue", os.fspath(catalogue)]
+    for entry in only:
+        arguments += ["--only", entry]
+    return ValidationResults(_run_command(arguments))
+
+
+def tune(scenario, *, jobs=2, budget_s=None):
+    """``lcsim tune``: each policy's best settings and layout for the scenario (a Scenario, path or dict)."""
+    s = _as_scenario(scenario)
+    with tempfile.TemporaryDirectory(prefix="lcsim-tune-") as folder:
+        path = os.path.join(folder, "scenario.json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(_lcsim.with_absolute_paths(s._text(), s.file))  # its relative paths still resolve
+        arguments = ["tune", path, "--jobs", str(int(jobs)), "--quiet"]
+        if budget_s is not None:
+            arguments += ["--budget-s", str(budget_s)]
+        return TuneResults(_run_command(arguments))

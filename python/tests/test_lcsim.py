@@ -100,3 +100,36 @@ def test_to_pandas_has_a_row_per_policy_and_iteration():
     assert len(frame) == len(results.rows())
     assert list(frame[frame["policy"] == "skrull"]["iteration"]) == [0, 1]
     assert set(frame.columns) >= {"policy", "iteration", "seconds", "tokens", "speedup_vs_baseline"}
+
+
+def test_sweep_validate_and_tune_run_the_command_line(tmp_path):
+    sweep_file = tmp_path / "sweep.json"
+    sweep_file.write_text(json.dumps({"name": "t", "base": DEFAULT, "mode": "plan", "iterations": 1,
+                                      "axes": [{"name": "gpus", "values": [8, 16]},
+                                               {"name": "cluster", "values": [{"label": "fat"},
+                                                                              {"label": "rail",
+                                                                               "topology": "rail-optimized"}]}]}))
+    swept = lcsim.sweep(sweep_file)
+    assert swept.to_dict()["schema"] == "lcsim-sweep/1"
+    rows = swept.rows()
+    assert {(r["gpus"], r["cluster"]) for r in rows} == {(8, "fat"), (8, "rail"), (16, "fat"), (16, "rail")}
+    with pytest.raises(lcsim.InputError, match="no-such-sweep.json"):
+        lcsim.sweep(tmp_path / "no-such-sweep.json")
+
+    entry = "h200-live-wikipedia-skrull-vs-deepspeed"
+    validated = lcsim.validate(only=[entry], samples=1)
+    assert [r["id"] for r in validated.rows()] == [entry]
+    with pytest.raises(lcsim.InputError, match="no-such-entry"):
+        lcsim.validate(only=["no-such-entry"], samples=1)
+
+    scenario = lcsim.Scenario.load(DEFAULT).with_(**{"training.iterations": 1, "cluster.nodes": 1,
+                                                     "parallel.dp": 1, "policies": [{"kind": "deepspeed"}],
+                                                     "baseline": "deepspeed"})
+    tuned = lcsim.tune(scenario, budget_s=30)
+    assert tuned.to_dict()["schema"] == "lcsim-tune/1"
+    assert all(r["policy"] == "deepspeed" for r in tuned.rows())
+
+
+def test_the_package_knows_where_the_command_is():
+    from lcsim import _paths
+    assert os.access(_paths.LCSIM_BINARY, os.X_OK)
