@@ -1,6 +1,8 @@
 # cmake --install works for a user's project: installs this build into PREFIX, builds examples/custom-policy against
 # it with find_package(lcsim), and runs the example's golden test with that binary.
-#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DCXX_COMPILER=... [-DLINK_FLAGS=...] -P install_example.cmake
+# With PYTHON set, the installed Python package too: imported from the prefix alone, it finds the installed `lcsim`.
+#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DCXX_COMPILER=... [-DLINK_FLAGS=...] [-DPYTHON=...]
+#         -P install_example.cmake
 function(run)
   execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -10,6 +12,15 @@ endfunction()
 
 file(REMOVE_RECURSE ${WORK_DIR})
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+if(PYTHON)
+  file(GLOB site ${WORK_DIR}/prefix/lib/python3*/dist-packages)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${site} --unset=LCSIM_BINARY ${PYTHON} -c
+                          "import lcsim, lcsim._paths as p; assert p.LCSIM_BINARY == '${WORK_DIR}/prefix/bin/lcsim', p.LCSIM_BINARY; print(lcsim.plan('scenarios/default.json', samples=1, iterations=1))"
+                  WORKING_DIRECTORY ${SOURCE_DIR} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "Results\\(plan: deepspeed 1.00x")
+    message(FATAL_ERROR "the installed Python package failed (${rc}):\n${out}\n${err}")
+  endif()
+endif()
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/custom-policy -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER} "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build -j2)
