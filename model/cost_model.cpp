@@ -514,10 +514,18 @@ CollectiveTime CostModel::spread_over_nvlink(CollectiveTime time, const Collecti
 }
 
 CollectiveTime CostModel::collective_time(std::span<const CollectiveCall> calls, LinkClass link) const {
+  return collective_time(calls, link, GroupPlacement::Aligned);
+}
+
+CollectiveTime CostModel::collective_time(std::span<const CollectiveCall> calls, LinkClass link,
+                                          GroupPlacement placement) const {
   CollectiveTime total;
   const Topology topology = cluster_.topology();
   for (const auto& call : calls) {
-    const CollectiveTime one = on_cluster_links(call, topology.aligned_path(call.op, call.group_size, link));
+    const CollectivePath path = placement == GroupPlacement::Aligned
+                                    ? topology.aligned_path(call.op, call.group_size, link)
+                                    : topology.scattered_path(call.op, call.group_size, link);
+    const CollectiveTime one = on_cluster_links(call, path);
     total.latency_s += call.count * one.latency_s;
     total.transfer_s += call.count * one.transfer_s;
   }
@@ -593,9 +601,9 @@ std::vector<CollectiveCall> CostModel::gradient_sync_calls(const ParallelScheme&
   return {{CollectiveOp::ReduceScatter, shard_degree, bytes, 1.0}, {CollectiveOp::AllGather, shard_degree, bytes, 1.0}};
 }
 
-double CostModel::gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link,
-                                        int stage) const {
-  return collective_time(gradient_sync_calls(scheme, shard_degree, stage), link).seconds();
+double CostModel::gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link, int stage,
+                                        GroupPlacement placement) const {
+  return collective_time(gradient_sync_calls(scheme, shard_degree, stage), link, placement).seconds();
 }
 
 double CostModel::optimizer_seconds(const ParallelScheme& scheme, int shard_degree, int stage) const {

@@ -51,6 +51,10 @@ struct CollectiveCall {
   double count = 1;
 };
 
+/// Where a group's members sit, for a caller that knows only its size: contiguous from a domain's start (a cost
+/// view's TP, CP and pipeline groups), or not known yet, priced at the placement the wiring helps least.
+enum class GroupPlacement : std::uint8_t { Aligned, Scattered };
+
 /// How a CP group runs the attention of its sharded sequences (header comment).
 enum class CpAttention : std::uint8_t { Ulysses, Ring };
 std::string_view to_string(CpAttention mode);
@@ -167,7 +171,9 @@ class CostModel {
   double pp_transfer_seconds(Tokens tokens, int tp, LinkClass link) const;
   /// End of iteration gradient sync for the parameters a GPU of pipeline stage `stage` trains: ZeRO-1/2/3
   /// reduce-scatter + all-gather (stage 0: all-reduce) across `shard_degree` GPUs.
-  double gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link, int stage) const;
+  /// `placement`: where the shards sit when the caller cannot know (GroupPlacement::Scattered: one GPU per domain).
+  double gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link, int stage,
+                               GroupPlacement placement = GroupPlacement::Aligned) const;
   double optimizer_seconds(const ParallelScheme& scheme, int shard_degree, int stage) const;
   /// Re-sharding a GPU's parameters into `scheme` at a parallel-strategy switch (HotSPa).
   double switch_seconds(const ParallelScheme& scheme) const;
@@ -196,6 +202,9 @@ class CostModel {
   /// cluster's links (its bandwidth and wire latency against the profile's network reference) and to the path the
   /// topology gives a group of that size whose members are not known (Topology::aligned_path): a cost view's.
   CollectiveTime collective_time(std::span<const CollectiveCall> calls, LinkClass link) const;
+  /// The same for groups placed as `placement` says (Aligned: the overload above).
+  CollectiveTime collective_time(std::span<const CollectiveCall> calls, LinkClass link,
+                                 GroupPlacement placement) const;
   /// The same over the GPUs of `group` (Topology::collective_path): the iteration program's.
   CollectiveTime collective_time(std::span<const CollectiveCall> calls, std::span<const int> group) const;
   /// The forward part of compute_seconds; the rest is backward (with any recomputation). Per layer: the forward

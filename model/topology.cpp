@@ -101,6 +101,13 @@ CollectivePath Topology::aligned_path(CollectiveOp op, int group_size, LinkClass
   return kind_->network_path(shape_, op, layout);
 }
 
+CollectivePath Topology::scattered_path(CollectiveOp op, int group_size, LinkClass link) const {
+  if (group_size < 1) throw std::invalid_argument("scattered_path: a group of no GPU");
+  if (link == LinkClass::NvLink || group_size < 2 || op == CollectiveOp::SendRecv || !kind_->shapes_collectives())
+    return {link, 1.0};
+  return kind_->network_path(shape_, op, {group_size, group_size, 1, 1});
+}
+
 CollectivePath spread_over_nics(CollectiveOp op, const GroupLayout& group, bool pxn, int nics_per_domain) {
   if (op == CollectiveOp::SendRecv) return {LinkClass::InfiniBand, 1.0};
   if (op == CollectiveOp::AllToAll) {

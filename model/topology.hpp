@@ -99,6 +99,9 @@ class Topology {
   /// assumes. On the network, whole nodes from a node's start (the remainder on the last); a group no larger than a
   /// node, one GPU per node.
   CollectivePath aligned_path(CollectiveOp op, int group_size, LinkClass link) const;
+  /// The same for a group whose placement nobody knows yet: one GPU per domain, the placement that gets the least
+  /// from the wiring (no spread; a whole uplink each).
+  CollectivePath scattered_path(CollectiveOp op, int group_size, LinkClass link) const;
 
  private:
   std::shared_ptr<const TopologyKind> kind_;

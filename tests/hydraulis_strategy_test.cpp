@@ -4,6 +4,8 @@
 #include <set>
 
 #include "base/errors.hpp"
+#include "base/json_reader.hpp"
+#include "model/topology.hpp"
 #include "policies/hydraulis/hydraulis_view.hpp"
 #include "policies/hydraulis/strategy.hpp"
 #include "tests/policy_test_fixtures.hpp"
@@ -90,6 +92,24 @@ TEST(HydraulisStrategy, SyncIsTheEstimatesReplicaTail) {
   }
   // A <1,1> pipeline synchronises the whole model, a <8,2> one a sixteenth of it.
   EXPECT_GT(serial[*serial.find(1, 1)].sync, 8 * serial[*serial.find(8, 2)].sync);
+}
+
+TEST(HydraulisStrategy, SyncIsPricedWhereTheWiringHelpsLeast) {
+  // On rail-optimized nodes a <1,1> scheme's 16 shards, were they two whole nodes, would spread their rings over 8
+  // NICs each; which GPUs hold its slices depends on the mix the proposal picks, so the space prices them one GPU
+  // per node: the same sync as on a fat-tree, where no placement spreads.
+  const CostModel fat = testing::plausible_cost(named_model("LLaMA2-7B"), 2);
+  ClusterSpec rail_cluster = fat.cluster();
+  const nlohmann::json no_keys = nlohmann::json::object();
+  JsonObjectReader reader(no_keys, "test.json", "cluster");
+  rail_cluster.topology_kind = find_topology("rail-optimized")->read(reader);
+  const CostModel rail(fat.model(), rail_cluster, fat.profile());
+  const SchemeSpace on_fat(fat, 16, SpaceOptions{});
+  const SchemeSpace on_rail(rail, 16, SpaceOptions{});
+  const std::size_t k = *on_rail.find(1, 1);
+  EXPECT_DOUBLE_EQ(on_rail[k].sync, on_fat[*on_fat.find(1, 1)].sync);
+  EXPECT_LT(rail.gradient_sync_seconds(on_rail[k].scheme, 16, LinkClass::InfiniBand, 0), on_rail[k].sync)
+      << "aligned, the same shards would spread";
 }
 
 TEST(HydraulisStrategy, ExplicitSchemesMustBeInTheSpace) {

@@ -119,13 +119,15 @@ void SchemeSpace::add(const CostModel& cost, int tp, int pp, const SpaceOptions&
   info.util_len = view.util_len(info.scheme, options.util_threshold);
   if (options.serial_optimization) {
     // As the estimate times a replica's tail: ZeRO across the GPUs holding the same model slice, over InfiniBand
-    // once the cluster spans nodes.
+    // once the cluster spans nodes. Which GPUs hold a scheme's slices depends on the mix the proposal picks, so
+    // the sync is priced where the wiring helps least (one GPU per domain), not as if the scheme filled the nodes.
     const int shards = std::max(1, total_gpus_ / (tp * pp));
     const LinkClass link = total_gpus_ > domain_gpus_ ? LinkClass::InfiniBand : LinkClass::NvLink;
     // The slowest stage's (stages differ when part of the model is frozen).
     info.sync = 0;
     for (int stage = 0; stage < pp; ++stage)
-      info.sync = std::max(info.sync, cost.gradient_sync_seconds(info.scheme, shards, link, stage) +
+      info.sync = std::max(info.sync, cost.gradient_sync_seconds(info.scheme, shards, link, stage,
+                                                                 GroupPlacement::Scattered) +
                                           cost.optimizer_seconds(info.scheme, shards, stage));
   }
   schemes_.push_back(info);
