@@ -17,7 +17,7 @@ std::string main_usage() {
          "                 [--profile FILE]...\n"
          "  lcsim tune SCENARIO [--policy LABEL]... [--jobs N] [--budget-s S] [--json FILE] [--csv FILE] [--quiet]\n"
          "             [--shard K/N --slice FILE | --merge FILE...]\n"
-         "  lcsim list models|gpus|distributions|policies|finetuning\n"
+         "  lcsim list models|gpus|distributions|policies|finetuning|topologies\n"
          "  lcsim COMMAND --help\n"
          "  lcsim --help | --version\n"
          "\n"

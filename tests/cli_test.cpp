@@ -191,9 +191,13 @@ TEST_F(CliTest, ListsBuiltInNames) {
   EXPECT_TRUE(contains(finetuning.output, "  full "));
   EXPECT_TRUE(contains(finetuning.output, "  lora "));
   EXPECT_TRUE(contains(finetuning.output, "q k v o gate up down"));
+  const CliRun topologies = run_lcsim("list topologies");
+  EXPECT_EQ(topologies.exit_code, 0);
+  for (const char* kind : {"fat-tree ", "rail-optimized ", "nvlink-domain ", "oversubscription", "pxn", "domain_gpus"})
+    EXPECT_TRUE(contains(topologies.output, kind)) << kind;
   const CliRun bad = run_lcsim("list colours");
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_TRUE(contains(bad.output, "models|gpus|distributions|policies|finetuning"));
+  EXPECT_TRUE(contains(bad.output, "models|gpus|distributions|policies|finetuning|topologies"));
 }
 
 TEST_F(CliTest, SweepRunsEveryPointAndIsIndependentOfJobs) {
