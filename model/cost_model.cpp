@@ -535,8 +535,15 @@ CollectiveTime CostModel::collective_time(std::span<const CollectiveCall> calls,
 CollectiveTime CostModel::collective_time(std::span<const CollectiveCall> calls, std::span<const int> group) const {
   CollectiveTime total;
   const Topology topology = cluster_.topology();
+  // The group's link class and layout once for all its calls (as Topology::collective_path would per call).
+  const LinkClass link = topology.link_class(group);
+  const bool shaped = link == LinkClass::InfiniBand && topology.kind().shapes_collectives();
+  const GroupLayout layout = shaped ? topology.layout_of(group) : GroupLayout{};
   for (const auto& call : calls) {
-    const CollectiveTime one = on_cluster_links(call, topology.collective_path(call.op, group));
+    const CollectivePath path = shaped && call.op != CollectiveOp::SendRecv
+                                    ? topology.kind().network_path(topology.shape(), call.op, layout)
+                                    : CollectivePath{link, 1.0};
+    const CollectiveTime one = on_cluster_links(call, path);
     total.latency_s += call.count * one.latency_s;
     total.transfer_s += call.count * one.transfer_s;
   }

@@ -71,6 +71,10 @@ LinkClass Topology::link_class(std::span<const int> group) const {
 CollectivePath Topology::collective_path(CollectiveOp op, std::span<const int> group) const {
   const LinkClass link = link_class(group);
   if (link == LinkClass::NvLink || op == CollectiveOp::SendRecv || !kind_->shapes_collectives()) return {link, 1.0};
+  return kind_->network_path(shape_, op, layout_of(group));
+}
+
+GroupLayout Topology::layout_of(std::span<const int> group) const {
   std::vector<int> domains(group.size());  // the domain of each member, sorted: runs of one domain
   for (std::size_t m = 0; m < group.size(); ++m) domains[m] = domain_of(group[m]);
   std::sort(domains.begin(), domains.end());
@@ -84,7 +88,7 @@ CollectivePath Topology::collective_path(CollectiveOp op, std::span<const int> g
     layout.max_per_domain = std::max(layout.max_per_domain, members);
     start = end;
   }
-  return kind_->network_path(shape_, op, layout);
+  return layout;
 }
 
 CollectivePath Topology::aligned_path(CollectiveOp op, int group_size, LinkClass link) const {

@@ -95,6 +95,9 @@ class Topology {
   /// What `op` over `group` gets from the wiring: within a domain, NVLink at its bandwidth; across domains, the
   /// kind's network_path. A send/recv pair is its link class at its own bandwidth.
   CollectivePath collective_path(CollectiveOp op, std::span<const int> group) const;
+  /// How `group` (crossing the network) sits on the domains: what collective_path prices, for a caller pricing
+  /// several collectives over one group.
+  GroupLayout layout_of(std::span<const int> group) const;
   /// The same for a group of `group_size` GPUs on `link` whose members are not known: what a policy's cost view
   /// assumes. On the network, whole nodes from a node's start (the remainder on the last); a group no larger than a
   /// node, one GPU per node.

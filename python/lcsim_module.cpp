@@ -167,9 +167,8 @@ std::vector<std::string> topology_names() {
 PYBIND11_MODULE(_lcsim, m) {
   m.doc() = "lcsim's C++ engine; use the package `lcsim`, not this module.";
   m.attr("__version__") = LCSIM_VERSION;
-  auto input_error = py::register_exception<lcsim::InputError>(m, "InputError", PyExc_ValueError);
+  py::register_exception<lcsim::InputError>(m, "InputError", PyExc_ValueError);
   py::register_exception<lcsim::PlanningError>(m, "PlanningError", PyExc_RuntimeError);
-  (void)input_error;
   m.def("check_scenario", &lcsim::check_scenario, py::arg("text"), py::arg("file"),
         "Checks a scenario document (JSON text) as the command line does; raises InputError naming the key.");
   m.def("plan", &lcsim::plan, py::arg("text"), py::arg("file"), py::arg("samples"), py::arg("iterations"),

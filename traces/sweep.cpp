@@ -17,8 +17,7 @@ using Json = nlohmann::json;
 std::string describe(const std::vector<std::pair<std::string, Json>>& coordinates) {
   std::string out;
   for (const auto& [axis, value] : coordinates)
-    out += (out.empty() ? "" : ", ") + axis + "=" +
-           (value.is_object() ? value.value("label", value.dump()) : value.dump());
+    out += (out.empty() ? "" : ", ") + axis + "=" + (value.is_object() ? axis_value_text(value) : value.dump());
   return out;
 }
 

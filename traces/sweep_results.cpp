@@ -6,10 +6,8 @@ namespace lcsim {
 namespace {
 
 std::string csv_value(const nlohmann::ordered_json& value) {
-  if (value.is_string()) return value.get<std::string>();
   if (value.is_null()) return "";
-  if (value.is_object() && value.contains("label") && value["label"].is_string()) return value["label"];  // cluster
-  return value.dump();
+  return axis_value_text(nlohmann::json(value));  // a cluster object by its label
 }
 
 int gpus_of(const SweepPoint& point) {
