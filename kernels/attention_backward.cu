@@ -10,19 +10,18 @@
 #include <stdexcept>
 
 #include "kernels/attention.hpp"
-#include "kernels/attention_tiles.hpp"
 #include "kernels/attention_launch.hpp"
+#include "kernels/attention_tiles.hpp"
 #include "kernels/mma.cuh"
 
 namespace lcsim::kernels {
 namespace {
 
+using detail::BTile;
 using detail::c_to_a;
+using detail::gemm;
 using detail::load_a;
 using detail::load_a_trans;
-using detail::load_b_kn;
-using detail::load_b_nk;
-using detail::mma_16816;
 
 constexpr int kBlockRows = kAttentionTileRows;  // keys per block == query rows per step
 constexpr int kWarps = 4;
@@ -150,18 +149,9 @@ __global__ void __launch_bounds__(kThreads) attention_backward_kernel(AttentionB
       float p[kBlockRows / 8][4];
 #pragma unroll
       for (int nb = 0; nb < kBlockRows / 8; ++nb) p[nb][0] = p[nb][1] = p[nb][2] = p[nb][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        std::uint32_t a[4];
-        load_a(a, ks, Tiles::kLd, warp * 16, kk * 16, lane);
-#pragma unroll
-        for (int nb2 = 0; nb2 < kBlockRows / 16; ++nb2) {
-          std::uint32_t b[4];
-          load_b_nk(b, qs, Tiles::kLd, kk * 16, nb2 * 16, lane);
-          mma_16816(p[2 * nb2], a, b[0], b[1]);
-          mma_16816(p[2 * nb2 + 1], a, b[2], b[3]);
-        }
-      }
+      gemm<BTile::kNK, D, kBlockRows>(
+          p, [&](int kk, std::uint32_t(&a)[4]) { load_a(a, ks, Tiles::kLd, warp * 16, kk * 16, lane); }, qs, Tiles::kLd,
+          0, lane);
       // P^T, causal: key <= query.
 #pragma unroll
       for (int nb = 0; nb < kBlockRows / 8; ++nb) {
@@ -173,52 +163,23 @@ __global__ void __launch_bounds__(kThreads) attention_backward_kernel(AttentionB
         }
       }
       // dV += P^T dO.
-#pragma unroll
-      for (int kk = 0; kk < kBlockRows / 16; ++kk) {
-        std::uint32_t a[4];
-        c_to_a(a, p[2 * kk], p[2 * kk + 1]);
-#pragma unroll
-        for (int nd2 = 0; nd2 < D / 16; ++nd2) {
-          std::uint32_t b[4];
-          load_b_kn(b, dos, Tiles::kLd, kk * 16, nd2 * 16, lane);
-          mma_16816(dv[2 * nd2], a, b[0], b[1]);
-          mma_16816(dv[2 * nd2 + 1], a, b[2], b[3]);
-        }
-      }
+      gemm<BTile::kKN, kBlockRows, D>(
+          dv, [&](int kk, std::uint32_t(&a)[4]) { c_to_a(a, p[2 * kk], p[2 * kk + 1]); }, dos, Tiles::kLd, 0, lane);
       // dP^T = V dO^T, then dS^T = P^T (dP^T - delta) in place.
       float ds[kBlockRows / 8][4];
 #pragma unroll
       for (int nb = 0; nb < kBlockRows / 8; ++nb) ds[nb][0] = ds[nb][1] = ds[nb][2] = ds[nb][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        std::uint32_t a[4];
-        load_a(a, vs, Tiles::kLd, warp * 16, kk * 16, lane);
-#pragma unroll
-        for (int nb2 = 0; nb2 < kBlockRows / 16; ++nb2) {
-          std::uint32_t b[4];
-          load_b_nk(b, dos, Tiles::kLd, kk * 16, nb2 * 16, lane);
-          mma_16816(ds[2 * nb2], a, b[0], b[1]);
-          mma_16816(ds[2 * nb2 + 1], a, b[2], b[3]);
-        }
-      }
+      gemm<BTile::kNK, D, kBlockRows>(
+          ds, [&](int kk, std::uint32_t(&a)[4]) { load_a(a, vs, Tiles::kLd, warp * 16, kk * 16, lane); }, dos,
+          Tiles::kLd, 0, lane);
 #pragma unroll
       for (int nb = 0; nb < kBlockRows / 8; ++nb) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) ds[nb][e] = p[nb][e] * (ds[nb][e] - delta_s[nb * 8 + 2 * t + (e & 1)]);
       }
       // dK += dS^T Q (the softmax scale is applied once at the end).
-#pragma unroll
-      for (int kk = 0; kk < kBlockRows / 16; ++kk) {
-        std::uint32_t a[4];
-        c_to_a(a, ds[2 * kk], ds[2 * kk + 1]);
-#pragma unroll
-        for (int nd2 = 0; nd2 < D / 16; ++nd2) {
-          std::uint32_t b[4];
-          load_b_kn(b, qs, Tiles::kLd, kk * 16, nd2 * 16, lane);
-          mma_16816(dk[2 * nd2], a, b[0], b[1]);
-          mma_16816(dk[2 * nd2 + 1], a, b[2], b[3]);
-        }
-      }
+      gemm<BTile::kKN, kBlockRows, D>(
+          dk, [&](int kk, std::uint32_t(&a)[4]) { c_to_a(a, ds[2 * kk], ds[2 * kk + 1]); }, qs, Tiles::kLd, 0, lane);
       // dS^T to shared memory, for dQ = dS K across the block's 64 keys.
 #pragma unroll
       for (int nb = 0; nb < kBlockRows / 8; ++nb) {
@@ -235,18 +196,9 @@ __global__ void __launch_bounds__(kThreads) attention_backward_kernel(AttentionB
         float dq[8][4];
 #pragma unroll
         for (int nd = 0; nd < 8; ++nd) dq[nd][0] = dq[nd][1] = dq[nd][2] = dq[nd][3] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < kBlockRows / 16; ++kk) {
-          std::uint32_t a[4];
-          load_a_trans(a, dss, kDsLd, warp * 16, kk * 16, lane);
-#pragma unroll
-          for (int nd2 = 0; nd2 < 4; ++nd2) {
-            std::uint32_t b[4];
-            load_b_kn(b, ks, Tiles::kLd, kk * 16, chunk * 64 + nd2 * 16, lane);
-            mma_16816(dq[2 * nd2], a, b[0], b[1]);
-            mma_16816(dq[2 * nd2 + 1], a, b[2], b[3]);
-          }
-        }
+        gemm<BTile::kKN, kBlockRows, 64>(
+            dq, [&](int kk, std::uint32_t(&a)[4]) { load_a_trans(a, dss, kDsLd, warp * 16, kk * 16, lane); }, ks,
+            Tiles::kLd, chunk * 64, lane);
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int row = q0 + warp * 16 + g + 8 * r;

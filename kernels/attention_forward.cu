@@ -7,18 +7,18 @@
 #include <string>
 
 #include "kernels/attention.hpp"
-#include "kernels/attention_tiles.hpp"
 #include "kernels/attention_launch.hpp"
+#include "kernels/attention_tiles.hpp"
 #include "kernels/mma.cuh"
 
 namespace lcsim::kernels {
 namespace {
 
+using detail::BTile;
 using detail::c_to_a;
+using detail::copy_fragment;
+using detail::gemm;
 using detail::load_a;
-using detail::load_b_kn;
-using detail::load_b_nk;
-using detail::mma_16816;
 
 constexpr int kBlockRows = kAttentionTileRows;  // query rows per block (Br) == key rows per tile (Bc)
 constexpr int kWarps = 4;
@@ -100,16 +100,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(AttentionFo
     float s[kBlockRows / 8][4];
 #pragma unroll
     for (int nb = 0; nb < kBlockRows / 8; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-      for (int nb2 = 0; nb2 < kBlockRows / 16; ++nb2) {
-        std::uint32_t b[4];
-        load_b_nk(b, ks, Tiles::kLd, kk * 16, nb2 * 16, lane);
-        mma_16816(s[2 * nb2], qa[kk], b[0], b[1]);
-        mma_16816(s[2 * nb2 + 1], qa[kk], b[2], b[3]);
-      }
-    }
+    gemm<BTile::kNK, D, kBlockRows>(
+        s, [&](int kk, std::uint32_t(&a)[4]) { copy_fragment(a, qa[kk]); }, ks, Tiles::kLd, 0, lane);
 
     const int key0 = j * kBlockRows;
     if (key0 + kBlockRows - 1 > q_row0 + warp * 16 || key0 + kBlockRows > seqlen) {
@@ -151,18 +143,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(AttentionFo
       }
     }
 
-#pragma unroll
-    for (int kk = 0; kk < kBlockRows / 16; ++kk) {
-      std::uint32_t pa[4];
-      c_to_a(pa, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-      for (int nd2 = 0; nd2 < D / 16; ++nd2) {
-        std::uint32_t b[4];
-        load_b_kn(b, vs, Tiles::kLd, kk * 16, nd2 * 16, lane);
-        mma_16816(o[2 * nd2], pa, b[0], b[1]);
-        mma_16816(o[2 * nd2 + 1], pa, b[2], b[3]);
-      }
-    }
+    gemm<BTile::kKN, kBlockRows, D>(
+        o, [&](int kk, std::uint32_t(&a)[4]) { c_to_a(a, s[2 * kk], s[2 * kk + 1]); }, vs, Tiles::kLd, 0, lane);
     __syncthreads();  // the stage just read is refilled by the next iteration's prefetch
   }
 

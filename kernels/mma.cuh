@@ -105,6 +105,42 @@ __device__ __forceinline__ void c_to_a(std::uint32_t (&a)[4], const float (&c_lo
   a[3] = pack_bf16(c_hi[2], c_hi[3]);
 }
 
+/// An A fragment already held in registers (Q in the forward kernel), handed to gemm() as is.
+__device__ __forceinline__ void copy_fragment(std::uint32_t (&to)[4], const std::uint32_t (&from)[4]) {
+  to[0] = from[0];
+  to[1] = from[1];
+  to[2] = from[2];
+  to[3] = from[3];
+}
+
+/// How a B operand's tile lies in shared memory: [n][k] (K in S = Q K^T) or [k][n] (V in O = P V).
+enum class BTile { kNK, kKN };
+
+/// One warp's 16 x N block: acc += A(16 x K) B(K x N), B read from a shared tile from column n0 on. `a_fragment(kk,
+/// a)` fills the A fragment of columns 16kk..16kk+15 (from shared memory, registers or a previous product), which is
+/// how the seven products of the forward and backward kernels differ; the k/n walk and the mma pairs are shared.
+template <BTile Layout, int K, int N, typename AFragment>
+__device__ __forceinline__ void gemm(float (&acc)[N / 8][4], AFragment&& a_fragment, const __nv_bfloat16* b_tile,
+                                     int ld, int n0, int lane) {
+  static_assert(K % 16 == 0 && N % 16 == 0, "a warp GEMM walks 16 x 16 blocks");
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    std::uint32_t a[4];
+    a_fragment(kk, a);
+#pragma unroll
+    for (int nb2 = 0; nb2 < N / 16; ++nb2) {
+      std::uint32_t b[4];
+      if constexpr (Layout == BTile::kNK) {
+        load_b_nk(b, b_tile, ld, kk * 16, n0 + nb2 * 16, lane);
+      } else {
+        load_b_kn(b, b_tile, ld, kk * 16, n0 + nb2 * 16, lane);
+      }
+      mma_16816(acc[2 * nb2], a, b[0], b[1]);
+      mma_16816(acc[2 * nb2 + 1], a, b[2], b[3]);
+    }
+  }
+}
+
 /// Copies rows [row0, row0 + Rows) of one head (head_dim D) into a shared tile [Rows][D + pad] with 16-byte
 /// cp.async; rows at or past `row_end` are zero-filled. `src` points at the head's first element of row 0.
 template <int Rows, int D, int Ld, int Threads>
