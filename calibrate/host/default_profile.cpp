@@ -85,7 +85,9 @@ const char* const kNotes =
     "measurement of this GPU. Groups of 2 and 4 keep the bus bandwidth, latency scaled by (n-1)/7. Other GPUs: "
     "NVLink bandwidths scaled by their NVLink per direction / 450 GB/s. send_recv: 80% of NVLink per direction, "
     "5 us. InfiniBand: one NIC per GPU at the NIC's busbw for every group (conservative for groups with several "
-    "GPUs per node, which NCCL spreads over several NICs), latency 20 + 10 log2(n/8) us (x2 for all_reduce). "
+    "GPUs per node, which NCCL spreads over several NICs), latency 20 + 10 log2(n/8) us (x2 for all_reduce), at least "
+    "the NVLink table's latency for the same op (a "
+    "call across nodes pays the fixed costs of one inside a node). "
     "Compute: datasheet peak; GEMM efficiency 0.2 at 128 tokens to 0.75 at >= 8K; attention efficiency 0.15 at "
     "256 to 0.55 at >= 16K; 40 us per layer; AdamW 30 B/param at 90% of HBM bandwidth. Memory: activation bytes "
     "per token per layer none 12h+4kv+8f, selective 10h+4kv+6f, full 2h; logits 10 B per vocab entry; static "
@@ -124,14 +126,28 @@ void add_nvlink_collectives(const GpuKind& gpu, std::vector<CollectiveFit>& out)
                                kSendRecvNvlinkShare * gpu.nvlink_GBps));
 }
 
+/// The largest latency of `op`'s NVLink fit for the table's 8 GPUs (`nvlink` holds the NVLink entries).
+double nvlink_table_latency_us(CollectiveOp op, const std::vector<CollectiveFit>& nvlink) {
+  for (const auto& fit : nvlink) {
+    if (fit.op != op || fit.link != LinkClass::NvLink || fit.group_size != kTableGroupSize) continue;
+    double latency = 0;
+    for (const auto& segment : fit.segments) latency = std::max(latency, segment.latency_us);
+    return latency;
+  }
+  throw std::logic_error("default profile: the NVLink fits must come before the InfiniBand ones");
+}
+
 void add_infiniband_collectives(const GpuKind& gpu, std::vector<CollectiveFit>& out) {
   const NetworkFigures& network = network_of(gpu);
   for (auto op :
        {CollectiveOp::AllGather, CollectiveOp::ReduceScatter, CollectiveOp::AllReduce, CollectiveOp::AllToAll}) {
+    // A call across nodes pays every fixed cost the same call pays inside one (the framework's, the launch, the
+    // NVLink hops), which the NVLink table measured: never less, so a wider fabric never looks faster.
+    const double floor_us = nvlink_table_latency_us(op, out);
     for (int n : kIbGroups) {
       double latency = kIbBaseLatencyUs + kIbLatencyPerDoublingUs * std::log2(n / 8.0);
       if (op == CollectiveOp::AllReduce) latency *= 2;  // a reduce phase and a broadcast phase
-      out.push_back(single_segment(op, LinkClass::InfiniBand, n, latency, network.bus_GBps));
+      out.push_back(single_segment(op, LinkClass::InfiniBand, n, std::max(latency, floor_us), network.bus_GBps));
     }
   }
   out.push_back(
