@@ -64,6 +64,8 @@ void read_live_jobs(const Json& doc, const std::string& file, std::vector<Measur
     m.steps = static_cast<int>(number_at(j, "steps", where));
     m.shard_heads = static_cast<int>(number_at(j, "heads", where));
     m.measured_s = measured["whole"].get<double>();
+    if (measured.contains("forward") && measured["forward"].is_number())
+      m.measured_forward_s = measured["forward"].get<double>();
     m.recorded_s = predicted["whole"].get<double>();
     out.push_back(std::move(m));
   }
@@ -150,6 +152,7 @@ std::vector<JobCheckRow> check_jobs(const LoadedScenario& loaded, std::vector<Me
     scheme.recompute = m.recompute;
     scheme.checkpointed_layers = m.checkpointed_layers;
     m.predicted_s = cost.compute_seconds(shares, scheme, LayerSpan(m.layers), m.lm_head);
+    m.predicted_forward_s = cost.forward_seconds(shares, scheme, LayerSpan(m.layers), m.lm_head);
     by_kind[m.kind()].push_back(&m);
     by_kind["all"].push_back(&m);
   }
@@ -178,16 +181,60 @@ std::vector<JobCheckRow> check_jobs(const LoadedScenario& loaded, std::vector<Me
   return rows;
 }
 
+namespace {
+
+std::string lengths_text(const std::vector<int>& tokens) {
+  if (tokens.empty()) return "-";
+  std::string text;
+  for (int t : tokens) text += (text.empty() ? "" : ",") + std::to_string(t);
+  return text.size() > 40 ? std::to_string(tokens.size()) + " sequences" : text;
+}
+
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4f", s);
+  return text;
+}
+
+void print_per_job(const std::vector<MeasuredMicroBatch>& jobs, std::ostream& out) {
+  std::vector<std::vector<std::string>> table{{"whole", "sharded", "cp", "kind", "steps", "fwd pred s", "fwd meas s",
+                                               "fwd error", "bwd pred s", "bwd meas s", "bwd error", "error"}};
+  for (const MeasuredMicroBatch& m : jobs) {
+    std::vector<std::string> row{lengths_text(m.local), lengths_text(m.sharded), std::to_string(m.cp), m.kind(),
+                                 std::to_string(m.steps)};
+    if (m.measured_forward_s > 0) {
+      const double backward_pred = m.predicted_s - m.predicted_forward_s;
+      const double backward_meas = m.measured_s - m.measured_forward_s;
+      row.insert(row.end(), {seconds_text(m.predicted_forward_s), seconds_text(m.measured_forward_s),
+                             percent(m.predicted_forward_s / m.measured_forward_s - 1), seconds_text(backward_pred),
+                             seconds_text(backward_meas), percent(backward_pred / backward_meas - 1)});
+    } else {
+      row.insert(row.end(), {"-", "-", "-", "-", "-", "-"});
+    }
+    row.push_back(percent(m.predicted_s / m.measured_s - 1));
+    table.push_back(std::move(row));
+  }
+  print_aligned_rows(table, out);
+}
+
+}  // namespace
+
 const char* check_jobs_usage() {
-  return "  check-jobs SCENARIO FILE...\n"
+  return "  check-jobs SCENARIO FILE... [--per-job]\n"
          "      No GPU needed. Re-predicts every micro-batch a live --json or bench-mix --json FILE measured with\n"
          "      SCENARIO's model and profile (today's cost model) and prints, by kind of micro-batch, the error the\n"
-         "      file recorded and today's: MAPE over jobs, and bias (steps-weighted predicted / measured - 1).\n";
+         "      file recorded and today's: MAPE over jobs, and bias (steps-weighted predicted / measured - 1).\n"
+         "      --per-job: also every micro-batch, its forward and backward apart (where the file timed them).\n";
 }
 
 void run_check_jobs_command(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<std::string> files;
+  bool per_job = false;
   for (const std::string& a : args) {
+    if (a == "--per-job") {
+      per_job = true;
+      continue;
+    }
     if (a.size() > 1 && a[0] == '-') throw InputError("check-jobs: unknown option '" + a + "'");
     files.push_back(a);
   }
@@ -214,6 +261,7 @@ void run_check_jobs_command(const std::vector<std::string>& args, std::ostream& 
   print_aligned_rows(table, out);
   out << "recorded: the prediction in the file (the cost model of the run's day); now: this lcsim's; bias: "
          "steps-weighted sum of predicted over measured - 1\n";
+  if (per_job) print_per_job(jobs, out);
 }
 
 }  // namespace lcsim

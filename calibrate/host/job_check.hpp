@@ -5,7 +5,7 @@
 // file recorded (the model of the day of the run), so a model change is judged per micro-batch shape on real
 // hardware without a GPU (docs/validation.md, "Measured runs").
 //
-//   lcsim-gpu check-jobs SCENARIO FILE... [--json OUT]
+//   lcsim-gpu check-jobs SCENARIO FILE... [--per-job]
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,11 +26,13 @@ struct MeasuredMicroBatch {
   int checkpointed_layers = 0;
   Recompute recompute = Recompute::Selective;
   bool lm_head = false;
-  int steps = 1;             ///< how many steps of the run's iterations ran it (bench-mix points: 1)
-  double measured_s = 0;     ///< forward + backward, median
-  double recorded_s = 0;     ///< the prediction the file recorded
-  double predicted_s = 0;    ///< today's cost model (check_jobs fills it)
-  std::string kind() const;  ///< "whole", "sharded <bucket>", "whole + sharded"
+  int steps = 1;                   ///< how many steps of the run's iterations ran it (bench-mix points: 1)
+  double measured_s = 0;           ///< forward + backward, median
+  double measured_forward_s = 0;   ///< the forward alone, median (0: the file has none)
+  double recorded_s = 0;           ///< the prediction the file recorded
+  double predicted_s = 0;          ///< today's cost model (check_jobs fills it)
+  double predicted_forward_s = 0;  ///< its forward part (check_jobs fills it)
+  std::string kind() const;        ///< "whole", "sharded <bucket>", "whole + sharded"
 };
 
 /// Reads the measured micro-batches of a live or bench-mix results file (by its schema). InputError naming the file
