@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <optional>
+#include <sstream>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "model/topology.hpp"
 #include "model/workload.hpp"
 #include "policies/core/policy.hpp"
+#include "python/python_policy.hpp"
 #include "sim/command_options.hpp"
 #include "sim/simulate_scenario.hpp"
 #include "traces/results_io.hpp"
@@ -51,17 +54,23 @@ void check_scenario(const std::string& text, const std::string& file) {
   scenario_from_json(parse_document(text, file), file);
 }
 
-/// `lcsim plan`'s results document (lcsim-results JSON) for the scenario `text` read as if from `file`.
-std::string plan(const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
-                 const std::vector<std::string>& policies, bool draw_data) {
+/// A run's results document (lcsim-results JSON) and the table the command line prints for it.
+using DocumentAndTable = std::pair<std::string, std::string>;
+
+/// `lcsim plan` on the scenario `text` read as if from `file`.
+DocumentAndTable plan(const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
+                      const std::vector<std::string>& policies, bool draw_data) {
   const LoadedScenario loaded = load_and_prepare(parse_document(text, file), file, iterations);
   const RunResults results =
       evaluate_with_samples(loaded, policies, checked_samples(samples), shipped_model_form(), {}, {}, draw_data);
-  return results_to_json(results).dump();
+  std::ostringstream table;
+  print_results_table(results, table);
+  return {results_to_json(results).dump(), table.str()};
 }
 
-std::string simulate_here(const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
-                          const std::vector<std::string>& policies, bool draw_data, const std::string& trace) {
+DocumentAndTable simulate_here(const std::string& text, const std::string& file, int samples,
+                               std::optional<int> iterations, const std::vector<std::string>& policies, bool draw_data,
+                               const std::string& trace) {
   const LoadedScenario loaded = load_and_prepare(parse_document(text, file), file, iterations);
   sim::SimulateSettings settings;
   settings.policies = policies;
@@ -69,24 +78,42 @@ std::string simulate_here(const std::string& text, const std::string& file, int 
   settings.trace_file = trace;
   sim::SimulationReport report = sim::simulate_scenario(loaded, settings);
   sim::attach_sampled_worlds(report, loaded, settings, checked_samples(samples), shipped_model_form());
-  return sim::simulation_to_json(report).dump();
+  std::ostringstream table;
+  sim::print_simulation_table(report, table);
+  return {sim::simulation_to_json(report).dump(), table.str()};
+}
+
+/// fork(), following Python's protocol (os.fork's) when the child may run Python code: a policy written in Python.
+pid_t fork_process() {
+  if (!python::python_policies_registered()) return fork();
+  py::gil_scoped_acquire gil;
+  PyOS_BeforeFork();
+  const pid_t child = fork();
+  if (child == 0) {
+    PyOS_AfterFork_Child();
+  } else {
+    PyOS_AfterFork_Parent();
+  }
+  return child;
 }
 
 /// `lcsim simulate`'s results document. SimGrid runs one engine per process, so each simulation runs in a child
 /// process; its document, or its error and kind, come back through a pipe.
-std::string simulate(const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
-                     const std::vector<std::string>& policies, bool draw_data, const std::string& trace) {
+DocumentAndTable simulate(const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
+                          const std::vector<std::string>& policies, bool draw_data, const std::string& trace) {
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) throw std::runtime_error("simulate: cannot create a pipe");
   std::fflush(nullptr);
-  const pid_t child = fork();
+  const pid_t child = fork_process();
   if (child < 0) throw std::runtime_error("simulate: cannot fork");
   if (child == 0) {
     close(pipe_fds[0]);
     std::string message;
     char kind = 'O';
     try {
-      message = simulate_here(text, file, samples, iterations, policies, draw_data, trace);
+      // The document, then the table after a NUL (neither holds one).
+      const auto [document, table] = simulate_here(text, file, samples, iterations, policies, draw_data, trace);
+      message = document + '\0' + table;
     } catch (const InputError& e) {
       kind = 'I', message = e.what();
     } catch (const PlanningError& e) {
@@ -121,8 +148,11 @@ std::string simulate(const std::string& text, const std::string& file, int sampl
                              std::to_string(status) + ")");
   const std::string body = received.substr(1);
   switch (received.front()) {
-    case 'O':
-      return body;
+    case 'O': {
+      const std::size_t split = body.find('\0');
+      if (split == std::string::npos) throw std::runtime_error("simulate: the simulation process sent no table");
+      return {body.substr(0, split), body.substr(split + 1)};
+    }
     case 'I':
       throw InputError(body);
     case 'P':
@@ -173,10 +203,11 @@ PYBIND11_MODULE(_lcsim, m) {
         "Checks a scenario document (JSON text) as the command line does; raises InputError naming the key.");
   m.def("plan", &lcsim::plan, py::arg("text"), py::arg("file"), py::arg("samples"), py::arg("iterations"),
         py::arg("policies"), py::arg("draw_data"), py::call_guard<py::gil_scoped_release>(),
-        "`lcsim plan` on a scenario document; returns the results document as JSON text.");
+        "`lcsim plan` on a scenario document; returns (the results document as JSON text, the printed table).");
   m.def("simulate", &lcsim::simulate, py::arg("text"), py::arg("file"), py::arg("samples"), py::arg("iterations"),
         py::arg("policies"), py::arg("draw_data"), py::arg("trace"), py::call_guard<py::gil_scoped_release>(),
-        "`lcsim simulate` on a scenario document, in a child process; returns the results document as JSON text.");
+        "`lcsim simulate` on a scenario document, in a child process; returns (the results document as JSON text, the "
+        "printed table).");
   m.def("with_absolute_paths", &lcsim::with_absolute_paths, py::arg("text"), py::arg("file"),
         "The scenario document with its relative paths made absolute against the folder of `file`.");
   m.def("models", &lcsim::model_names, "Built-in model names.");
@@ -184,4 +215,7 @@ PYBIND11_MODULE(_lcsim, m) {
   m.def("distributions", &lcsim::distribution_names, "Built-in length distributions.");
   m.def("policies", &lcsim::policy_kinds, "Registered policy kinds.");
   m.def("topologies", &lcsim::topology_names, "Registered cluster topologies.");
+  lcsim::python::bind_policy_types(m);
+  m.def("register_policy", &lcsim::python::register_python_policy, py::arg("kind"), py::arg("cls"),
+        "Registers a policy class written in Python under `kind` (lcsim.register_policy wraps it).");
 }

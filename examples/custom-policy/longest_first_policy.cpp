@@ -5,8 +5,6 @@
 #include <queue>
 #include <utility>
 
-#include "policies/baselines/deepspeed.hpp"
-
 namespace example {
 
 using lcsim::Sequence;
@@ -14,7 +12,7 @@ using lcsim::Sequence;
 std::vector<lcsim::IterationPlan> LongestFirstPolicy::plan(const lcsim::PlanningContext& context,
                                                            std::span<const lcsim::GlobalBatch> batches) {
   // The scenario's static layout, as the baselines read it (tp, pp, cp and the recomputation setting).
-  const lcsim::ParallelScheme scheme = lcsim::baselines::layout_scheme(context);
+  const lcsim::ParallelScheme scheme = lcsim::layout_scheme(context);
   const int dp = context.layout.dp;
   const lcsim::CostModel& cost = *context.cost;
   const auto work_of = [&](const Sequence& s) {

@@ -4,19 +4,6 @@
 
 namespace lcsim::baselines {
 
-ParallelScheme layout_scheme(const PlanningContext& context) {
-  const auto& l = context.layout;
-  if (l.dp < 1 || l.cp < 1 || l.tp < 1 || l.pp < 1)
-    throw PlanningError("layout: every degree must be >= 1, got dp " + std::to_string(l.dp) + ", cp " +
-                        std::to_string(l.cp) + ", tp " + std::to_string(l.tp) + ", pp " + std::to_string(l.pp));
-  ParallelScheme scheme;
-  scheme.tp = context.layout.tp;
-  scheme.pp = context.layout.pp;
-  scheme.cp = context.layout.cp;
-  scheme.recompute = context.training.recompute;
-  return scheme;
-}
-
 std::vector<std::vector<Sequence>> deal_round_robin(std::span<const Sequence> sequences, int ranks) {
   std::vector<std::vector<Sequence>> dealt(static_cast<std::size_t>(ranks));
   for (std::size_t k = 0; k < sequences.size(); ++k) dealt[k % dealt.size()].push_back(sequences[k]);

@@ -20,8 +20,6 @@ class DeepSpeedPolicy : public Policy {
 std::unique_ptr<Policy> make_deepspeed_policy(const PolicySpec& spec);
 
 // ---- shared by the baselines ----
-/// The layout's scheme: tp, pp, cp of the layout, the training's recomputation.
-ParallelScheme layout_scheme(const PlanningContext& context);
 /// Sequence k of `sequences` to rank k % ranks, keeping order within a rank.
 std::vector<std::vector<Sequence>> deal_round_robin(std::span<const Sequence> sequences, int ranks);
 /// A micro-batch of `sequences`, each sharded across the replica's CP group.

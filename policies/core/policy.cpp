@@ -4,6 +4,19 @@
 
 namespace lcsim {
 
+ParallelScheme layout_scheme(const PlanningContext& context) {
+  const auto& l = context.layout;
+  if (l.dp < 1 || l.cp < 1 || l.tp < 1 || l.pp < 1)
+    throw PlanningError("layout: every degree must be >= 1, got dp " + std::to_string(l.dp) + ", cp " +
+                        std::to_string(l.cp) + ", tp " + std::to_string(l.tp) + ", pp " + std::to_string(l.pp));
+  ParallelScheme scheme;
+  scheme.tp = context.layout.tp;
+  scheme.pp = context.layout.pp;
+  scheme.cp = context.layout.cp;
+  scheme.recompute = context.training.recompute;
+  return scheme;
+}
+
 JsonObjectReader policy_options(const PolicySpec& spec) {
   return JsonObjectReader(spec.options, spec.file, spec.path + ".options");
 }

@@ -83,6 +83,10 @@ struct PolicySpec {
   std::string path;  ///< JSON path of the entry, e.g. "policies[2]"
 };
 
+/// The layout's scheme: tp, pp, cp of the layout, the training's recomputation (what a policy that keeps the
+/// scenario's layout gives every replica). PlanningError for a degree below 1.
+ParallelScheme layout_scheme(const PlanningContext& context);
+
 /// A strict reader over spec.options for a policy's factory: messages name spec.file and "<spec.path>.options";
 /// call finish() after reading every option so unknown keys are errors. The reader refers to spec.options.
 JsonObjectReader policy_options(const PolicySpec& spec);

@@ -13,19 +13,80 @@ Bad input raises :class:`InputError` (a ``ValueError``) naming the file and key;
 """
 
 import copy
+import dataclasses
 import json
 import os
 import subprocess
 import tempfile
+from typing import List, Optional
 
 from . import _lcsim
 
-__all__ = ["Scenario", "Results", "plan", "simulate", "sweep", "validate", "tune", "models", "gpus", "distributions", "policies", "topologies",
-           "InputError", "PlanningError", "__version__"]
+__all__ = ["Scenario", "Results", "plan", "simulate", "sweep", "validate", "tune", "models", "gpus", "distributions",
+           "policies", "topologies", "Policy", "register_policy", "Sequence", "PlanningContext", "Placement",
+           "IterationPlan", "InputError", "PlanningError", "__version__"]
 
 InputError = _lcsim.InputError
 PlanningError = _lcsim.PlanningError
 __version__ = _lcsim.__version__
+
+Sequence = _lcsim.Sequence
+PlanningContext = _lcsim.PlanningContext
+
+
+@dataclasses.dataclass
+class Placement:
+    """One sequence in a micro-batch: whole on CP rank ``cp_rank`` (Skrull's "local"), or, with ``cp_rank=None``,
+    spread over the replica's CP group (Ulysses)."""
+    sequence_id: int
+    tokens: int
+    cp_rank: Optional[int] = None
+
+
+@dataclasses.dataclass
+class IterationPlan:
+    """One iteration of a policy's plan: ``replicas[r]`` is DP rank r's micro-batches in order, each a list of
+    :class:`Placement`. Every replica runs the scenario's layout (CP, TP, PP and recomputation)."""
+    replicas: List[List[List[Placement]]]
+    label: str = ""
+
+
+class Policy:
+    """A policy written in Python. Subclass it, implement :meth:`plan`, and register the class with
+    :func:`register_policy`; scenarios then name it as any built-in policy, and ``options`` in the scenario's entry
+    become the constructor's keyword arguments.
+
+    >>> class RoundRobin(lcsim.Policy):
+    ...     def plan(self, context, batches):
+    ...         plans = []
+    ...         for batch in batches:
+    ...             replicas = [[] for _ in range(context.dp)]
+    ...             for k, s in enumerate(batch):
+    ...                 replicas[k % context.dp].append([lcsim.Placement(s.id, s.tokens)])
+    ...             plans.append(lcsim.IterationPlan(replicas))
+    ...         return plans
+    >>> lcsim.register_policy("round-robin", RoundRobin)
+    """
+
+    def plan(self, context, batches):
+        """Plans every global batch: ``batches`` is a list of lists of :class:`Sequence` (``.id``, ``.tokens``);
+        ``context`` a :class:`PlanningContext` (the layout, the model, ``sequence_seconds(tokens, cp=None)``), valid
+        inside this call only. Returns one :class:`IterationPlan` per batch, holding exactly its sequences: the
+        validator checks them as it checks any policy's plan and raises :class:`PlanningError` naming the rule."""
+        raise NotImplementedError(f"{type(self).__name__}.plan is not implemented")
+
+
+_python_kinds = set()
+
+
+def register_policy(kind, cls):
+    """Makes ``kind`` a policy kind of this process, planned by instances of ``cls`` (a :class:`Policy` subclass).
+    It plans and simulates beside the built-in policies in :func:`plan` and :func:`simulate`; the ``lcsim`` command,
+    which :func:`sweep`, :func:`validate` and :func:`tune` run, does not know it. A kind can be registered once."""
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise TypeError(f"register_policy: expected a subclass of lcsim.Policy, got {cls!r}")
+    _lcsim.register_policy(str(kind), cls)
+    _python_kinds.add(str(kind))
 
 
 def models():
@@ -64,8 +125,11 @@ class Scenario:
         if not isinstance(document, dict):
             raise InputError(f"{file}: a scenario is a JSON object, got {type(document).__name__}")
         self._document = copy.deepcopy(document)
-        self.file = os.path.abspath(file)
-        _lcsim.check_scenario(self._text(), self.file)
+        # Named as given, as the command line names it in tables and results; its relative paths are resolved now,
+        # so a later change of directory does not move them.
+        self.file = os.fspath(file)
+        self._engine_text = _lcsim.with_absolute_paths(json.dumps(self._document), os.path.abspath(self.file))
+        _lcsim.check_scenario(self._engine_text, self.file)
 
     @classmethod
     def load(cls, path):
@@ -109,7 +173,7 @@ class Scenario:
         return Scenario(document, self.file)
 
     def _text(self):
-        return json.dumps(self._document)
+        return self._engine_text
 
     def __repr__(self):
         return f"Scenario({self._document.get('name', '?')!r}, file={self.file!r})"
@@ -118,8 +182,13 @@ class Scenario:
 class Results:
     """The results of a run: the ``lcsim-results`` document as ``to_dict()``, per-iteration rows as ``to_pandas()``."""
 
-    def __init__(self, document):
+    def __init__(self, document, table=""):
         self._document = document
+        self._table = table
+
+    def table(self):
+        """The table ``lcsim plan`` or ``lcsim simulate`` prints for these results, as text."""
+        return self._table
 
     def to_dict(self):
         """The results document, as ``lcsim plan|simulate --json`` writes it (a copy)."""
@@ -168,16 +237,17 @@ def plan(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False
     to those labels (the baseline is always run); ``fixed_data`` keeps the scenario's data in sampled worlds.
     """
     s = _as_scenario(scenario)
-    return Results(json.loads(_lcsim.plan(s._text(), s.file, int(samples), iterations, list(policies),
-                                          not fixed_data)))
+    document, table = _lcsim.plan(s._text(), s.file, int(samples), iterations, list(policies), not fixed_data)
+    return Results(json.loads(document), table)
 
 
 def simulate(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False, trace=None):
     """``lcsim simulate``: the same plans in a SimGrid simulation of the cluster (in a child process); ``trace``
     writes a Perfetto timeline there."""
     s = _as_scenario(scenario)
-    return Results(json.loads(_lcsim.simulate(s._text(), s.file, int(samples), iterations, list(policies),
-                                              not fixed_data, "" if trace is None else os.fspath(trace))))
+    document, table = _lcsim.simulate(s._text(), s.file, int(samples), iterations, list(policies), not fixed_data,
+                                      "" if trace is None else os.fspath(trace))
+    return Results(json.loads(document), table)
 
 
 # Sweeps, validation and tuning run many scenarios, each in a process of its own: the `lcsim` command line runs
@@ -279,9 +349,17 @@ def validate(*, catalogue=None, only=(), samples=8, jobs=2):
     return ValidationResults(_run_command(arguments))
 
 
+def _refuse_python_policies(scenario, command):
+    for entry in scenario.to_dict().get("policies", []):
+        if isinstance(entry, dict) and entry.get("kind") in _python_kinds:
+            raise InputError(f"{scenario.file}: policies: '{entry['kind']}' is a policy written in Python, which "
+                             f"{command} (run by the lcsim command) cannot load; plan or simulate it from Python")
+
+
 def tune(scenario, *, jobs=2, budget_s=None):
     """``lcsim tune``: each policy's best settings and layout for the scenario (a Scenario, path or dict)."""
     s = _as_scenario(scenario)
+    _refuse_python_policies(s, "tune")
     with tempfile.TemporaryDirectory(prefix="lcsim-tune-") as folder:
         path = os.path.join(folder, "scenario.json")
         with open(path, "w", encoding="utf-8") as f:
