@@ -4,15 +4,19 @@
 // lcsim.PlanningError.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <sstream>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -57,12 +61,44 @@ void check_scenario(const std::string& text, const std::string& file) {
 /// A run's results document (lcsim-results JSON) and the table the command line prints for it.
 using DocumentAndTable = std::pair<std::string, std::string>;
 
+/// Where a run reports progress: (done, total, what), as the command line's bar says it. Empty: nowhere.
+using ProgressSink = std::function<void(std::size_t, std::size_t, const std::string&)>;
+
+/// The run's callbacks over `sink`: policies planned or iterations simulated, then sampled worlds.
+PolicyProgress step_progress(const ProgressSink& sink, const std::string& what) {
+  if (!sink) return {};
+  return [sink, what](std::size_t done, std::size_t total, const std::string& label) {
+    sink(done, total, label.empty() ? what : what + " (now " + label + ")");
+  };
+}
+WorldProgress world_progress(const ProgressSink& sink) {
+  if (!sink) return {};
+  return [sink](int done, int total) {
+    sink(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "sampled worlds");
+  };
+}
+
+/// A Python callable as a sink, called with the GIL held from whatever thread reports.
+ProgressSink python_sink(const py::object& callback) {
+  if (callback.is_none()) return {};
+  auto held = std::make_shared<py::object>(callback);
+  std::shared_ptr<py::object> guard(held.get(), [held](py::object*) mutable {
+    py::gil_scoped_acquire gil;
+    held.reset();
+  });
+  return [guard](std::size_t done, std::size_t total, const std::string& what) {
+    py::gil_scoped_acquire gil;
+    (*guard)(done, total, what);
+  };
+}
+
 /// `lcsim plan` on the scenario `text` read as if from `file`.
 DocumentAndTable plan(const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
-                      const std::vector<std::string>& policies, bool draw_data) {
+                      const std::vector<std::string>& policies, bool draw_data, const ProgressSink& progress) {
   const LoadedScenario loaded = load_and_prepare(parse_document(text, file), file, iterations);
   const RunResults results =
-      evaluate_with_samples(loaded, policies, checked_samples(samples), shipped_model_form(), {}, {}, draw_data);
+      evaluate_with_samples(loaded, policies, checked_samples(samples), shipped_model_form(),
+                            step_progress(progress, "policies planned"), world_progress(progress), draw_data);
   std::ostringstream table;
   print_results_table(results, table);
   return {results_to_json(results).dump(), table.str()};
@@ -70,12 +106,14 @@ DocumentAndTable plan(const std::string& text, const std::string& file, int samp
 
 DocumentAndTable simulate_here(const std::string& text, const std::string& file, int samples,
                                std::optional<int> iterations, const std::vector<std::string>& policies, bool draw_data,
-                               const std::string& trace) {
+                               const std::string& trace, const ProgressSink& progress) {
   const LoadedScenario loaded = load_and_prepare(parse_document(text, file), file, iterations);
   sim::SimulateSettings settings;
   settings.policies = policies;
   settings.draw_data = draw_data;
   settings.trace_file = trace;
+  settings.progress = step_progress(progress, "iterations simulated");
+  settings.world_progress = world_progress(progress);
   sim::SimulationReport report = sim::simulate_scenario(loaded, settings);
   sim::attach_sampled_worlds(report, loaded, settings, checked_samples(samples), shipped_model_form());
   std::ostringstream table;
@@ -97,10 +135,38 @@ pid_t fork_process() {
   return child;
 }
 
+// The child's messages to the parent: a kind byte, a 64-bit length, the payload. 'p' reports progress ("done total
+// what"); the last is 'O' (the document, a NUL, the table) or an error: 'I' input, 'P' planning, 'E' other.
+void send_record(int fd, char kind, const std::string& payload) {
+  std::string record(1, kind);
+  const std::uint64_t size = payload.size();
+  record.append(reinterpret_cast<const char*>(&size), sizeof size);
+  record += payload;
+  for (std::size_t sent = 0; sent < record.size();) {
+    const ssize_t n = write(fd, record.data() + sent, record.size() - sent);
+    if (n <= 0) _exit(1);
+    sent += static_cast<std::size_t>(n);
+  }
+}
+
+/// Reads exactly `size` bytes; false at the end of the pipe.
+bool read_exactly(int fd, char* data, std::size_t size) {
+  for (std::size_t got = 0; got < size;) {
+    const ssize_t n = read(fd, data + got, size - got);
+    if (n > 0) {
+      got += static_cast<std::size_t>(n);
+    } else if (n == 0 || errno != EINTR) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// `lcsim simulate`'s results document. SimGrid runs one engine per process, so each simulation runs in a child
-/// process; its document, or its error and kind, come back through a pipe.
+/// process; its progress, then its document or its error and kind, come back through a pipe.
 DocumentAndTable simulate(const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
-                          const std::vector<std::string>& policies, bool draw_data, const std::string& trace) {
+                          const std::vector<std::string>& policies, bool draw_data, const std::string& trace,
+                          const ProgressSink& progress) {
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) throw std::runtime_error("simulate: cannot create a pipe");
   std::fflush(nullptr);
@@ -108,46 +174,61 @@ DocumentAndTable simulate(const std::string& text, const std::string& file, int 
   if (child < 0) throw std::runtime_error("simulate: cannot fork");
   if (child == 0) {
     close(pipe_fds[0]);
-    std::string message;
-    char kind = 'O';
-    try {
-      // The document, then the table after a NUL (neither holds one).
-      const auto [document, table] = simulate_here(text, file, samples, iterations, policies, draw_data, trace);
-      message = document + '\0' + table;
-    } catch (const InputError& e) {
-      kind = 'I', message = e.what();
-    } catch (const PlanningError& e) {
-      kind = 'P', message = e.what();
-    } catch (const std::exception& e) {
-      kind = 'E', message = e.what();
+    const int out = pipe_fds[1];
+    ProgressSink report;
+    if (progress) {
+      report = [out](std::size_t done, std::size_t total, const std::string& what) {
+        send_record(out, 'p', std::to_string(done) + ' ' + std::to_string(total) + ' ' + what);
+      };
     }
-    message.insert(message.begin(), kind);
-    for (std::size_t sent = 0; sent < message.size();) {
-      const ssize_t n = write(pipe_fds[1], message.data() + sent, message.size() - sent);
-      if (n <= 0) _exit(1);
-      sent += static_cast<std::size_t>(n);
+    try {
+      const auto [document, table] = simulate_here(text, file, samples, iterations, policies, draw_data, trace, report);
+      send_record(out, 'O', document + '\0' + table);
+    } catch (const InputError& e) {
+      send_record(out, 'I', e.what());
+    } catch (const PlanningError& e) {
+      send_record(out, 'P', e.what());
+    } catch (const std::exception& e) {
+      send_record(out, 'E', e.what());
     }
     _exit(0);
   }
   close(pipe_fds[1]);
-  std::string received;
-  char buffer[65536];
+  char kind = 0;
+  std::string body;
   for (;;) {
-    const ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
-    if (n > 0) {
-      received.append(buffer, static_cast<std::size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
+    std::uint64_t size = 0;
+    if (!read_exactly(pipe_fds[0], &kind, 1) || !read_exactly(pipe_fds[0], reinterpret_cast<char*>(&size), 8)) {
+      kind = 0;
       break;
+    }
+    body.assign(size, '\0');
+    if (!read_exactly(pipe_fds[0], body.data(), size)) {
+      kind = 0;
+      break;
+    }
+    if (kind != 'p') break;
+    std::istringstream line(body);
+    std::size_t done = 0, total = 0;
+    line >> done >> total;
+    std::string what;
+    std::getline(line >> std::ws, what);
+    try {
+      progress(done, total, what);
+    } catch (...) {  // the caller's progress callback raised: end the child, then let it through
+      kill(child, SIGKILL);
+      close(pipe_fds[0]);
+      waitpid(child, nullptr, 0);
+      throw;
     }
   }
   close(pipe_fds[0]);
   int status = 0;
   waitpid(child, &status, 0);
-  if (received.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  if (kind == 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error("simulate: the simulation process ended without a result (status " +
                              std::to_string(status) + ")");
-  const std::string body = received.substr(1);
-  switch (received.front()) {
+  switch (kind) {
     case 'O': {
       const std::size_t split = body.find('\0');
       if (split == std::string::npos) throw std::runtime_error("simulate: the simulation process sent no table");
@@ -201,13 +282,30 @@ PYBIND11_MODULE(_lcsim, m) {
   py::register_exception<lcsim::PlanningError>(m, "PlanningError", PyExc_RuntimeError);
   m.def("check_scenario", &lcsim::check_scenario, py::arg("text"), py::arg("file"),
         "Checks a scenario document (JSON text) as the command line does; raises InputError naming the key.");
-  m.def("plan", &lcsim::plan, py::arg("text"), py::arg("file"), py::arg("samples"), py::arg("iterations"),
-        py::arg("policies"), py::arg("draw_data"), py::call_guard<py::gil_scoped_release>(),
-        "`lcsim plan` on a scenario document; returns (the results document as JSON text, the printed table).");
-  m.def("simulate", &lcsim::simulate, py::arg("text"), py::arg("file"), py::arg("samples"), py::arg("iterations"),
-        py::arg("policies"), py::arg("draw_data"), py::arg("trace"), py::call_guard<py::gil_scoped_release>(),
-        "`lcsim simulate` on a scenario document, in a child process; returns (the results document as JSON text, the "
-        "printed table).");
+  m.def(
+      "plan",
+      [](const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
+         const std::vector<std::string>& policies, bool draw_data, const py::object& progress) {
+        const lcsim::ProgressSink sink = lcsim::python_sink(progress);
+        py::gil_scoped_release release;
+        return lcsim::plan(text, file, samples, iterations, policies, draw_data, sink);
+      },
+      py::arg("text"), py::arg("file"), py::arg("samples"), py::arg("iterations"), py::arg("policies"),
+      py::arg("draw_data"), py::arg("progress"),
+      "`lcsim plan` on a scenario document; returns (the results document as JSON text, the printed table).");
+  m.def(
+      "simulate",
+      [](const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
+         const std::vector<std::string>& policies, bool draw_data, const std::string& trace,
+         const py::object& progress) {
+        const lcsim::ProgressSink sink = lcsim::python_sink(progress);
+        py::gil_scoped_release release;
+        return lcsim::simulate(text, file, samples, iterations, policies, draw_data, trace, sink);
+      },
+      py::arg("text"), py::arg("file"), py::arg("samples"), py::arg("iterations"), py::arg("policies"),
+      py::arg("draw_data"), py::arg("trace"), py::arg("progress"),
+      "`lcsim simulate` on a scenario document, in a child process; returns (the results document as JSON text, the "
+      "printed table).");
   m.def("with_absolute_paths", &lcsim::with_absolute_paths, py::arg("text"), py::arg("file"),
         "The scenario document with its relative paths made absolute against the folder of `file`.");
   m.def("models", &lcsim::model_names, "Built-in model names.");

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from typing import List, Optional
 
@@ -230,23 +231,45 @@ def _as_scenario(scenario):
     raise TypeError(f"expected a Scenario, a path or a dict, got {type(scenario).__name__}")
 
 
-def plan(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False):
+def _bar(done, total, what):
+    """The command line's progress bar, on ``sys.stderr`` (a notebook shows it below the cell)."""
+    if total <= 0:
+        return
+    filled = 40 * done // total
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (40 - filled)}] {done}/{total} {what}" + ("\n" if done == total else ""))
+    sys.stderr.flush()
+
+
+def _progress(progress):
+    if progress is True:
+        return _bar
+    if progress is False or progress is None:
+        return None
+    if not callable(progress):
+        raise TypeError(f"progress: expected True, False or a callable (done, total, what), got {progress!r}")
+    return progress
+
+
+def plan(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False, progress=True):
     """``lcsim plan``: every policy plans the same batches, each plan replayed without contention.
 
     ``samples`` worlds give each policy p10-p90 intervals (1: the nominal figures only); ``policies`` limits the run
     to those labels (the baseline is always run); ``fixed_data`` keeps the scenario's data in sampled worlds.
+    ``progress``: the command line's bar on ``sys.stderr`` (True), none (False), or a callable ``(done, total,
+    what)``. The GIL is released while it runs.
     """
     s = _as_scenario(scenario)
-    document, table = _lcsim.plan(s._text(), s.file, int(samples), iterations, list(policies), not fixed_data)
+    document, table = _lcsim.plan(s._text(), s.file, int(samples), iterations, list(policies), not fixed_data,
+                                  _progress(progress))
     return Results(json.loads(document), table)
 
 
-def simulate(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False, trace=None):
+def simulate(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False, trace=None, progress=True):
     """``lcsim simulate``: the same plans in a SimGrid simulation of the cluster (in a child process); ``trace``
-    writes a Perfetto timeline there."""
+    writes a Perfetto timeline there. ``progress`` as for :func:`plan`."""
     s = _as_scenario(scenario)
     document, table = _lcsim.simulate(s._text(), s.file, int(samples), iterations, list(policies), not fixed_data,
-                                      "" if trace is None else os.fspath(trace))
+                                      "" if trace is None else os.fspath(trace), _progress(progress))
     return Results(json.loads(document), table)
 
 

@@ -3,6 +3,7 @@ raises Python exceptions naming the key, and simulations run one after another i
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -133,3 +134,48 @@ def test_sweep_validate_and_tune_run_the_command_line(tmp_path):
 def test_the_package_knows_where_the_command_is():
     from lcsim import _paths
     assert os.access(_paths.LCSIM_BINARY, os.X_OK)
+
+
+def test_progress_reports_like_the_command_line_and_can_be_silenced(capfd):
+    seen = []
+    lcsim.simulate(DEFAULT, samples=3, iterations=2, progress=lambda done, total, what: seen.append((done, total, what)))
+    simulated = [s for s in seen if s[2].startswith("iterations simulated")]
+    assert simulated[-1][0] == simulated[-1][1] > 0  # every iteration of every policy
+    assert [s[0] for s in simulated] == sorted(s[0] for s in simulated)
+    assert seen[-1][2] == "sampled worlds" and seen[-1][0] == seen[-1][1]
+    seen.clear()
+    lcsim.plan(DEFAULT, samples=1, iterations=2, progress=lambda *a: seen.append(a))
+    assert seen[-1][0] == seen[-1][1] == len(lcsim.Scenario.load(DEFAULT).to_dict()["policies"])
+    capfd.readouterr()
+    lcsim.plan(DEFAULT, samples=1, iterations=2, progress=False)
+    assert capfd.readouterr().err == ""
+    lcsim.plan(DEFAULT, samples=1, iterations=2)
+    assert "policies planned" in capfd.readouterr().err
+    with pytest.raises(TypeError, match="progress"):
+        lcsim.plan(DEFAULT, samples=1, progress="yes")
+
+    class Stop(Exception):
+        pass
+
+    def stop(done, total, what):
+        raise Stop()
+
+    with pytest.raises(Stop):  # the caller's exception comes through, and the child process is ended
+        lcsim.simulate(DEFAULT, samples=1, iterations=2, progress=stop)
+    with pytest.raises(Stop):
+        lcsim.plan(DEFAULT, samples=1, iterations=2, progress=stop)
+
+
+def test_the_notebook_runs(tmp_path):
+    runner = os.path.join(SOURCE, "tools", "run_notebook.py")
+    notebook = os.path.join(SOURCE, "examples", "notebooks", "compare-policies.ipynb")
+    run = subprocess.run([sys.executable, runner, notebook], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "code cells ran" in run.stdout
+    broken = json.loads(open(notebook, encoding="utf-8").read())
+    broken["cells"].append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                            "source": ["lcsim.plan('no-such-scenario.json')\n"]})
+    (tmp_path / "broken.ipynb").write_text(json.dumps(broken))
+    run = subprocess.run([sys.executable, runner, str(tmp_path / "broken.ipynb")], capture_output=True, text=True)
+    assert run.returncode == 1
+    assert "InputError" in run.stderr and "cannot read" in run.stderr
