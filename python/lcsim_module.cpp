@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "base/files.hpp"
 #include "model/model.hpp"
 #include "model/topology.hpp"
 #include "model/workload.hpp"
@@ -33,6 +35,7 @@
 #include "traces/scenario.hpp"
 #include "traces/scenario_loader.hpp"
 #include "traces/sweep.hpp"
+#include "traces/sweep_results.hpp"
 #include "traces/uncertainty.hpp"
 
 namespace py = pybind11;
@@ -243,6 +246,31 @@ DocumentAndTable simulate(const std::string& text, const std::string& file, int 
   }
 }
 
+/// `lcsim sweep SWEEP --out DIR` run in this process (for policies written in Python, which the command cannot
+/// load): each point's scenario and results written into `dir` as the command writes them, the points planned or
+/// simulated one after another, the merged lcsim-sweep document returned.
+std::string sweep_in_process(const std::string& sweep_file, const std::string& dir, const ProgressSink& progress) {
+  const Sweep sweep = load_sweep(sweep_file);
+  const std::vector<SweepPoint> points = expand_sweep(sweep);
+  std::filesystem::create_directories(dir);
+  std::vector<SweepPointResult> results;
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    const SweepPoint& point = points[k];
+    const auto index = static_cast<std::size_t>(point.index);
+    const std::string file = sweep_point_path(dir, index, ".json").string();
+    write_file_atomically(file, point.scenario.dump(2) + "\n");
+    const std::string text = point.scenario.dump();
+    const DocumentAndTable run = sweep.mode == "plan"
+                                     ? plan(text, file, sweep.samples, std::nullopt, {}, true, {})
+                                     : simulate(text, file, sweep.samples, std::nullopt, {}, true, "", {});
+    nlohmann::ordered_json document = nlohmann::ordered_json::parse(run.first);
+    write_file_atomically(sweep_point_path(dir, index, ".results.json").string(), document.dump(2) + "\n");
+    results.push_back({&point, file, std::move(document)});
+    if (progress) progress(k + 1, points.size(), "points");
+  }
+  return sweep_results_to_json(sweep, results).dump();
+}
+
 /// The document with its relative paths (profile, dataset trace) made absolute against `file`'s folder.
 std::string with_absolute_paths(const std::string& text, const std::string& file) {
   return scenario_with_absolute_paths(parse_document(text, file), file).dump();
@@ -306,6 +334,15 @@ PYBIND11_MODULE(_lcsim, m) {
       py::arg("draw_data"), py::arg("trace"), py::arg("progress"),
       "`lcsim simulate` on a scenario document, in a child process; returns (the results document as JSON text, the "
       "printed table).");
+  m.def(
+      "sweep",
+      [](const std::string& sweep_file, const std::string& dir, const py::object& progress) {
+        const lcsim::ProgressSink sink = lcsim::python_sink(progress);
+        py::gil_scoped_release release;
+        return lcsim::sweep_in_process(sweep_file, dir, sink);
+      },
+      py::arg("sweep_file"), py::arg("dir"), py::arg("progress"),
+      "`lcsim sweep SWEEP --out DIR` in this process, point after point; returns the merged document as JSON text.");
   m.def("with_absolute_paths", &lcsim::with_absolute_paths, py::arg("text"), py::arg("file"),
         "The scenario document with its relative paths made absolute against the folder of `file`.");
   m.def("models", &lcsim::model_names, "Built-in model names.");

@@ -92,9 +92,7 @@ std::string merge_help() {
 }
 
 fs::path point_file(const fs::path& dir, std::size_t i, const char* suffix) {
-  std::ostringstream name;
-  name << "point-" << std::setw(4) << std::setfill('0') << i << suffix;
-  return dir / name.str();
+  return sweep_point_path(dir, i, suffix);
 }
 
 /// The files a sweep writes into its folder for `points`: the guard checks them against every input.

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iomanip>
 #include <limits>
+#include <sstream>
 
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
@@ -254,6 +256,12 @@ std::vector<SweepPoint> expand_sweep(const Sweep& sweep) {
     points.push_back(std::move(point));
   }
   return points;
+}
+
+std::filesystem::path sweep_point_path(const std::filesystem::path& dir, std::size_t i, const char* suffix) {
+  std::ostringstream name;
+  name << "point-" << std::setw(4) << std::setfill('0') << i << suffix;
+  return dir / name.str();
 }
 
 }  // namespace lcsim

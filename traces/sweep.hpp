@@ -26,6 +26,7 @@
 //   dataset                dataset = {"distribution": value}
 //   model                  model = value (a built-in model name)
 #include <cstddef>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -86,5 +87,8 @@ std::vector<std::pair<std::string, nlohmann::json>> sweep_point_coordinates(cons
 /// by the scenario parser, so an impossible combination (e.g. a GPU count the layout does not divide) is an
 /// InputError naming the sweep file, the point and the axis values before anything runs.
 std::vector<SweepPoint> expand_sweep(const Sweep& sweep);
+
+/// Point i's file in a sweep's folder: DIR/point-0007SUFFIX (".json" its scenario, ".results.json" its results).
+std::filesystem::path sweep_point_path(const std::filesystem::path& dir, std::size_t i, const char* suffix);
 
 }  // namespace lcsim

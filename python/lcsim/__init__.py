@@ -82,8 +82,9 @@ _python_kinds = set()
 
 def register_policy(kind, cls):
     """Makes ``kind`` a policy kind of this process, planned by instances of ``cls`` (a :class:`Policy` subclass).
-    It plans and simulates beside the built-in policies in :func:`plan` and :func:`simulate`; the ``lcsim`` command,
-    which :func:`sweep`, :func:`validate` and :func:`tune` run, does not know it. A kind can be registered once."""
+    It plans and simulates beside the built-in policies in :func:`plan`, :func:`simulate` and :func:`sweep` (which
+    then runs in this process); the ``lcsim`` command, which :func:`validate` and :func:`tune` run, does not know
+    it. A kind can be registered once."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise TypeError(f"register_policy: expected a subclass of lcsim.Policy, got {cls!r}")
     _lcsim.register_policy(str(kind), cls)
@@ -355,10 +356,35 @@ class TuneResults(Document):
         return [dict(candidate) for candidate in self._document["candidates"]]
 
 
-def sweep(sweep_file, *, jobs=2):
-    """``lcsim sweep SWEEP_FILE``: every point of the sweep, ``jobs`` processes at a time."""
+def _names_python_policies(sweep_file):
+    """Whether the sweep's base scenario names a policy registered from Python in this process."""
+    if not _python_kinds:
+        return False
+    try:
+        with open(sweep_file, encoding="utf-8") as f:
+            base = json.load(f).get("base")
+        with open(os.path.join(os.path.dirname(os.path.abspath(sweep_file)), base), encoding="utf-8") as f:
+            policies = json.load(f).get("policies", [])
+    except (OSError, ValueError, TypeError, AttributeError):
+        return False  # the run itself names what is wrong with the files
+    return any(isinstance(p, dict) and p.get("kind") in _python_kinds for p in policies)
+
+
+def sweep(sweep_file, *, jobs=2, out=None, in_process=None, progress=True):
+    """``lcsim sweep SWEEP_FILE``: every point of the sweep, ``jobs`` processes at a time, by the ``lcsim`` command.
+
+    A sweep whose base scenario names a policy written in Python (:func:`register_policy`) runs in this process
+    instead, point after point (``in_process=True`` forces it, ``False`` refuses it): the same files in ``out`` (a
+    temporary folder by default) and the same merged document. ``progress`` as for :func:`plan`, in process.
+    """
+    sweep_file = os.fspath(sweep_file)
+    if in_process is None:
+        in_process = _names_python_policies(sweep_file)
     with tempfile.TemporaryDirectory(prefix="lcsim-sweep-") as folder:
-        return SweepResults(_run_command(["sweep", os.fspath(sweep_file), "--jobs", str(int(jobs)), "--out", folder,
+        folder = folder if out is None else os.fspath(out)
+        if in_process:
+            return SweepResults(json.loads(_lcsim.sweep(sweep_file, folder, _progress(progress))))
+        return SweepResults(_run_command(["sweep", sweep_file, "--jobs", str(int(jobs)), "--out", folder,
                                           "--quiet"]))
 
 

@@ -172,3 +172,34 @@ def test_the_context_prices_as_the_cost_model():
     assert 0 < seen["short"] < seen["long"]
     assert seen["spread"] > seen["long"]  # one GPU does what cp GPUs share
     assert seen["capacity"] > 1e9 and seen["per_token"] > 0
+
+
+def write_sweep(folder, base_document, mode):
+    """A two-point sweep (GPUs 16 and 32) over `base_document`, written with its base beside it."""
+    (folder / "base.json").write_text(json.dumps(base_document))
+    (folder / "sweep.json").write_text(json.dumps({
+        "name": "python-policy-sweep", "base": "base.json", "mode": mode, "iterations": 2,
+        "axes": [{"name": "gpus", "values": [16, 32]}]}))
+    return folder / "sweep.json"
+
+
+@pytest.mark.parametrize("mode", ["plan", "simulate"])
+def test_a_sweep_in_process_writes_what_the_command_writes(tmp_path, mode):
+    base = example_document([{"kind": "deepspeed"}, {"kind": "skrull"}])
+    base["profile"] = os.path.join(SOURCE, "calibrate", "profiles", "h100-sxm-default.json")
+    sweep_file = write_sweep(tmp_path, base, mode)
+    command = lcsim.sweep(sweep_file, out=tmp_path / "command", in_process=False).to_dict()
+    here = lcsim.sweep(sweep_file, out=tmp_path / "command", in_process=True, progress=False).to_dict()
+    assert here == command  # the same folder, so the same point files; the same merged document
+
+
+def test_a_python_policy_sweeps_beside_the_built_in_ones(tmp_path):
+    lcsim.register_policy("longest-first-sweep", LongestFirst)
+    base = example_document([{"kind": "deepspeed"}, {"kind": "longest-first-sweep"}])
+    base["profile"] = os.path.join(SOURCE, "calibrate", "profiles", "h100-sxm-default.json")
+    results = lcsim.sweep(write_sweep(tmp_path, base, "plan"), progress=False)
+    rows = results.rows()
+    assert [(r["gpus"], r["policy"]) for r in rows] == [(16, "deepspeed"), (16, "longest-first-sweep"),
+                                                        (32, "deepspeed"), (32, "longest-first-sweep")]
+    with pytest.raises(lcsim.InputError, match="longest-first-sweep"):  # the command cannot load it
+        lcsim.sweep(write_sweep(tmp_path, base, "plan"), in_process=False)
