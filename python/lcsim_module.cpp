@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -29,7 +30,9 @@
 #include "model/workload.hpp"
 #include "policies/core/policy.hpp"
 #include "python/python_policy.hpp"
+#include "sim/cli.hpp"
 #include "sim/command_options.hpp"
+#include "sim/process_pool.hpp"
 #include "sim/simulate_scenario.hpp"
 #include "traces/results_io.hpp"
 #include "traces/scenario.hpp"
@@ -271,6 +274,54 @@ std::string sweep_in_process(const std::string& sweep_file, const std::string& d
   return sweep_results_to_json(sweep, results).dump();
 }
 
+/// One `lcsim plan|simulate CANDIDATE --json FILE --quiet --samples 1 --policy LABEL` of lcsim tune, run here: its
+/// results file written, or its message in its log, and the command's exit status returned.
+int run_tune_child(const ChildCommand& command) {
+  const std::vector<std::string>& argv = command.argv;
+  const auto after = [&](const std::string& flag) {
+    const auto it = std::find(argv.begin(), argv.end(), flag);
+    if (it == argv.end() || it + 1 == argv.end()) throw std::logic_error("tune child without " + flag);
+    return *(it + 1);
+  };
+  if (argv.size() < 3) throw std::logic_error("tune child without mode and scenario");
+  const std::string& mode = argv[1];
+  const std::string& scenario = argv[2];
+  std::string message;
+  int status = 0;
+  try {
+    const std::string text = read_input_file(scenario, kMaxJsonFileBytes);
+    const std::vector<std::string> only{after("--policy")};
+    const DocumentAndTable run = mode == "simulate" ? simulate(text, scenario, 1, std::nullopt, only, true, "", {})
+                                                    : plan(text, scenario, 1, std::nullopt, only, true, {});
+    write_file_atomically(after("--json"), run.first + "\n");
+  } catch (const InputError& e) {
+    status = 2, message = e.what();
+  } catch (const PlanningError& e) {
+    status = 3, message = e.what();
+  } catch (const std::exception& e) {
+    status = 1, message = e.what();
+  }
+  write_file_atomically(command.log, status == 0 ? "" : "lcsim: error: " + message + "\n");
+  return status;
+}
+
+/// `lcsim tune SCENARIO_FILE --json OUT --jobs N [--budget-s S]` in this process (for policies written in Python):
+/// candidates estimated on threads as the command does, its plan and simulate children run here one after another.
+void tune_in_process(const std::string& scenario_file, const std::string& out, int jobs,
+                     std::optional<double> budget_s) {
+  std::vector<std::string> args{scenario_file, "--json", out, "--quiet", "--jobs", std::to_string(jobs)};
+  if (budget_s) args.insert(args.end(), {"--budget-s", std::to_string(*budget_s)});
+  std::ostringstream ignored;
+  run_tune_command(args, ignored, [](const std::vector<ChildCommand>& commands, int, const auto& progress) {
+    std::vector<int> statuses;
+    for (const ChildCommand& command : commands) {
+      statuses.push_back(run_tune_child(command));
+      if (progress) progress(statuses.size(), commands.size());
+    }
+    return statuses;
+  });
+}
+
 /// The document with its relative paths (profile, dataset trace) made absolute against `file`'s folder.
 std::string with_absolute_paths(const std::string& text, const std::string& file) {
   return scenario_with_absolute_paths(parse_document(text, file), file).dump();
@@ -343,6 +394,9 @@ PYBIND11_MODULE(_lcsim, m) {
       },
       py::arg("sweep_file"), py::arg("dir"), py::arg("progress"),
       "`lcsim sweep SWEEP --out DIR` in this process, point after point; returns the merged document as JSON text.");
+  m.def("tune", &lcsim::tune_in_process, py::arg("scenario_file"), py::arg("out"), py::arg("jobs"), py::arg("budget_s"),
+        py::call_guard<py::gil_scoped_release>(),
+        "`lcsim tune SCENARIO --json OUT` in this process: its plan and simulate children run here.");
   m.def("with_absolute_paths", &lcsim::with_absolute_paths, py::arg("text"), py::arg("file"),
         "The scenario document with its relative paths made absolute against the folder of `file`.");
   m.def("models", &lcsim::model_names, "Built-in model names.");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/errors.hpp"
+#include "sim/process_pool.hpp"
 
 namespace lcsim {
 
@@ -52,7 +53,7 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
 /// `lcsim validate ...` (args after "validate").
 void run_validate_command(const std::vector<std::string>& args, std::ostream& out);
 /// `lcsim tune ...` (args after "tune").
-void run_tune_command(const std::vector<std::string>& args, std::ostream& out);
+void run_tune_command(const std::vector<std::string>& args, std::ostream& out, const ChildRunner& children = {});
 /// `lcsim list ...` (args after "list").
 void run_list_command(const std::vector<std::string>& args, std::ostream& out);
 

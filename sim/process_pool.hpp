@@ -47,6 +47,11 @@ int interrupt_signal();
 std::vector<int> run_children(const std::vector<ChildCommand>& commands, int jobs,
                               const std::function<void(std::size_t, std::size_t)>& progress);
 
+/// What runs a command's children: run_children by default; a host whose executable is not `lcsim` (the Python
+/// module) runs each `lcsim MODE ...` command its own way and returns the same exit statuses.
+using ChildRunner = std::function<std::vector<int>(const std::vector<ChildCommand>& commands, int jobs,
+                                                   const std::function<void(std::size_t, std::size_t)>& progress)>;
+
 /// The path of the running executable (to start more of itself).
 std::string self_executable();
 

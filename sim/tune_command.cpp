@@ -230,7 +230,8 @@ bool estimate_in_threads(const TuneSpace& space, const std::vector<const TuneCan
 
 }  // namespace
 
-void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
+void run_tune_command(const std::vector<std::string>& args, std::ostream& out, const ChildRunner& children) {
+  const ChildRunner run_commands = children ? children : ChildRunner(run_children);
   const InterruptScope interrupts;  // Ctrl-C and SIGTERM reach the children, then the work folders go
   const auto parsed = parse_file_command("tune", "SCENARIO", args, tune_options(), tune_help(), out);
   if (!parsed) return;
@@ -346,7 +347,7 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
     const std::size_t last = std::min(own_process.size(), first + chunk);
     std::vector<ChildCommand> commands;
     for (std::size_t i = first; i < last; ++i) commands.push_back(command(*own_process[i], "plan"));
-    const auto status = run_children(commands, jobs, [&](std::size_t done, std::size_t) {
+    const auto status = run_commands(commands, jobs, [&](std::size_t done, std::size_t) {
       print_progress(first + done, own_process.size(), "candidates estimated (own processes)");
     });
     for (std::size_t i = first; i < last; ++i) collect(*own_process[i], status[i - first], false);
@@ -379,7 +380,7 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
       to_simulate.push_back(&space.candidates[static_cast<std::size_t>(i)]);
   std::vector<ChildCommand> commands;
   for (const auto* c : to_simulate) commands.push_back(command(*c, "simulate"));
-  const auto status = run_children(commands, jobs, [&](std::size_t done, std::size_t total) {
+  const auto status = run_commands(commands, jobs, [&](std::size_t done, std::size_t total) {
     print_progress(done, total, "candidates simulated");
   });
   for (std::size_t i = 0; i < to_simulate.size(); ++i) collect(*to_simulate[i], status[i], true);

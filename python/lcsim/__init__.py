@@ -82,9 +82,9 @@ _python_kinds = set()
 
 def register_policy(kind, cls):
     """Makes ``kind`` a policy kind of this process, planned by instances of ``cls`` (a :class:`Policy` subclass).
-    It plans and simulates beside the built-in policies in :func:`plan`, :func:`simulate` and :func:`sweep` (which
-    then runs in this process); the ``lcsim`` command, which :func:`validate` and :func:`tune` run, does not know
-    it. A kind can be registered once."""
+    It plans and simulates beside the built-in policies in :func:`plan`, :func:`simulate`, :func:`sweep` and
+    :func:`tune` (which then run in this process, the ``lcsim`` command being unable to load it). A kind can be
+    registered once."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise TypeError(f"register_policy: expected a subclass of lcsim.Policy, got {cls!r}")
     _lcsim.register_policy(str(kind), cls)
@@ -398,21 +398,30 @@ def validate(*, catalogue=None, only=(), samples=8, jobs=2):
     return ValidationResults(_run_command(arguments))
 
 
-def _refuse_python_policies(scenario, command):
-    for entry in scenario.to_dict().get("policies", []):
-        if isinstance(entry, dict) and entry.get("kind") in _python_kinds:
-            raise InputError(f"{scenario.file}: policies: '{entry['kind']}' is a policy written in Python, which "
-                             f"{command} (run by the lcsim command) cannot load; plan or simulate it from Python")
+def _names_python_kinds(scenario):
+    return any(isinstance(entry, dict) and entry.get("kind") in _python_kinds
+               for entry in scenario.to_dict().get("policies", []))
 
 
-def tune(scenario, *, jobs=2, budget_s=None):
-    """``lcsim tune``: each policy's best settings and layout for the scenario (a Scenario, path or dict)."""
+def tune(scenario, *, jobs=2, budget_s=None, in_process=None):
+    """``lcsim tune``: each policy's best settings and layout for the scenario (a Scenario, path or dict).
+
+    A scenario that names a policy written in Python runs in this process instead of the ``lcsim`` command
+    (``in_process=True`` forces it): candidates estimated on ``jobs`` threads as the command does, its plan and
+    simulate steps run here one after another; the same document.
+    """
     s = _as_scenario(scenario)
-    _refuse_python_policies(s, "tune")
+    if in_process is None:
+        in_process = _names_python_kinds(s)
     with tempfile.TemporaryDirectory(prefix="lcsim-tune-") as folder:
         path = os.path.join(folder, "scenario.json")
         with open(path, "w", encoding="utf-8") as f:
             f.write(_lcsim.with_absolute_paths(s._text(), s.file))  # its relative paths still resolve
+        if in_process:
+            out = os.path.join(folder, "tune.json")
+            _lcsim.tune(path, out, int(jobs), None if budget_s is None else float(budget_s))
+            with open(out, encoding="utf-8") as f:
+                return TuneResults(json.load(f))
         arguments = ["tune", path, "--jobs", str(int(jobs)), "--quiet"]
         if budget_s is not None:
             arguments += ["--budget-s", str(budget_s)]

@@ -147,10 +147,26 @@ def test_registration_takes_a_policy_class_once():
         lcsim.register_policy("longest-first-once", LongestFirst)
 
 
-def test_the_command_line_cannot_tune_a_python_policy():
+def test_it_tunes_as_the_cpp_example(tmp_path):
+    """lcsim.tune runs in this process for a Python policy (the command cannot load it): every candidate's estimate
+    and simulation, and the verdict, are the C++ example's under `lcsim-custom tune`."""
     lcsim.register_policy("longest-first-tune", LongestFirst)
-    with pytest.raises(lcsim.InputError, match="written in Python"):
-        lcsim.tune(example("longest-first-tune"))
+    tune = {"layout": {"tp": [1], "pp": [1]}, "simulate_top": 1}
+    document = example_document([{"kind": "deepspeed"}, {"kind": "longest-first-tune", "label": "longest-first"}])
+    document["profile"] = os.path.join(SOURCE, "calibrate", "profiles", "h100-sxm-default.json")
+    document["training"]["iterations"] = 1
+    document["tune"] = tune
+    python = lcsim.tune(lcsim.Scenario.from_dict(document, file=EXAMPLE)).to_dict()
+    document["policies"][1]["kind"] = "longest-first"
+    (tmp_path / "s.json").write_text(json.dumps(document))
+    subprocess.run([CUSTOM, "tune", str(tmp_path / "s.json"), "--quiet", "--json", str(tmp_path / "t.json")],
+                   check=True)
+    cpp = json.loads((tmp_path / "t.json").read_text())
+    fields = ("policy", "layout", "settings", "estimate_tokens_per_s", "simulated_tokens_per_s", "pruned", "failed")
+    assert [{k: c[k] for k in fields} for c in python["candidates"]] == \
+        [{k: c[k] for k in fields} for c in cpp["candidates"]]
+    assert any(c["simulated"] for c in python["candidates"])  # its simulate step ran here too
+    assert python["winner"] == cpp["winner"] and python["policies"] == cpp["policies"]
 
 
 def test_the_context_prices_as_the_cost_model():
