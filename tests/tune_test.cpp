@@ -465,6 +465,10 @@ TEST(TuneCli, NoWiringBeatsOneNvlinkDomain) {
     // CP 16 crosses the nodes' boundary: inside the domain it is strictly faster.
     EXPECT_LT(other.at(16), domain.at(16)) << wiring.dump();
   }
+  // And a fat-tree that shares each node's uplink four ways is never faster than a non-blocking one.
+  const auto non_blocking = estimates(Json::object());
+  for (const auto& [cp, tokens_per_s] : estimates({{"oversubscription", 4}}))
+    EXPECT_LE(tokens_per_s, non_blocking.at(cp) * (1 + 1e-9)) << "CP " << cp;
   fs::remove_all(dir);
 }
 
