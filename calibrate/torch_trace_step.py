@@ -96,6 +96,9 @@ def main():
     parser.add_argument("--layers", type=int, default=0, help="layers (default: the model's)")
     parser.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384", help="one traced step per length")
     parser.add_argument("--warmup", type=int, default=2, help="untraced steps before the traced ones")
+    parser.add_argument("--repeats", type=int, default=0,
+                        help="before tracing, time each length this many times without the profiler (its median "
+                             "is the step's untraced_seconds: what the job takes when nobody records it)")
     parser.add_argument("--out", required=True, help="output prefix")
     args = parser.parse_args()
 
@@ -118,6 +121,20 @@ def main():
         step(seqlens[i % len(seqlens)])
     torch.cuda.synchronize()
 
+    untraced = {}
+    for s in seqlens:
+        times = []
+        for _ in range(args.repeats):
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step(s)
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop) / 1e3)
+        if times:
+            untraced[s] = sorted(times)[len(times) // 2]
+            print("untraced: %d tokens, median of %d: %.2f ms" % (s, len(times), untraced[s] * 1e3), flush=True)
+
     steps = []
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
@@ -129,6 +146,8 @@ def main():
                 stop.record()
             stop.synchronize()
             steps.append({"tokens": s, "sequences": 1, "seconds": start.elapsed_time(stop) / 1e3})
+            if s in untraced:
+                steps[-1]["untraced_seconds"] = untraced[s]
             print("step %d: 1 sequence of %d tokens, %.2f ms" % (len(steps) - 1, s, steps[-1]["seconds"] * 1e3),
                   flush=True)
 
