@@ -7,13 +7,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/errors.hpp"
+#include "base/files.hpp"
+#include "base/json_reader.hpp"
 #include "calibrate/host/default_profile.hpp"
 #include "calibrate/host/gpu_kind.hpp"
 #include "calibrate/host/kineto_fit.hpp"
 #include "calibrate/host/kineto_kernels.hpp"
-#include "base/errors.hpp"
-#include "base/files.hpp"
-#include "base/json_reader.hpp"
 #include "model/model.hpp"
 
 namespace {
@@ -23,6 +23,7 @@ constexpr int kUsageError = 2;
 void usage(std::ostream& out) {
   out << "usage: lcsim-fit-trace TRACE... --out FILE [--prior PROFILE] [--model M] [--gpus-per-node N]\n"
          "                       [--kernels FILE] [--measured-json FILE --scenario SCENARIO --policy NAME]\n"
+         "                       [--untraced STEPS.json]\n"
          "  Fits a calibration profile from PyTorch profiler (Kineto) traces (.json or .json.gz, one per rank):\n"
          "  GEMM and attention efficiency from the kernels' op shapes (record_shapes=True), collective latency and\n"
          "  bus bandwidth from the NCCL metadata, and the per-step GPU idle time. Fields a trace cannot give keep\n"
@@ -33,6 +34,9 @@ void usage(std::ostream& out) {
          "                      of the traces' GPU kind, H100-SXM when the traces do not name a known one)\n"
          "  --gpus-per-node N   a process group within one block of N global ranks is on NVLink (default 8)\n"
          "  --kernels FILE      kernel-family table replacing the built-in calibrate/kineto_kernels.json\n"
+         "  --untraced FILE     the job's step times without the profiler, in the trace's step order (with --model;\n"
+         "                      steps[].untraced_seconds, as calibrate/torch_trace_step.py --repeats writes them):\n"
+         "                      fits the framework's CPU floor, compute.layer_issue_us\n"
          "  --measured-json FILE  also write the traces' step times as a measured run (lcsim-results/1, mode live)\n"
          "                      of policy NAME in SCENARIO (the scenario describing the traced job), for a\n"
          "                      `measured` entry of the validation catalogue (docs/validation.md)\n";
@@ -42,7 +46,7 @@ void usage(std::ostream& out) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> traces;
-  std::string out, prior_file, kernels_file, measured_file, scenario_file, policy;
+  std::string out, prior_file, kernels_file, measured_file, scenario_file, policy, untraced_file;
   lcsim::TraceFitOptions options;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -52,7 +56,8 @@ int main(int argc, char** argv) {
         return 0;
       }
       const bool takes_value = arg == "--out" || arg == "--prior" || arg == "--gpus-per-node" || arg == "--kernels" ||
-                               arg == "--measured-json" || arg == "--scenario" || arg == "--policy" || arg == "--model";
+                               arg == "--measured-json" || arg == "--scenario" || arg == "--policy" ||
+                               arg == "--model" || arg == "--untraced";
       if (takes_value) {
         if (i + 1 >= argc) throw lcsim::InputError("missing value for " + std::string(arg));
         const std::string value = argv[++i];
@@ -63,6 +68,7 @@ int main(int argc, char** argv) {
         if (arg == "--scenario") scenario_file = value;
         if (arg == "--policy") policy = value;
         if (arg == "--model") options.model = lcsim::named_model(value);
+        if (arg == "--untraced") untraced_file = value;
         if (arg == "--gpus-per-node") {
           std::size_t used = 0;
           int n = 0;
@@ -84,12 +90,13 @@ int main(int argc, char** argv) {
       throw lcsim::InputError("--measured-json, --scenario and --policy go together");
     }
     std::vector<std::string> inputs = traces;
-    for (const auto* f : {&prior_file, &kernels_file, &scenario_file}) {
+    for (const auto* f : {&prior_file, &kernels_file, &scenario_file, &untraced_file}) {
       if (!f->empty()) inputs.push_back(*f);
     }
     std::vector<lcsim::OutputOption> outputs{{"--out", out}};
     if (!measured_file.empty()) outputs.push_back({"--measured-json", measured_file});
     lcsim::check_output_files(outputs, inputs);
+    if (!untraced_file.empty()) options.untraced_steps = lcsim::read_untraced_steps(untraced_file);
     std::string scenario_name;
     if (!scenario_file.empty()) {
       const auto scenario = lcsim::parse_json_file(scenario_file);

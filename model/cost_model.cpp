@@ -17,6 +17,9 @@
 //   elementwise E = T / t x layer_elementwise_bytes_per_token / HBM bandwidth (the cluster GPU's datasheet
 //                          figure): the least traffic of the norms, rotary, residual adds and SwiGLU, forward and
 //                          backward, the forward's again when recomputed; the LM head adds the loss's over the logits
+//   CPU floor         a trained layer costs max(layer, layer_issue_us) and the optimizer step max(its time,
+//                          step_issue_us): a framework that issues kernels more slowly than they run leaves the GPU
+//                          waiting (profiles fitted with a job's untraced steps; 0 in every other: docs/calibration.md)
 //   layer = (1 + gemm_work_overhead) GEMM passes + attention terms + E + layer_overhead: the element-wise kernels
 //           (norms, rotary, SwiGLU, residuals) read and write every row, so what they cost beyond E grows with the
 //           rows the GEMMs see, not with attention's s^2; the attention terms are the kernels' own times (the
@@ -267,8 +270,10 @@ double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Rec
   const bool recomputed = checkpointed || recompute == Recompute::Full;
   const double attention = (recomputed ? 2 : 1) * parts.attention + parts.attention_backward;
   const double elementwise = (recomputed ? 2 : 1) * parts.elementwise + parts.elementwise_backward;
-  return (1 + c.gemm_work_overhead) * layer_gemm_seconds(parts, recomputed, grad) + attention + elementwise +
-         c.layer_overhead_us * 1e-6;
+  const double gpu = (1 + c.gemm_work_overhead) * layer_gemm_seconds(parts, recomputed, grad) + attention +
+                     elementwise + c.layer_overhead_us * 1e-6;
+  // The GPU waits for a framework that issues the layer's kernels more slowly than it runs them.
+  return std::max(gpu, c.layer_issue_us * 1e-6);
 }
 
 double CostModel::layer_work_seconds(std::span<const SequenceShare> work, int tp, Recompute recompute,
@@ -616,7 +621,8 @@ double CostModel::gradient_sync_seconds(const ParallelScheme& scheme, int shard_
 double CostModel::optimizer_seconds(const ParallelScheme& scheme, int shard_degree, int stage) const {
   check_degree(shard_degree, "shard degree");
   const double updated = trained_parameters_per_gpu(scheme, stage) / (options_.zero_stage >= 1 ? shard_degree : 1);
-  return profile_.compute.optimizer_us_per_mparam * (updated / 1e6) * 1e-6;
+  return std::max(profile_.compute.optimizer_us_per_mparam * (updated / 1e6) * 1e-6,
+                  profile_.compute.step_issue_us * 1e-6);
 }
 
 double CostModel::switch_seconds(const ParallelScheme& scheme) const {

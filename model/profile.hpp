@@ -105,7 +105,12 @@ struct ComputeProfile {
   double layer_overhead_us = 0;   ///< fixed cost per layer per micro-batch, forward + backward
   double gemm_work_overhead = 0;  ///< element-wise time per layer as a share of its GEMM passes (cost_model.cpp)
   std::optional<double> layer_overhead_fit_mape;
-  double optimizer_us_per_mparam = 0;   ///< optimizer step per million parameters held by the GPU
+  double optimizer_us_per_mparam = 0;  ///< optimizer step per million parameters held by the GPU
+  /// A framework's CPU floor (0: none; docs/calibration.md): a trained layer of a micro-batch costs at least
+  /// layer_issue_us, the CPU time to issue its forward and backward kernels, and the optimizer step at least
+  /// step_issue_us, the rest of a step's issuing (embedding, LM head and loss, optimizer, zero_grad).
+  double layer_issue_us = 0;
+  double step_issue_us = 0;
   double hot_switch_us_per_mparam = 0;  ///< re-sharding cost of a parallel-strategy switch (HotSPa)
 };
 

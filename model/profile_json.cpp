@@ -227,6 +227,8 @@ ComputeProfile read_compute(JsonObjectReader r) {
   c.layer_overhead_fit_mape = read_mape(r, "layer_overhead_fit_mape");
   c.optimizer_us_per_mparam = bounded(r, "optimizer_us_per_mparam", kOverheadUsRange);
   c.hot_switch_us_per_mparam = bounded(r, "hot_switch_us_per_mparam", kOverheadUsRange);
+  if (r.has("layer_issue_us")) c.layer_issue_us = bounded(r, "layer_issue_us", kOverheadUsRange);
+  if (r.has("step_issue_us")) c.step_issue_us = bounded(r, "step_issue_us", kOverheadUsRange);
   r.finish();
   return c;
 }
@@ -336,6 +338,9 @@ Json to_json(const Profile& profile) {
   compute["layer_overhead_fit_mape"] = mape_json<Json>(c.layer_overhead_fit_mape);
   compute["optimizer_us_per_mparam"] = c.optimizer_us_per_mparam;
   compute["hot_switch_us_per_mparam"] = c.hot_switch_us_per_mparam;
+  // Optional: only a profile fitted with a job's untraced step times has the CPU floor.
+  if (c.layer_issue_us > 0) compute["layer_issue_us"] = c.layer_issue_us;
+  if (c.step_issue_us > 0) compute["step_issue_us"] = c.step_issue_us;
   j["compute"] = compute;
 
   const auto& m = profile.memory;

@@ -59,6 +59,28 @@ TEST(CostModelTime, LayerSecondsByHand) {
   EXPECT_EQ(cost.layer_seconds({}, 1, Recompute::None, false, LayerGrad::Full), 0.0);
 }
 
+// A framework's CPU floor (docs/calibration.md): a trained layer costs max(its GPU time, layer_issue_us), the
+// optimizer step max(its GPU time, step_issue_us); a profile without them (every shipped one) is unchanged.
+TEST(CostModelTime, TheCpuFloorBoundsShortLayersAndTheOptimizerStep) {
+  Profile p = flat_profile();
+  const std::vector<SequenceShare> short_one{{10, 1}}, long_one{{100, 1}};
+  const double short_gpu = tiny_cost().layer_seconds(short_one, 1, Recompute::None, false, LayerGrad::Full);
+  const double long_gpu = tiny_cost().layer_seconds(long_one, 1, Recompute::None, false, LayerGrad::Full);
+  const double optimizer_gpu = tiny_cost().optimizer_seconds(ParallelScheme{}, 1, 0);
+  ASSERT_LT(short_gpu, 5.0);
+  ASSERT_GT(long_gpu, 5.0);
+  p.compute.layer_issue_us = 5e6;  // 5 s: between the two layers' GPU times
+  p.compute.step_issue_us = optimizer_gpu * 2e6;
+  const CostModel cost(tiny_model(), tiny_cluster(), p, CostModelOptions{.zero_stage = 2});
+  EXPECT_DOUBLE_EQ(cost.layer_seconds(short_one, 1, Recompute::None, false, LayerGrad::Full), 5.0);
+  EXPECT_DOUBLE_EQ(cost.layer_seconds(long_one, 1, Recompute::None, false, LayerGrad::Full), long_gpu);
+  // A micro-batch of 4 layers: 4 floors, whatever the scheme sums them through.
+  ParallelScheme scheme;
+  EXPECT_NEAR(cost.compute_seconds(short_one, scheme, 4, false), 4 * 5.0, 1e-9);
+  EXPECT_DOUBLE_EQ(cost.optimizer_seconds(scheme, 1, 0), 2 * optimizer_gpu);
+  EXPECT_EQ(cost.layer_seconds({}, 1, Recompute::None, false, LayerGrad::Full), 0.0);  // no work, no issuing
+}
+
 TEST(CostModelTime, ElementWiseShareScalesTheGemmPassesOnly) {
   Profile p = flat_profile();
   p.compute.gemm_work_overhead = 0.25;

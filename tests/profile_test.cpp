@@ -207,6 +207,21 @@ TEST(ProfileJson, RoundTripsThroughJsonAndFiles) {
   EXPECT_EQ(profile_to_json(loaded), j);
 }
 
+// The framework's CPU floor is optional: absent it is 0 and not written, so every profile without it reads and
+// writes as before; present it round-trips.
+TEST(ProfileJson, TheCpuFloorIsOptionalAndRoundTrips) {
+  EXPECT_EQ(profile_from_json(valid_document(), "p.json").compute.layer_issue_us, 0);
+  nlohmann::json doc = valid_document();
+  doc["compute"]["layer_issue_us"] = 3096;
+  doc["compute"]["step_issue_us"] = 12000;
+  const Profile p = profile_from_json(doc, "p.json");
+  EXPECT_DOUBLE_EQ(p.compute.layer_issue_us, 3096);
+  EXPECT_DOUBLE_EQ(p.compute.step_issue_us, 12000);
+  EXPECT_EQ(profile_to_json(p), doc);
+  doc["compute"]["layer_issue_us"] = -1;
+  EXPECT_THROW(profile_from_json(doc, "p.json"), InputError);
+}
+
 /// Expects profile_from_json to reject `doc` with a message containing `needle` (a JSON path and/or reason).
 void expect_rejected(const nlohmann::json& doc, const std::string& needle) {
   try {

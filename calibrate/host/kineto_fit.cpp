@@ -10,12 +10,13 @@
 #include <sstream>
 #include <tuple>
 
+#include "base/errors.hpp"
+#include "base/json_reader.hpp"
 #include "calibrate/host/fit.hpp"
 #include "calibrate/host/gpu_kind.hpp"
 #include "calibrate/host/kineto_kernels.hpp"
 #include "calibrate/host/profile_fit.hpp"
 #include "model/cost_model.hpp"
-#include "base/errors.hpp"
 
 namespace lcsim {
 namespace {
@@ -426,6 +427,8 @@ struct Fitter {
     if (!skipped_text.empty()) kept_notes.push_back("NCCL kernels not used: " + skipped_text);
   }
 
+  std::vector<double> step_busy_s;  ///< the first trace's steps with kernels: the union of their kernels' time
+
   void steps() {
     double step_sum = 0, idle_sum = 0, busy_sum = 0;
     int steps = 0;
@@ -451,6 +454,7 @@ struct Fitter {
           last = std::max(last, b);
         }
         busy += end - start;
+        if (&t == &traces.front()) step_busy_s.push_back(busy * 1e-6);
         ++steps;
         step_sum += t.steps[s].dur_us * 1e-6;
         busy_sum += busy * 1e-6;
@@ -466,12 +470,89 @@ struct Fitter {
     out.steps.mean_step_s = step_sum / steps;
     out.steps.mean_gpu_idle_s = idle_sum / steps;
     out.steps.mean_gpu_busy_s = busy_sum / steps;
-    // Not a profile field: the cost model has no per-step framework term yet (docs/calibration.md).
+    // Traced times: the profiler's own CPU cost is in them, so the floor is fitted from untraced ones (issue_floor).
     out.report.push_back({"framework per-step overhead", false, steps, 0, std::nullopt,
-                          "measured, not in the cost model: GPU idle " + fixed(out.steps.mean_gpu_idle_s * 1e3, 3) +
+                          "measured while traced: GPU idle " + fixed(out.steps.mean_gpu_idle_s * 1e3, 3) +
                               " ms between kernels per step (busy " + fixed(out.steps.mean_gpu_busy_s * 1e3, 3) +
                               " ms; step " + fixed(out.steps.mean_step_s * 1e3, 3) + " ms), recorded in the notes",
                           true});
+  }
+
+  /// The framework's CPU floor from the job's untraced step times: a step whose kernels keep the GPU busy less
+  /// than 80% of it waited for the CPU, and those steps' median is the floor (docs/calibration.md). One model's
+  /// trace cannot split it into per-layer and per-step parts, so it is charged per layer (layer_issue_us = floor /
+  /// layers): a CPU-bound step is then predicted at the floor plus the LM head's and optimizer's kernels.
+  void issue_floor() {
+    const auto& untraced = options.untraced_steps;
+    const std::string field = "compute.layer_issue_us";
+    if (untraced.empty()) {
+      line({field, false, 0, 0, std::nullopt, "needs the job's untraced step times (--untraced STEPS.json)"});
+      return;
+    }
+    if (!options.model) throw InputError("--untraced: the floor is per layer, so the traced model is needed (--model)");
+    if (traces.size() != 1) throw InputError("--untraced: one trace (the untraced times are one job's steps)");
+    if (untraced.size() != step_busy_s.size())
+      throw InputError(traces.front().file + ": " + std::to_string(step_busy_s.size()) +
+                       " ProfilerStep windows with kernels, but " + std::to_string(untraced.size()) +
+                       " untraced step times");
+    // The layers the job ran (a trace of a model cut to fewer layers, as torch_trace_step.py --layers makes): the
+    // median over its steps of what their forward matmuls add up to.
+    ModelConfig model = *options.model;
+    std::vector<double> counted;
+    {
+      const CostModel cost(model, one_gpu_cluster(p, 0), p);
+      for (const StepWork& w : step_work())
+        if (const double n = step_layers(w, cost); n >= 1) counted.push_back(n);
+    }
+    if (counted.empty())
+      throw InputError(traces.front().file + ": --untraced: no step whose forward matmuls add up to layers of " +
+                       model.name + " (record_shapes=True)");
+    std::sort(counted.begin(), counted.end());
+    model.layers = static_cast<int>(counted[counted.size() / 2]);
+    // The step on one GPU as the cost model prices it: the layers, the LM head (nothing recomputed, as a plain
+    // training loop runs) and the optimizer over every parameter. On a CPU-bound step the floor covers the head's
+    // and the optimizer's kernels too, so the layers' share of it is what the step took less those.
+    CostModelOptions plain;
+    plain.zero_stage = 0;
+    const CostModel cost(model, one_gpu_cluster(p, 0), p, plain);
+    ParallelScheme scheme;
+    scheme.recompute = Recompute::None;
+    const auto rest_s = [&](double tokens) {
+      const SequenceShare one{static_cast<Tokens>(std::llround(tokens)), 1};
+      return cost.compute_seconds(std::span(&one, 1), scheme, LayerSpan{0, 0}, true) +
+             cost.optimizer_seconds(scheme, 1, 0);
+    };
+    std::vector<double> per_layer;
+    for (std::size_t i = 0; i < untraced.size(); ++i)
+      if (step_busy_s[i] < 0.8 * untraced[i].seconds)
+        per_layer.push_back((untraced[i].seconds - rest_s(untraced[i].tokens)) / model.layers);
+    if (per_layer.empty()) {
+      line({field, false, static_cast<int>(untraced.size()), 0, std::nullopt,
+            "every step kept the GPU busy: no CPU floor shows (prior kept)"});
+      return;
+    }
+    std::sort(per_layer.begin(), per_layer.end());
+    const double layer_s = per_layer[per_layer.size() / 2];
+    if (!(layer_s > 0)) {
+      line({field, false, static_cast<int>(untraced.size()), 0, std::nullopt,
+            "the LM head's and optimizer's kernels alone exceed the CPU-bound steps (prior kept)"});
+      return;
+    }
+    p.compute.layer_issue_us = layer_s * 1e6;
+    p.compute.step_issue_us = 0;
+    double sum = 0;  // every step against the cost model with the floor: the GPU-bound ones were not fitted on
+    for (const UntracedStep& u : untraced) {
+      const SequenceShare one{static_cast<Tokens>(std::llround(u.tokens)), 1};
+      const CostModel floored(model, one_gpu_cluster(p, 0), p, plain);
+      const double predicted = floored.compute_seconds(std::span(&one, 1), scheme, LayerSpan{0, model.layers}, true) +
+                               floored.optimizer_seconds(scheme, 1, 0);
+      sum += std::abs(predicted / u.seconds - 1);
+    }
+    line({field, true, static_cast<int>(untraced.size()), static_cast<int>(untraced.size() - per_layer.size()),
+          sum / static_cast<double>(untraced.size()),
+          fixed(p.compute.layer_issue_us, 1) + " us a layer (median of " + std::to_string(per_layer.size()) +
+              " CPU-bound steps, less their LM head and optimizer kernels, over " + std::to_string(model.layers) +
+              " layers); error: every untraced step against the cost model's step with the floor"});
   }
 
   /// One step's GEMM and element-wise kernel time and what its forward matmuls say of it: their rows (the
@@ -513,6 +594,11 @@ struct Fitter {
   /// copies, the loss) less the cost model's floor for them (docs/model.md: the layers' and the loss's least HBM
   /// traffic), over the layers' GEMM time. The step's layers come from its forward matmul FLOPs, the layers' GEMM
   /// time from the step's GEMM kernels less the LM head's share of the FLOPs.
+  /// The layers a step ran, from its forward matmuls' FLOPs per token less the LM head's, over one layer's.
+  static double step_layers(const StepWork& s, const CostModel& cost) {
+    return std::round((s.forward_flops / s.tokens - cost.head_flops_per_token()) / cost.gemm_flops_per_token());
+  }
+
   void elementwise_share() {
     const std::string field = "compute.gemm_work_overhead";
     if (!options.model) {
@@ -537,14 +623,14 @@ struct Fitter {
     std::vector<Point> points;
     int no_layers = 0;
     for (const StepWork& s : step_work()) {
-      const double layers = std::round((s.forward_flops / s.tokens - head_flops) / layer_flops);
+      const double layers = step_layers(s, cost);
       if (layers < 1) {
         ++no_layers;
         continue;
       }
       const double floor_s =
-          s.tokens * (layers * (layer_bytes.forward + layer_bytes.backward) + loss_bytes.forward + loss_bytes.backward) /
-          rate;
+          s.tokens *
+          (layers * (layer_bytes.forward + layer_bytes.backward) + loss_bytes.forward + loss_bytes.backward) / rate;
       const double layer_gemm_s = s.gemm_s * layers * layer_flops / (layers * layer_flops + head_flops);
       points.push_back({s.tokens, floor_s, layer_gemm_s, s.elementwise_s, (s.elementwise_s - floor_s) / layer_gemm_s});
     }
@@ -572,7 +658,8 @@ struct Fitter {
     std::optional<double> mape;
     if (!held.empty()) {
       double sum = 0;
-      for (const Point* h : held) sum += std::abs(h->floor_s + share * h->layer_gemm_s - h->elementwise_s) / h->elementwise_s;
+      for (const Point* h : held)
+        sum += std::abs(h->floor_s + share * h->layer_gemm_s - h->elementwise_s) / h->elementwise_s;
       mape = sum / static_cast<double>(held.size());
     }
     p.compute.gemm_work_overhead = std::max(0.0, share);
@@ -630,9 +717,9 @@ struct Fitter {
     }
     if (out.steps.steps > 0) {
       notes += " Measured step: " + fixed(out.steps.mean_step_s * 1e3, 3) + " ms mean over " +
-               std::to_string(out.steps.steps) + " ProfilerStep windows; framework overhead (GPU idle between " +
-               "kernels inside a step, not in the cost model): " + fixed(out.steps.mean_gpu_idle_s * 1e3, 3) +
-               " ms per step.";
+               std::to_string(out.steps.steps) + " ProfilerStep windows; GPU idle between kernels inside a step " +
+               "while traced (the profiler's CPU cost included; the CPU floor is layer_issue_us, fitted from " +
+               "untraced steps): " + fixed(out.steps.mean_gpu_idle_s * 1e3, 3) + " ms per step.";
     }
     pv.notes = notes;
     const std::string kind = match_gpu_kind(device);
@@ -723,16 +810,38 @@ TraceFit fit_profile_from_traces(const std::vector<KinetoTrace>& traces, const P
                        traces.front().device_name + ": one profile describes one GPU kind");
     }
   }
-  Fitter f{traces, options, prior, {}, {}, {}};
+  Fitter f{traces, options, prior, {}, {}, {}, {}};
   f.gemm();
   f.attention();
   f.collectives();
   f.elementwise_share();
   f.kept_fields();
   f.steps();
+  f.issue_floor();
   f.provenance(prior);
   f.out.profile = std::move(f.p);
   return std::move(f.out);
+}
+
+std::vector<UntracedStep> read_untraced_steps(const std::string& file) {
+  const nlohmann::json doc = parse_json_file(file);
+  if (!doc.is_object() || !doc.contains("steps") || !doc["steps"].is_array() || doc["steps"].empty())
+    throw InputError(file + ": steps: expected a non-empty array (calibrate/torch_trace_step.py --repeats)");
+  std::vector<UntracedStep> out;
+  for (std::size_t i = 0; i < doc["steps"].size(); ++i) {
+    const auto& step = doc["steps"][i];
+    const auto positive = [&](const char* key) {
+      const std::string where = file + ": steps[" + std::to_string(i) + "]." + key;
+      if (!step.is_object() || !step.contains(key))
+        throw InputError(where + ": missing (record the steps with calibrate/torch_trace_step.py --repeats N)");
+      const auto& v = step[key];
+      if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+        throw InputError(where + ": expected a positive number");
+      return v.get<double>();
+    };
+    out.push_back({positive("tokens"), positive("untraced_seconds")});
+  }
+  return out;
 }
 
 nlohmann::ordered_json trace_steps_results(const std::vector<KinetoTrace>& traces, const std::string& scenario_name,

@@ -15,6 +15,12 @@
 
 namespace lcsim {
 
+/// One step of the traced job timed without the profiler: the tokens it trained on and its seconds.
+struct UntracedStep {
+  double tokens = 0;
+  double seconds = 0;
+};
+
 struct TraceFitOptions {
   /// GPUs a node has: a process group whose global ranks fall in one block of this many is on NVLink, else it
   /// crosses nodes (InfiniBand). Kineto does not record the node layout.
@@ -22,6 +28,10 @@ struct TraceFitOptions {
   /// The traced model's shape: with it the element-wise share (`gemm_work_overhead`) is fitted, as what the
   /// step's element-wise kernels take beyond their least HBM traffic, which depends on the model's widths.
   std::optional<ModelConfig> model;
+  /// The traced job's step times without the profiler, in the trace's step order (one trace): with `model`, they
+  /// fit the framework's CPU floor (`layer_issue_us`). A trace's own CPU-bound steps are no measure of it: the
+  /// profiler's recording costs about as much CPU as the issuing (docs/measurements/h200-2026-11-27.md).
+  std::vector<UntracedStep> untraced_steps;
 };
 
 /// One profile field: fitted from the traces, or kept from the prior and why.
@@ -63,6 +73,10 @@ TraceFit fit_profile_from_traces(const std::vector<KinetoTrace>& traces, const P
 /// step.
 nlohmann::ordered_json trace_steps_results(const std::vector<KinetoTrace>& traces, const std::string& scenario_name,
                                            const std::string& scenario_file, const std::string& policy);
+
+/// steps[].tokens and .untraced_seconds of a steps file (calibrate/torch_trace_step.py --repeats), in order;
+/// InputError naming the file and key when one is missing or not a positive number.
+std::vector<UntracedStep> read_untraced_steps(const std::string& file);
 
 /// The report as a table, one line per field.
 std::string format_trace_fit_report(const TraceFit& fit);
