@@ -287,19 +287,38 @@ def _binary():
     return path
 
 
-def _run_command(arguments):
+def _run_command(arguments, progress=None):
     """Runs `lcsim ARGUMENTS --json FILE` and returns the document it wrote; exit 2 raises InputError, 3
-    PlanningError, anything else RuntimeError, each with the command's message."""
+    PlanningError, anything else RuntimeError, each with the command's message. ``progress`` (a callable, or None)
+    receives the command's progress lines as they come (LCSIM_PROGRESS=lines)."""
     with tempfile.TemporaryDirectory(prefix="lcsim-") as folder:
         out = os.path.join(folder, "out.json")
-        run = subprocess.run([_binary(), *arguments, "--json", out], capture_output=True, text=True)
-        message = (run.stderr.strip() or run.stdout.strip()).removeprefix("lcsim: error: ")
-        if run.returncode == 2:
+        env = dict(os.environ, LCSIM_PROGRESS="lines") if progress else None
+        with open(os.path.join(folder, "stdout"), "w+", encoding="utf-8") as stdout:
+            child = subprocess.Popen([_binary(), *arguments, "--json", out], stdout=stdout, stderr=subprocess.PIPE,
+                                     text=True, env=env)
+            kept = []
+            try:
+                for line in child.stderr:
+                    fields = line.rstrip("\n").split(" ", 3)
+                    if progress and len(fields) == 4 and fields[0] == "lcsim-progress":
+                        progress(int(fields[1]), int(fields[2]), fields[3])
+                    else:
+                        kept.append(line)
+            except BaseException:
+                child.kill()
+                child.wait()
+                raise
+            status = child.wait()
+            stdout.seek(0)
+            printed = stdout.read()
+        message = ("".join(kept).strip() or printed.strip()).removeprefix("lcsim: error: ")
+        if status == 2:
             raise InputError(message)
-        if run.returncode == 3:
+        if status == 3:
             raise PlanningError(message)
-        if run.returncode != 0:
-            raise RuntimeError(f"lcsim {arguments[0]} exited with status {run.returncode}: {message}")
+        if status != 0:
+            raise RuntimeError(f"lcsim {arguments[0]} exited with status {status}: {message}")
         with open(out, encoding="utf-8") as f:
             return json.load(f)
 
@@ -375,7 +394,7 @@ def sweep(sweep_file, *, jobs=2, out=None, in_process=None, progress=True):
 
     A sweep whose base scenario names a policy written in Python (:func:`register_policy`) runs in this process
     instead, point after point (``in_process=True`` forces it, ``False`` refuses it): the same files in ``out`` (a
-    temporary folder by default) and the same merged document. ``progress`` as for :func:`plan`, in process.
+    temporary folder by default) and the same merged document. ``progress`` as for :func:`plan`.
     """
     sweep_file = os.fspath(sweep_file)
     if in_process is None:
@@ -385,17 +404,18 @@ def sweep(sweep_file, *, jobs=2, out=None, in_process=None, progress=True):
         if in_process:
             return SweepResults(json.loads(_lcsim.sweep(sweep_file, folder, _progress(progress))))
         return SweepResults(_run_command(["sweep", sweep_file, "--jobs", str(int(jobs)), "--out", folder,
-                                          "--quiet"]))
+                                          "--quiet"], _progress(progress)))
 
 
-def validate(*, catalogue=None, only=(), samples=8, jobs=2):
-    """``lcsim validate``: the catalogue's published and measured figures against lcsim's predictions."""
+def validate(*, catalogue=None, only=(), samples=8, jobs=2, progress=True):
+    """``lcsim validate``: the catalogue's published and measured figures against lcsim's predictions.
+    ``progress`` as for :func:`plan`."""
     arguments = ["validate", "--samples", str(int(samples)), "--jobs", str(int(jobs))]
     if catalogue is not None:
         arguments += ["--catalogue", os.fspath(catalogue)]
     for entry in only:
         arguments += ["--only", entry]
-    return ValidationResults(_run_command(arguments))
+    return ValidationResults(_run_command(arguments, _progress(progress)))
 
 
 def _names_python_kinds(scenario):
@@ -403,12 +423,13 @@ def _names_python_kinds(scenario):
                for entry in scenario.to_dict().get("policies", []))
 
 
-def tune(scenario, *, jobs=2, budget_s=None, in_process=None):
+def tune(scenario, *, jobs=2, budget_s=None, in_process=None, progress=True):
     """``lcsim tune``: each policy's best settings and layout for the scenario (a Scenario, path or dict).
 
     A scenario that names a policy written in Python runs in this process instead of the ``lcsim`` command
     (``in_process=True`` forces it): candidates estimated on ``jobs`` threads as the command does, its plan and
-    simulate steps run here one after another; the same document.
+    simulate steps run here one after another; the same document. ``progress`` as for :func:`plan` (by the
+    command).
     """
     s = _as_scenario(scenario)
     if in_process is None:
@@ -425,4 +446,4 @@ def tune(scenario, *, jobs=2, budget_s=None, in_process=None):
         arguments = ["tune", path, "--jobs", str(int(jobs)), "--quiet"]
         if budget_s is not None:
             arguments += ["--budget-s", str(budget_s)]
-        return TuneResults(_run_command(arguments))
+        return TuneResults(_run_command(arguments, _progress(progress)))

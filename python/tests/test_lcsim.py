@@ -118,8 +118,10 @@ def test_sweep_validate_and_tune_run_the_command_line(tmp_path):
         lcsim.sweep(tmp_path / "no-such-sweep.json")
 
     entry = "h200-live-wikipedia-skrull-vs-deepspeed"
-    validated = lcsim.validate(only=[entry], samples=1)
+    seen = []
+    validated = lcsim.validate(only=[entry], samples=1, progress=lambda *update: seen.append(update))
     assert [r["id"] for r in validated.rows()] == [entry]
+    assert seen and seen[-1][0] == seen[-1][1]  # the command's progress, through the pipe, to the end
     with pytest.raises(lcsim.InputError, match="no-such-entry"):
         lcsim.validate(only=["no-such-entry"], samples=1)
 
