@@ -23,7 +23,7 @@ constexpr int kUsageError = 2;
 void usage(std::ostream& out) {
   out << "usage: lcsim-fit-trace TRACE... --out FILE [--prior PROFILE] [--model M] [--gpus-per-node N]\n"
          "                       [--kernels FILE] [--measured-json FILE --scenario SCENARIO --policy NAME]\n"
-         "                       [--untraced STEPS.json]\n"
+         "                       [--untraced STEPS.json] [--fitted-on ENTRY]...\n"
          "  Fits a calibration profile from PyTorch profiler (Kineto) traces (.json or .json.gz, one per rank):\n"
          "  GEMM and attention efficiency from the kernels' op shapes (record_shapes=True), collective latency and\n"
          "  bus bandwidth from the NCCL metadata, and the per-step GPU idle time. Fields a trace cannot give keep\n"
@@ -37,9 +37,12 @@ void usage(std::ostream& out) {
          "  --untraced FILE     the job's step times without the profiler, in the trace's step order (with --model;\n"
          "                      steps[].untraced_seconds, as calibrate/torch_trace_step.py --repeats writes them):\n"
          "                      fits the framework's CPU floor, compute.layer_issue_us\n"
+         "  --fitted-on ENTRY   a validation entry that measures this very job: the profile records every field\n"
+         "                      fitted here as set from it, so validate counts it as fitted, not held out\n"
          "  --measured-json FILE  also write the traces' step times as a measured run (lcsim-results/1, mode live)\n"
          "                      of policy NAME in SCENARIO (the scenario describing the traced job), for a\n"
-         "                      `measured` entry of the validation catalogue (docs/validation.md)\n";
+         "                      `measured` entry of the validation catalogue (docs/validation.md); with --untraced,\n"
+         "                      the untraced step times\n";
 }
 
 }  // namespace
@@ -57,7 +60,7 @@ int main(int argc, char** argv) {
       }
       const bool takes_value = arg == "--out" || arg == "--prior" || arg == "--gpus-per-node" || arg == "--kernels" ||
                                arg == "--measured-json" || arg == "--scenario" || arg == "--policy" ||
-                               arg == "--model" || arg == "--untraced";
+                               arg == "--model" || arg == "--untraced" || arg == "--fitted-on";
       if (takes_value) {
         if (i + 1 >= argc) throw lcsim::InputError("missing value for " + std::string(arg));
         const std::string value = argv[++i];
@@ -69,6 +72,7 @@ int main(int argc, char** argv) {
         if (arg == "--policy") policy = value;
         if (arg == "--model") options.model = lcsim::named_model(value);
         if (arg == "--untraced") untraced_file = value;
+        if (arg == "--fitted-on") options.fitted_on.push_back(value);
         if (arg == "--gpus-per-node") {
           std::size_t used = 0;
           int n = 0;
@@ -128,9 +132,11 @@ int main(int argc, char** argv) {
     lcsim::save_profile(fit.profile, out);
     std::vector<std::string> written{out};
     if (!measured_file.empty()) {
-      lcsim::write_output(measured_file,
-                          lcsim::trace_steps_results(loaded, scenario_name, scenario_file, policy).dump(2) + "\n",
-                          written);
+      lcsim::write_output(
+          measured_file,
+          lcsim::trace_steps_results(loaded, scenario_name, scenario_file, policy, options.untraced_steps).dump(2) +
+              "\n",
+          written);
       std::cout << "wrote " << measured_file << ": the traces' step times as a measured run of " << policy << "\n";
     }
     std::cout << "wrote " << out << ": " << fit.fitted_fields << " field(s) fitted from " << loaded.size()

@@ -771,6 +771,7 @@ struct TorchSteps {
   const char* stem;
   const char* model;
   int layers;
+  const char* fitted_on;  ///< the catalogue entry that measures this job, "" for none
 };
 
 const std::string kTorchDir = std::string(LCSIM_SOURCE_DIR) + "/measurements/torch/h200-2026-11-27/";
@@ -819,11 +820,20 @@ TEST_P(TorchStepFloor, ProfileIsTheFitOfItsTraceAndSteps) {
   TraceFitOptions options;
   options.model = named_model(run.model);
   options.untraced_steps = read_untraced_steps(kTorchDir + run.stem + ".steps.json");
+  if (*run.fitted_on != '\0') options.fitted_on = {run.fitted_on};
   const TraceFit fit = fit_profile_from_traces(traces, derive_default_profile(named_gpu("H200")), options);
   nlohmann::json fitted = profile_to_json(fit.profile);
   nlohmann::json committed = profile_to_json(load_profile(kTorchDir + run.stem + ".profile.json"));
   for (auto* doc : {&fitted, &committed}) (*doc)["provenance"].erase("notes");  // they name the trace's path
   EXPECT_EQ(fitted, committed) << "refit " << run.stem << ".profile.json";
+  // The job's measured run is its untraced steps, not the traced ones (twice as long where the CPU bounds them).
+  const auto measured = trace_steps_results(traces, "job", "job.json", "deepspeed", options.untraced_steps);
+  const auto& iterations = measured["policies"][0]["iterations"];
+  ASSERT_EQ(iterations.size(), options.untraced_steps.size());
+  for (std::size_t i = 0; i < iterations.size(); ++i)
+    EXPECT_EQ(iterations[i]["seconds"].get<double>(), options.untraced_steps[i].seconds);
+  EXPECT_THROW(trace_steps_results(traces, "job", "job.json", "deepspeed", std::span(options.untraced_steps).first(1)),
+               InputError);
 }
 
 // Fitted apart, the two models' floors agree per layer (3.10 and 2.89 ms): the CPU issues a decoder layer's kernels
@@ -835,8 +845,9 @@ TEST(TorchStepFloorAcrossModels, OneLayerCostsAboutTheSameCpuOnBothModels) {
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, TorchStepFloor,
-                         ::testing::Values(TorchSteps{"torch-qwen2.5-0.5b-warm", "Qwen2.5-0.5B", 24},
-                                           TorchSteps{"torch-qwen2.5-7b-8layers-warm", "Qwen2.5-7B", 8}),
+                         ::testing::Values(TorchSteps{"torch-qwen2.5-0.5b-warm", "Qwen2.5-0.5B", 24,
+                                                      "h200-2026-11-27-torch-qwen2.5-0.5b-h200-deepspeed-seconds"},
+                                           TorchSteps{"torch-qwen2.5-7b-8layers-warm", "Qwen2.5-7B", 8, ""}),
                          [](const ::testing::TestParamInfo<TorchSteps>& param) {
                            return std::string(param.param.layers == 24 ? "qwen0_5b" : "qwen7b_8layers");
                          });

@@ -682,6 +682,8 @@ struct Fitter {
 
   void provenance(const Profile& prior) {
     auto& pv = p.provenance;
+    for (const auto& entry : options.fitted_on)
+      for (const auto& field : fitted_notes) pv.fitted_on.push_back({entry, field});
     std::string device, files;
     std::optional<std::uint64_t> base;
     for (const auto& t : traces) {
@@ -845,7 +847,8 @@ std::vector<UntracedStep> read_untraced_steps(const std::string& file) {
 }
 
 nlohmann::ordered_json trace_steps_results(const std::vector<KinetoTrace>& traces, const std::string& scenario_name,
-                                           const std::string& scenario_file, const std::string& policy) {
+                                           const std::string& scenario_file, const std::string& policy,
+                                           std::span<const UntracedStep> untraced) {
   // A step ends when its slowest rank does: per step number, the longest ProfilerStep over the traces.
   std::map<std::int64_t, double> step_s;
   std::string device, files;
@@ -855,9 +858,15 @@ nlohmann::ordered_json trace_steps_results(const std::vector<KinetoTrace>& trace
     files += (files.empty() ? "" : ", ") + t.file;
   }
   if (step_s.empty()) throw InputError(traces.front().file + ": no ProfilerStep#N: no step time to measure");
+  if (!untraced.empty() && untraced.size() != step_s.size())
+    throw InputError(traces.front().file + ": " + std::to_string(step_s.size()) + " ProfilerStep numbers, but " +
+                     std::to_string(untraced.size()) + " untraced step times");
   nlohmann::ordered_json iterations = nlohmann::ordered_json::array();
   double sum = 0;
-  for (const auto& [number, seconds] : step_s) {
+  std::size_t k = 0;
+  for (const auto& [number, traced_s] : step_s) {
+    // Untraced: the job's own step time; a CPU-bound step takes about twice as long while the profiler records it.
+    const double seconds = untraced.empty() ? traced_s : untraced[k++].seconds;
     iterations.push_back({{"step", number}, {"seconds", seconds}});
     sum += seconds;
   }
@@ -877,8 +886,9 @@ nlohmann::ordered_json trace_steps_results(const std::vector<KinetoTrace>& trace
       {"device", std::to_string(traces.size()) + " trace(s), " + (device.empty() ? "device unknown" : device)},
       {"notes",
        {"written by lcsim-fit-trace from " + files +
-        "; seconds = the slowest rank's ProfilerStep#N "
-        "duration, per step number (the profiler's own overhead included)"}}};
+        (untraced.empty() ? "; seconds = the slowest rank's ProfilerStep#N duration, per step number (the profiler's "
+                            "own overhead included)"
+                          : "; seconds = the job's step times without the profiler (--untraced), in step order")}}};
   return out;
 }
 

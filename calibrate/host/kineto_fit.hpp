@@ -4,6 +4,7 @@
 // trace recorded. A field the traces cannot give keeps the prior's value, and the report says why, field by
 // field. What each field needs from a trace: docs/calibration.md ("Profiles from PyTorch profiler traces").
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct TraceFitOptions {
   /// fit the framework's CPU floor (`layer_issue_us`). A trace's own CPU-bound steps are no measure of it: the
   /// profiler's recording costs about as much CPU as the issuing (docs/measurements/h200-2026-11-27.md).
   std::vector<UntracedStep> untraced_steps;
+  /// Validation-catalogue entries that measure this very job: every field fitted here is recorded as set from each
+  /// (provenance.fitted_on), so `lcsim validate` counts them as fitted, not held out.
+  std::vector<std::string> fitted_on;
 };
 
 /// One profile field: fitted from the traces, or kept from the prior and why.
@@ -71,8 +75,10 @@ TraceFit fit_profile_from_traces(const std::vector<KinetoTrace>& traces, const P
 /// `policy` is the policy the job ran, with mean_iteration_s the mean over step numbers of the slowest rank's
 /// ProfilerStep duration. `scenario_name` and `scenario_file` name that scenario. InputError when no trace has a
 /// step.
+/// With `untraced` (one per step number, in order), those seconds replace the traced durations: the job's own.
 nlohmann::ordered_json trace_steps_results(const std::vector<KinetoTrace>& traces, const std::string& scenario_name,
-                                           const std::string& scenario_file, const std::string& policy);
+                                           const std::string& scenario_file, const std::string& policy,
+                                           std::span<const UntracedStep> untraced = {});
 
 /// steps[].tokens and .untraced_seconds of a steps file (calibrate/torch_trace_step.py --repeats), in order;
 /// InputError naming the file and key when one is missing or not a positive number.
