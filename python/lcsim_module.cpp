@@ -87,14 +87,9 @@ WorldProgress world_progress(const ProgressSink& sink) {
 /// A Python callable as a sink, called with the GIL held from whatever thread reports.
 ProgressSink python_sink(const py::object& callback) {
   if (callback.is_none()) return {};
-  auto held = std::make_shared<py::object>(callback);
-  std::shared_ptr<py::object> guard(held.get(), [held](py::object*) mutable {
+  return [held = python::gil_held(callback)](std::size_t done, std::size_t total, const std::string& what) {
     py::gil_scoped_acquire gil;
-    held.reset();
-  });
-  return [guard](std::size_t done, std::size_t total, const std::string& what) {
-    py::gil_scoped_acquire gil;
-    (*guard)(done, total, what);
+    (*held)(done, total, what);
   };
 }
 
@@ -261,7 +256,7 @@ std::string sweep_in_process(const std::string& sweep_file, const std::string& d
     const SweepPoint& point = points[k];
     const auto index = static_cast<std::size_t>(point.index);
     const std::string file = sweep_point_path(dir, index, ".json").string();
-    write_file_atomically(file, point.scenario.dump(2) + "\n");
+    write_sweep_point_scenario(dir, point);
     const std::string text = point.scenario.dump();
     const DocumentAndTable run = sweep.mode == "plan"
                                      ? plan(text, file, sweep.samples, std::nullopt, {}, true, {})

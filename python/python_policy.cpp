@@ -104,8 +104,8 @@ std::vector<IterationPlan> to_plans(const py::handle& returned, const PlanningCo
     IterationPlan plan;
     plan.index = static_cast<int>(b);
     const py::object label = py::getattr(item, "label", py::none());
-    plan.label = label.is_none() || py::str(label).cast<std::string>().empty() ? "batch " + std::to_string(b)
-                                                                               : py::str(label).cast<std::string>();
+    plan.label = label.is_none() ? "" : py::str(label).cast<std::string>();
+    if (plan.label.empty()) plan.label = "batch " + std::to_string(b);
     const py::sequence replicas = as_sequence(item.attr("replicas"), where + ".replicas", "a list per DP rank");
     if (replicas.size() != static_cast<std::size_t>(context.layout.dp))
       bad_return(where + ".replicas",
@@ -128,47 +128,42 @@ std::vector<IterationPlan> to_plans(const py::handle& returned, const PlanningCo
   return plans;
 }
 
-/// Holds a Python object; drops its reference with the GIL held, whatever thread the C++ side ends on.
-struct GilReleasedObject {
-  py::object object;
-  ~GilReleasedObject() {
-    py::gil_scoped_acquire gil;
-    object = py::object();
-  }
-};
-
 class PythonPolicy final : public Policy {
  public:
-  PythonPolicy(std::string kind, std::unique_ptr<GilReleasedObject> instance)
-      : kind_(std::move(kind)), instance_(std::move(instance)) {}
+  PythonPolicy(std::string kind, GilHeld instance) : kind_(std::move(kind)), instance_(std::move(instance)) {}
 
   std::string kind() const override { return kind_; }
 
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override {
     py::gil_scoped_acquire gil;
-    auto open = std::make_shared<bool>(true);
+    const auto open = std::make_shared<bool>(true);
+    // However plan() ends, the view it was handed stops answering.
+    const std::unique_ptr<bool, void (*)(bool*)> close(open.get(), [](bool* flag) { *flag = false; });
     try {
       py::list batch_list;
       for (const GlobalBatch& batch : batches) batch_list.append(py::cast(batch));
-      const py::object view = py::cast(PlanningView(context, open));
-      const py::object returned = instance_->object.attr("plan")(view, batch_list);
-      *open = false;
+      const py::object returned = instance_->attr("plan")(py::cast(PlanningView(context, open)), batch_list);
       return to_plans(returned, context);
     } catch (py::error_already_set& e) {
-      *open = false;
       throw PlanningError("plan() raised " + std::string(e.what()));
     } catch (const py::cast_error& e) {
-      *open = false;
       throw PlanningError(std::string("plan() returned a value of the wrong type: ") + e.what());
     }
   }
 
  private:
   std::string kind_;
-  std::unique_ptr<GilReleasedObject> instance_;
+  GilHeld instance_;
 };
 
 }  // namespace
+
+GilHeld gil_held(py::object object) {
+  return GilHeld(new py::object(std::move(object)), [](py::object* held) {
+    py::gil_scoped_acquire gil;
+    delete held;
+  });
+}
 
 void bind_policy_types(py::module_& m) {
   py::class_<Sequence>(m, "Sequence", "One sequence of a global batch: its id in the dataset and its tokens.")
@@ -206,14 +201,12 @@ void register_python_policy(const std::string& kind, const py::object& cls) {
   auto* held = new py::object(cls);
   register_policy(kind, [kind, held](const PolicySpec& spec) -> std::unique_ptr<Policy> {
     py::gil_scoped_acquire gil;
-    auto instance = std::make_unique<GilReleasedObject>();
     try {
       const py::object options = py::module_::import("json").attr("loads")(spec.options.dump());
-      instance->object = (*held)(**options);
+      return std::make_unique<PythonPolicy>(kind, gil_held((*held)(**options)));
     } catch (py::error_already_set& e) {
       throw InputError(spec.file + ": " + spec.path + ".options: policy '" + kind + "' refused them: " + e.what());
     }
-    return std::make_unique<PythonPolicy>(kind, std::move(instance));
   });
   any_registered = true;
 }

@@ -5,9 +5,15 @@
 // code raises or returns wrong becomes a PlanningError naming the policy, never a crash.
 #include <pybind11/pybind11.h>
 
+#include <memory>
 #include <string>
 
 namespace lcsim::python {
+
+/// A Python object that C++ code may let go on any thread: its last owner drops the reference with the GIL held.
+using GilHeld = std::shared_ptr<pybind11::object>;
+/// Call with the GIL held.
+GilHeld gil_held(pybind11::object object);
 
 /// Binds lcsim.Sequence and lcsim.PlanningContext (the view a Python policy plans with) into `m`.
 void bind_policy_types(pybind11::module_& m);

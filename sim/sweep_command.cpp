@@ -91,22 +91,13 @@ std::string merge_help() {
   return text.str();
 }
 
-fs::path point_file(const fs::path& dir, std::size_t i, const char* suffix) {
-  return sweep_point_path(dir, i, suffix);
-}
-
 /// The files a sweep writes into its folder for `points`: the guard checks them against every input.
 std::vector<std::string> point_file_names(const std::vector<SweepPoint>& points) {
   std::vector<std::string> names;
   for (const auto& point : points)
     for (const char* suffix : {".json", ".results.json", ".log"})
-      names.push_back(point_file({}, static_cast<std::size_t>(point.index), suffix).string());
+      names.push_back(sweep_point_path({}, static_cast<std::size_t>(point.index), suffix).string());
   return names;
-}
-
-void write_point_scenario(const fs::path& dir, const SweepPoint& point) {
-  write_file_atomically(point_file(dir, static_cast<std::size_t>(point.index), ".json").string(),
-                        point.scenario.dump(2) + "\n");
 }
 
 void print_summary(const Sweep& sweep, const std::vector<SweepPointResult>& results, std::ostream& out) {
@@ -171,7 +162,7 @@ void throw_if_points_failed(const Sweep& sweep, const std::vector<PointStatus>& 
   for (const auto& s : statuses)
     if (s.exit_status != 0) {
       failures += "\n  point " + std::to_string(s.point->index) + ": exit " + std::to_string(s.exit_status) + ", see " +
-                  point_file(dir, static_cast<std::size_t>(s.point->index), ".log").string();
+                  sweep_point_path(dir, static_cast<std::size_t>(s.point->index), ".log").string();
       worst = std::max(worst, s.exit_status);
     }
   if (failures.empty()) return;
@@ -195,8 +186,8 @@ std::vector<SweepPointResult> read_point_results(const std::vector<PointStatus>&
   std::vector<SweepPointResult> results;
   for (const auto& s : statuses) {
     const auto i = static_cast<std::size_t>(s.point->index);
-    results.push_back({s.point, point_file(dir, i, ".json").string(),
-                       read_results_file(point_file(dir, i, ".results.json").string())});
+    results.push_back({s.point, sweep_point_path(dir, i, ".json").string(),
+                       read_results_file(sweep_point_path(dir, i, ".results.json").string())});
   }
   return results;
 }
@@ -207,12 +198,12 @@ std::vector<PointStatus> run_points(const Sweep& sweep, const std::vector<const 
   const std::string exe = self_executable();
   std::vector<ChildCommand> commands;
   for (const SweepPoint* point : points) {
-    write_point_scenario(dir, *point);
+    write_sweep_point_scenario(dir, *point);
     const auto i = static_cast<std::size_t>(point->index);
     commands.push_back(
-        {{exe, sweep.mode, point_file(dir, i, ".json").string(), "--json", point_file(dir, i, ".results.json").string(),
-          "--quiet", "--samples", std::to_string(sweep.samples)},
-         point_file(dir, i, ".log").string()});
+        {{exe, sweep.mode, sweep_point_path(dir, i, ".json").string(), "--json",
+          sweep_point_path(dir, i, ".results.json").string(), "--quiet", "--samples", std::to_string(sweep.samples)},
+         sweep_point_path(dir, i, ".log").string()});
   }
   const std::vector<int> status =
       run_children(commands, jobs, [](std::size_t done, std::size_t total) { print_progress(done, total, "points"); });
@@ -332,7 +323,7 @@ void run_merge_command(const std::vector<std::string>& args, std::ostream& out) 
   for (const auto& slice : slices)
     for (const auto& recorded : slice.manifest.points) {
       const auto i = static_cast<std::size_t>(recorded.index);
-      const std::string file = point_file(slice.folder, i, ".json").string();
+      const std::string file = sweep_point_path(slice.folder, i, ".json").string();
       SweepPoint& point = points[i];
       point.index = recorded.index;
       point.coordinates = sweep_point_coordinates(sweep, i);
@@ -362,7 +353,7 @@ void run_merge_command(const std::vector<std::string>& args, std::ostream& out) 
     guard.add_input((fs::path(slice.folder) / kSweepShardFile).string());
     for (const auto& recorded : slice.manifest.points)
       for (const char* suffix : {".json", ".results.json", ".log"})
-        guard.add_input(point_file(slice.folder, static_cast<std::size_t>(recorded.index), suffix).string());
+        guard.add_input(sweep_point_path(slice.folder, static_cast<std::size_t>(recorded.index), suffix).string());
   }
   for (const auto& point : points) guard.add_inputs(scenario_document_files(point.scenario));
   guard.add_folder("--out " + dir.string(), dir.string(), point_file_names(points));
@@ -375,16 +366,16 @@ void run_merge_command(const std::vector<std::string>& args, std::ostream& out) 
   std::vector<PointStatus> statuses;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const fs::path from = owner[i]->folder;
-    write_point_scenario(dir, points[i]);
-    write_file_atomically(point_file(dir, i, ".log").string(),
-                          read_input_file(point_file(from, i, ".log").string(), kMaxResultsFileBytes));
+    write_sweep_point_scenario(dir, points[i]);
+    write_file_atomically(sweep_point_path(dir, i, ".log").string(),
+                          read_input_file(sweep_point_path(from, i, ".log").string(), kMaxResultsFileBytes));
     if (exit_status[i] == 0) {
-      const std::string file = point_file(from, i, ".results.json").string();
+      const std::string file = sweep_point_path(from, i, ".results.json").string();
       nlohmann::ordered_json results = read_results_file(file);
       if (!results.is_object() || !results.contains("scenario_file"))
         throw InputError(file + ": not a results file (schema lcsim-results/1)");
-      results["scenario_file"] = point_file(dir, i, ".json").string();
-      write_file_atomically(point_file(dir, i, ".results.json").string(), results.dump(2) + "\n");
+      results["scenario_file"] = sweep_point_path(dir, i, ".json").string();
+      write_file_atomically(sweep_point_path(dir, i, ".results.json").string(), results.dump(2) + "\n");
     }
     statuses.push_back({&points[i], exit_status[i]});
   }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/errors.hpp"
+#include "base/files.hpp"
 #include "base/json_reader.hpp"
 #include "traces/scenario.hpp"
 #include "traces/uncertainty.hpp"
@@ -262,6 +263,11 @@ std::filesystem::path sweep_point_path(const std::filesystem::path& dir, std::si
   std::ostringstream name;
   name << "point-" << std::setw(4) << std::setfill('0') << i << suffix;
   return dir / name.str();
+}
+
+void write_sweep_point_scenario(const std::filesystem::path& dir, const SweepPoint& point) {
+  write_file_atomically(sweep_point_path(dir, static_cast<std::size_t>(point.index), ".json").string(),
+                        point.scenario.dump(2) + "\n");
 }
 
 }  // namespace lcsim

@@ -90,5 +90,7 @@ std::vector<SweepPoint> expand_sweep(const Sweep& sweep);
 
 /// Point i's file in a sweep's folder: DIR/point-0007SUFFIX (".json" its scenario, ".results.json" its results).
 std::filesystem::path sweep_point_path(const std::filesystem::path& dir, std::size_t i, const char* suffix);
+/// Writes the point's scenario to sweep_point_path(dir, index, ".json"), as `lcsim sweep` hands it to its run.
+void write_sweep_point_scenario(const std::filesystem::path& dir, const SweepPoint& point);
 
 }  // namespace lcsim

@@ -479,9 +479,9 @@ struct Fitter {
   }
 
   /// The framework's CPU floor from the job's untraced step times: a step whose kernels keep the GPU busy less
-  /// than 80% of it waited for the CPU, and those steps' median is the floor (docs/calibration.md). One model's
-  /// trace cannot split it into per-layer and per-step parts, so it is charged per layer (layer_issue_us = floor /
-  /// layers): a CPU-bound step is then predicted at the floor plus the LM head's and optimizer's kernels.
+  /// than 80% of it waited for the CPU (docs/calibration.md). One model's trace cannot split the floor into
+  /// per-layer and per-step parts, so it is charged per layer: the median over those steps of their time less the
+  /// LM head's and optimizer's kernels, over the layers, so that the cost model's CPU-bound step is the floor.
   void issue_floor() {
     const auto& untraced = options.untraced_steps;
     const std::string field = "compute.layer_issue_us";
@@ -514,18 +514,18 @@ struct Fitter {
     // and the optimizer's kernels too, so the layers' share of it is what the step took less those.
     CostModelOptions plain;
     plain.zero_stage = 0;
-    const CostModel cost(model, one_gpu_cluster(p, 0), p, plain);
     ParallelScheme scheme;
     scheme.recompute = Recompute::None;
-    const auto rest_s = [&](double tokens) {
+    const auto step_s = [&](const CostModel& cost, double tokens, int layers) {
       const SequenceShare one{static_cast<Tokens>(std::llround(tokens)), 1};
-      return cost.compute_seconds(std::span(&one, 1), scheme, LayerSpan{0, 0}, true) +
+      return cost.compute_seconds(std::span(&one, 1), scheme, LayerSpan{0, layers}, true) +
              cost.optimizer_seconds(scheme, 1, 0);
     };
+    const CostModel no_floor(model, one_gpu_cluster(p, 0), p, plain);
     std::vector<double> per_layer;
     for (std::size_t i = 0; i < untraced.size(); ++i)
       if (step_busy_s[i] < 0.8 * untraced[i].seconds)
-        per_layer.push_back((untraced[i].seconds - rest_s(untraced[i].tokens)) / model.layers);
+        per_layer.push_back((untraced[i].seconds - step_s(no_floor, untraced[i].tokens, 0)) / model.layers);
     if (per_layer.empty()) {
       line({field, false, static_cast<int>(untraced.size()), 0, std::nullopt,
             "every step kept the GPU busy: no CPU floor shows (prior kept)"});
@@ -541,13 +541,8 @@ struct Fitter {
     p.compute.layer_issue_us = layer_s * 1e6;
     p.compute.step_issue_us = 0;
     double sum = 0;  // every step against the cost model with the floor: the GPU-bound ones were not fitted on
-    for (const UntracedStep& u : untraced) {
-      const SequenceShare one{static_cast<Tokens>(std::llround(u.tokens)), 1};
-      const CostModel floored(model, one_gpu_cluster(p, 0), p, plain);
-      const double predicted = floored.compute_seconds(std::span(&one, 1), scheme, LayerSpan{0, model.layers}, true) +
-                               floored.optimizer_seconds(scheme, 1, 0);
-      sum += std::abs(predicted / u.seconds - 1);
-    }
+    const CostModel floored(model, one_gpu_cluster(p, 0), p, plain);
+    for (const UntracedStep& u : untraced) sum += std::abs(step_s(floored, u.tokens, model.layers) / u.seconds - 1);
     line({field, true, static_cast<int>(untraced.size()), static_cast<int>(untraced.size() - per_layer.size()),
           sum / static_cast<double>(untraced.size()),
           fixed(p.compute.layer_issue_us, 1) + " us a layer (median of " + std::to_string(per_layer.size()) +
@@ -590,15 +585,15 @@ struct Fitter {
     return work;
   }
 
-  /// k (`gemm_work_overhead`) per step: the element-wise kernels' time (the "other" family: norms, activations,
-  /// copies, the loss) less the cost model's floor for them (docs/model.md: the layers' and the loss's least HBM
-  /// traffic), over the layers' GEMM time. The step's layers come from its forward matmul FLOPs, the layers' GEMM
-  /// time from the step's GEMM kernels less the LM head's share of the FLOPs.
   /// The layers a step ran, from its forward matmuls' FLOPs per token less the LM head's, over one layer's.
   static double step_layers(const StepWork& s, const CostModel& cost) {
     return std::round((s.forward_flops / s.tokens - cost.head_flops_per_token()) / cost.gemm_flops_per_token());
   }
 
+  /// k (`gemm_work_overhead`) per step: the element-wise kernels' time (the "other" family: norms, activations,
+  /// copies, the loss) less the cost model's floor for them (docs/model.md: the layers' and the loss's least HBM
+  /// traffic), over the layers' GEMM time. The step's layers come from its forward matmul FLOPs, the layers' GEMM
+  /// time from the step's GEMM kernels less the LM head's share of the FLOPs.
   void elementwise_share() {
     const std::string field = "compute.gemm_work_overhead";
     if (!options.model) {

@@ -375,7 +375,12 @@ class TuneResults(Document):
         return [dict(candidate) for candidate in self._document["candidates"]]
 
 
-def _names_python_policies(sweep_file):
+def _names_python_kinds(policies):
+    """Whether a scenario's ``policies`` name a policy registered from Python in this process."""
+    return any(isinstance(entry, dict) and entry.get("kind") in _python_kinds for entry in policies)
+
+
+def _sweep_names_python_kinds(sweep_file):
     """Whether the sweep's base scenario names a policy registered from Python in this process."""
     if not _python_kinds:
         return False
@@ -383,10 +388,9 @@ def _names_python_policies(sweep_file):
         with open(sweep_file, encoding="utf-8") as f:
             base = json.load(f).get("base")
         with open(os.path.join(os.path.dirname(os.path.abspath(sweep_file)), base), encoding="utf-8") as f:
-            policies = json.load(f).get("policies", [])
+            return _names_python_kinds(json.load(f).get("policies", []))
     except (OSError, ValueError, TypeError, AttributeError):
         return False  # the run itself names what is wrong with the files
-    return any(isinstance(p, dict) and p.get("kind") in _python_kinds for p in policies)
 
 
 def sweep(sweep_file, *, jobs=2, out=None, in_process=None, progress=True):
@@ -398,7 +402,7 @@ def sweep(sweep_file, *, jobs=2, out=None, in_process=None, progress=True):
     """
     sweep_file = os.fspath(sweep_file)
     if in_process is None:
-        in_process = _names_python_policies(sweep_file)
+        in_process = _sweep_names_python_kinds(sweep_file)
     with tempfile.TemporaryDirectory(prefix="lcsim-sweep-") as folder:
         folder = folder if out is None else os.fspath(out)
         if in_process:
@@ -418,11 +422,6 @@ def validate(*, catalogue=None, only=(), samples=8, jobs=2, progress=True):
     return ValidationResults(_run_command(arguments, _progress(progress)))
 
 
-def _names_python_kinds(scenario):
-    return any(isinstance(entry, dict) and entry.get("kind") in _python_kinds
-               for entry in scenario.to_dict().get("policies", []))
-
-
 def tune(scenario, *, jobs=2, budget_s=None, in_process=None, progress=True):
     """``lcsim tune``: each policy's best settings and layout for the scenario (a Scenario, path or dict).
 
@@ -433,7 +432,7 @@ def tune(scenario, *, jobs=2, budget_s=None, in_process=None, progress=True):
     """
     s = _as_scenario(scenario)
     if in_process is None:
-        in_process = _names_python_kinds(s)
+        in_process = _names_python_kinds(s.to_dict().get("policies", []))
     with tempfile.TemporaryDirectory(prefix="lcsim-tune-") as folder:
         path = os.path.join(folder, "scenario.json")
         with open(path, "w", encoding="utf-8") as f:
