@@ -422,9 +422,10 @@ TEST(KinetoFit, StepOverheadIsIdleBetweenKernels) {
   EXPECT_TRUE(contains(fit.profile.provenance.notes, "0.030 ms per step"));
 }
 
-TEST(KinetoFit, ElementwiseShareIsTheOtherKernelsAboveTheirFloor) {
-  // Four steps of Qwen2.5-7B, 3 layers and the LM head, at 1K .. 8K tokens: GEMM kernels G, element-wise kernels
-  // the floor (3 layers' and the loss's least traffic at the H100's 3.35 TB/s) plus 0.4 of the layers' share of G.
+// Steps of Qwen2.5-7B, 3 layers and the LM head: GEMM kernels G (10 ms per 1K tokens), element-wise kernels the
+// floor (3 layers' and the loss's least traffic at the H100's 3.35 TB/s) plus `share` of the layers' part of G plus
+// `fixed_us` a layer.
+KinetoTrace elementwise_trace(const std::vector<double>& tokens, double share, double fixed_us) {
   const ModelConfig model = named_model("Qwen2.5-7B");
   ClusterSpec cluster;
   cluster.gpu = named_gpu("H100-SXM");
@@ -434,46 +435,72 @@ TEST(KinetoFit, ElementwiseShareIsTheOtherKernelsAboveTheirFloor) {
   KinetoTrace t;
   t.file = "synthetic.json";
   t.step_thread = kMainThread;
-  for (int i = 0; i < 4; ++i) {
-    const double tokens = 1024 << i, start = 1e6 * i;
-    t.steps.push_back({i + 1, start, 1e6});
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const double start = 1e6 * static_cast<double>(i);
+    t.steps.push_back({static_cast<int>(i) + 1, start, 1e6});
     // One forward "matmul" carrying the step's forward FLOPs: 3 layers and the head.
-    KinetoCpuOp op = mm(tokens, 1, std::round((3 * layer_flops + head_flops) / 2));
+    KinetoCpuOp op = mm(tokens[i], 1, std::round((3 * layer_flops + head_flops) / 2));
     op.tid = kMainThread;
     op.ts_us = start + 1;
     t.ops.push_back(op);
-    const double gemm_us = 10 * tokens / 1024.0 * 1e3;  // 10 ms per 1K tokens
+    const double gemm_us = 10 * tokens[i] / 1024.0 * 1e3;
     const double layer_share = 3 * layer_flops / (3 * layer_flops + head_flops);
     const double floor_us =
-        tokens * (3 * (layer.forward + layer.backward) + loss.forward + loss.backward) / 3.35e12 * 1e6;
+        tokens[i] * (3 * (layer.forward + layer.backward) + loss.forward + loss.backward) / 3.35e12 * 1e6;
     KinetoKernel g;
     g.family = "gemm";
     g.ts_us = start + 2;
     g.dur_us = gemm_us;
     g.op = static_cast<int>(t.ops.size()) - 1;
-    g.step = i;
+    g.step = static_cast<int>(i);
     t.kernels.push_back(g);
     KinetoKernel e;
     e.family = "other";
     e.ts_us = start + 3 + gemm_us;
-    e.dur_us = floor_us + 0.4 * layer_share * gemm_us;
-    e.step = i;
+    e.dur_us = floor_us + share * layer_share * gemm_us + 3 * fixed_us;
+    e.step = static_cast<int>(i);
     t.kernels.push_back(e);
   }
+  return t;
+}
+
+TEST(KinetoFit, ElementwiseShareAndFixedCostAreFittedJointly) {
+  // 1K .. 8K tokens: the share and the fixed cost a layer come back, and the held-out step is predicted exactly.
+  // A median share alone (the old fit) would read 0.4 plus the fixed cost over G: 0.66 at 1K, 0.43 at 8K.
+  const KinetoTrace t = elementwise_trace({1024, 2048, 4096, 8192}, 0.4, 80);
   TraceFitOptions options;
-  options.model = model;
+  options.model = named_model("Qwen2.5-7B");
   const auto fit = fit_profile_from_traces({t}, h100_prior(), options);
   EXPECT_NEAR(fit.profile.compute.gemm_work_overhead, 0.4, 1e-6);
-  const TraceFieldLine& share = line(fit, "compute.gemm_work_overhead");
-  EXPECT_TRUE(share.fitted);
-  EXPECT_EQ(share.points, 4);
-  EXPECT_EQ(share.held_out, 1);
-  ASSERT_TRUE(share.held_out_mape.has_value());
-  EXPECT_LT(*share.held_out_mape, 1e-6);
-  // Without the model the prior's share stays, and the report says what is missing.
+  EXPECT_NEAR(fit.profile.compute.layer_overhead_us, 80, 1e-3);
+  ASSERT_TRUE(fit.profile.compute.layer_overhead_fit_mape.has_value());  // the intervals' residual
+  EXPECT_LT(*fit.profile.compute.layer_overhead_fit_mape, 1e-6);
+  for (const char* field : {"compute.gemm_work_overhead", "compute.layer_overhead_us"}) {
+    const TraceFieldLine& l = line(fit, field);
+    EXPECT_TRUE(l.fitted) << field;
+    EXPECT_EQ(l.points, 4) << field;
+    EXPECT_EQ(l.held_out, 1) << field;
+    ASSERT_TRUE(l.held_out_mape.has_value()) << field;
+    EXPECT_LT(*l.held_out_mape, 1e-6) << field;
+  }
+  // Without the model the prior's fields stay, and the report says what is missing.
   const auto without = fit_profile_from_traces({t}, h100_prior());
   EXPECT_EQ(without.profile.compute.gemm_work_overhead, h100_prior().compute.gemm_work_overhead);
+  EXPECT_EQ(without.profile.compute.layer_overhead_us, h100_prior().compute.layer_overhead_us);
   EXPECT_TRUE(contains(line(without, "compute.gemm_work_overhead").detail, "--model"));
+  EXPECT_TRUE(contains(line(without, "compute.layer_overhead_us").detail, "--model"));
+}
+
+TEST(KinetoFit, StepsOfOneTokenCountGiveTheShareAndKeepThePriorsFixedCost) {
+  // Three steps of 4K tokens (the third held out): the median share, and the fixed cost cannot be told from it.
+  TraceFitOptions options;
+  options.model = named_model("Qwen2.5-7B");
+  const auto fit = fit_profile_from_traces({elementwise_trace({4096, 4096, 4096}, 0.4, 0)}, h100_prior(), options);
+  EXPECT_NEAR(fit.profile.compute.gemm_work_overhead, 0.4, 1e-6);
+  EXPECT_EQ(fit.profile.compute.layer_overhead_us, h100_prior().compute.layer_overhead_us);
+  EXPECT_TRUE(line(fit, "compute.gemm_work_overhead").fitted);
+  EXPECT_FALSE(line(fit, "compute.layer_overhead_us").fitted);
+  EXPECT_TRUE(contains(line(fit, "compute.layer_overhead_us").detail, "two token counts"));
 }
 
 TEST(KinetoFit, MissingFieldsKeepThePriorAndSayWhy) {
@@ -638,7 +665,9 @@ TEST(KinetoFitCli, WritesAProfileAndAPerFieldReport) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(contains(run.output, "compute.gemm_efficiency"));
   EXPECT_TRUE(contains(run.output, "collectives all_reduce nvlink n=8"));
-  EXPECT_TRUE(contains(run.output, "prior   0       n/a       needs whole-layer times"));
+  EXPECT_TRUE(contains(run.output,
+                       "compute.layer_overhead_us                       prior   0       n/a       needs the "
+                       "traced model (--model)"));
   const Profile p = load_profile(out);
   EXPECT_EQ(p.gpu, "H100-SXM");
   EXPECT_EQ(p.provenance.date, "2025-11-26T00:00:00Z");

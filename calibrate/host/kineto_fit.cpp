@@ -590,21 +590,26 @@ struct Fitter {
     return std::round((s.forward_flops / s.tokens - cost.head_flops_per_token()) / cost.gemm_flops_per_token());
   }
 
-  /// k (`gemm_work_overhead`) per step: the element-wise kernels' time (the "other" family: norms, activations,
-  /// copies, the loss) less the cost model's floor for them (docs/model.md: the layers' and the loss's least HBM
-  /// traffic), over the layers' GEMM time. The step's layers come from its forward matmul FLOPs, the layers' GEMM
-  /// time from the step's GEMM kernels less the LM head's share of the FLOPs.
+  /// k (`gemm_work_overhead`) and the layer's fixed cost (`layer_overhead_us`) from the element-wise kernels' time
+  /// (the "other" family: norms, activations, copies, the loss) less the cost model's floor for them (docs/model.md:
+  /// the layers' and the loss's least HBM traffic): per layer, other - floor = k x GEMM + fixed, the calibration's
+  /// own joint fit (fit_layer_overhead) over the steps. A step's layers come from its forward matmul FLOPs, the
+  /// layers' GEMM time from its GEMM kernels less the LM head's share of the FLOPs. Steps of one token count cannot
+  /// tell the two apart: then k is the median share and the fixed cost stays the prior's.
   void elementwise_share() {
-    const std::string field = "compute.gemm_work_overhead";
+    const std::string field = "compute.gemm_work_overhead", fixed_field = "compute.layer_overhead_us";
+    const auto missing = [&](const std::string& why) {
+      line({field, false, 0, 0, std::nullopt, why});
+      line({fixed_field, false, 0, 0, std::nullopt, why});
+    };
     if (!options.model) {
-      line({field, false, 0, 0, std::nullopt,
-            "needs the traced model (--model): the element-wise floor it is measured above depends on its widths"});
+      missing("needs the traced model (--model): the element-wise floor it is measured above depends on its widths");
       return;
     }
     const ModelConfig& model = *options.model;
     const ClusterSpec cluster = one_gpu_cluster(p, 0);
     if (!(cluster.gpu.hbm_TBps > 0)) {
-      line({field, false, 0, 0, std::nullopt, "the prior's GPU '" + p.gpu + "' has no datasheet HBM bandwidth"});
+      missing("the prior's GPU '" + p.gpu + "' has no datasheet HBM bandwidth");
       return;
     }
     const CostModel cost(model, cluster, p);
@@ -612,8 +617,8 @@ struct Fitter {
     const auto loss_bytes = cost.head_elementwise_bytes_per_token();
     const double layer_flops = cost.gemm_flops_per_token(), head_flops = cost.head_flops_per_token();
     const double rate = cluster.gpu.hbm_TBps * 1e12;
-    struct Point {
-      double tokens, floor_s, layer_gemm_s, elementwise_s, share;
+    struct Point {  // per layer
+      double tokens, floor_s, gemm_s, elementwise_s;
     };
     std::vector<Point> points;
     int no_layers = 0;
@@ -627,49 +632,65 @@ struct Fitter {
           s.tokens *
           (layers * (layer_bytes.forward + layer_bytes.backward) + loss_bytes.forward + loss_bytes.backward) / rate;
       const double layer_gemm_s = s.gemm_s * layers * layer_flops / (layers * layer_flops + head_flops);
-      points.push_back({s.tokens, floor_s, layer_gemm_s, s.elementwise_s, (s.elementwise_s - floor_s) / layer_gemm_s});
+      points.push_back({s.tokens, floor_s / layers, layer_gemm_s / layers, s.elementwise_s / layers});
     }
     if (points.empty()) {
-      line({field, false, 0, 0, std::nullopt,
-            "no step with forward matmuls of recorded shapes and GEMM kernels" +
-                (no_layers ? " (" + std::to_string(no_layers) + " whose matmuls do not add up to a layer of " +
-                                 model.name + ")"
-                           : std::string())});
+      missing("no step with forward matmuls of recorded shapes and GEMM kernels" +
+              (no_layers
+                   ? " (" + std::to_string(no_layers) + " whose matmuls do not add up to a layer of " + model.name + ")"
+                   : std::string()));
       return;
     }
-    // Every 3rd step by token count held out (as the calibration's curves), the median share of the rest.
+    // Every 3rd step by token count held out (as the calibration's curves).
     std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.tokens < b.tokens; });
-    std::vector<double> fitted;
+    std::vector<double> base, gemm, measured, shares;
     std::vector<const Point*> held;
+    std::set<double> token_counts;
     const auto mask = held_out_mask(points.size(), kMeasuredHoldOutEvery);
     for (std::size_t i = 0; i < points.size(); ++i) {
+      const Point& pt = points[i];
       if (mask[i]) {
-        held.push_back(&points[i]);
-      } else {
-        fitted.push_back(points[i].share);
+        held.push_back(&pt);
+        continue;
       }
+      base.push_back(pt.floor_s), gemm.push_back(pt.gemm_s), measured.push_back(pt.elementwise_s);
+      shares.push_back((pt.elementwise_s - pt.floor_s) / pt.gemm_s);
+      token_counts.insert(pt.tokens);
     }
-    const double share = median(fitted);
+    const bool joint = token_counts.size() >= 2;
+    double share = median(shares), fixed_s = p.compute.layer_overhead_us * 1e-6;
+    std::string clamped;
+    if (joint) {
+      const LayerOverheadFit fit = fit_layer_overhead(base, gemm, measured);
+      share = fit.gemm_share, fixed_s = fit.fixed_seconds;
+      for (const auto& c : fit.clamped) clamped += "; fitted " + c + ", stored as 0";
+    }
     std::optional<double> mape;
     if (!held.empty()) {
       double sum = 0;
       for (const Point* h : held)
-        sum += std::abs(h->floor_s + share * h->layer_gemm_s - h->elementwise_s) / h->elementwise_s;
+        sum += std::abs(h->floor_s + share * h->gemm_s + (joint ? fixed_s : 0) - h->elementwise_s) / h->elementwise_s;
       mape = sum / static_cast<double>(held.size());
     }
+    const int n = static_cast<int>(points.size()), n_held = static_cast<int>(held.size());
     p.compute.gemm_work_overhead = std::max(0.0, share);
-    double low = points.front().share, high = low;
-    for (const auto& pt : points) low = std::min(low, pt.share), high = std::max(high, pt.share);
-    line({field, true, static_cast<int>(points.size()), static_cast<int>(held.size()), mape,
-          fixed(p.compute.gemm_work_overhead, 3) + " of the layers' GEMM time (median over steps, " + fixed(low, 3) +
-              " .. " + fixed(high, 3) + "; the element-wise kernels beyond their HBM floor" +
-              (share < 0 ? "; fitted " + fixed(share, 3) + ", stored as 0" : std::string()) + ")"});
+    const std::string beyond = "; the element-wise kernels beyond their HBM floor";
+    if (!joint) {
+      line({field, true, n, n_held, mape,
+            fixed(p.compute.gemm_work_overhead, 3) + " of the layers' GEMM time (median over steps of one token count" +
+                beyond + (share < 0 ? "; fitted " + fixed(share, 3) + ", stored as 0" : std::string()) + ")"});
+      line({fixed_field, false, 0, 0, std::nullopt,
+            "needs steps of at least two token counts to tell a fixed cost from a share of the GEMMs"});
+      return;
+    }
+    p.compute.layer_overhead_us = fixed_s * 1e6;
+    p.compute.layer_overhead_fit_mape = mape;  // of the element-wise time alone: wider than a whole layer's
+    const std::string how = " (joint fit per layer over steps, other - floor = k GEMM + fixed" + beyond + clamped + ")";
+    line({field, true, n, n_held, mape, fixed(p.compute.gemm_work_overhead, 3) + " of the layers' GEMM time" + how});
+    line({fixed_field, true, n, n_held, mape, fixed(p.compute.layer_overhead_us, 1) + " us a layer" + how});
   }
 
   void kept_fields() {
-    line({"compute.layer_overhead_us", false, 0, 0, std::nullopt,
-          "needs whole-layer times over several micro-batch compositions; a trace has one job's shapes and no "
-          "layer boundaries lcsim can rely on"});
     line({"compute.optimizer_us_per_mparam", false, 0, 0, std::nullopt,
           "the trace does not say how many parameters the optimizer step updated"});
     line({"memory.*", false, 0, 0, std::nullopt, "activation memory needs allocator probes, not kernel times"});

@@ -26,8 +26,9 @@ struct TraceFitOptions {
   /// GPUs a node has: a process group whose global ranks fall in one block of this many is on NVLink, else it
   /// crosses nodes (InfiniBand). Kineto does not record the node layout.
   int gpus_per_node = 8;
-  /// The traced model's shape: with it the element-wise share (`gemm_work_overhead`) is fitted, as what the
-  /// step's element-wise kernels take beyond their least HBM traffic, which depends on the model's widths.
+  /// The traced model's shape: with it the element-wise share (`gemm_work_overhead`) and a layer's fixed cost
+  /// (`layer_overhead_us`) are fitted, from what the step's element-wise kernels take beyond their least HBM
+  /// traffic, which depends on the model's widths.
   std::optional<ModelConfig> model;
   /// The traced job's step times without the profiler, in the trace's step order (one trace): with `model`, they
   /// fit the framework's CPU floor (`layer_issue_us`). A trace's own CPU-bound steps are no measure of it: the
