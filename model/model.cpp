@@ -76,12 +76,14 @@ const ModelConfig& named_model(std::string_view name) {
 // 81559 MiB on an H100 SXM and 143771 MiB on an H200, i.e. just under 80 and 141 GiB -- so capacities are taken as
 // 80 GiB and 141 GiB; what CUDA cannot hand out (context, NCCL buffers, fragmentation) is the profile's reserve.
 // NVLink is per direction: 900 GB/s total on H100/H200 (NVLink 4, 18 links), 400 GB/s total on A800 (NVLink 3,
-// capped at 8 of A100's 12 links).
+// capped at 8 of A100's 12 links), 600 GB/s total on A100 (NVLink 3, 12 links). A100 40GB: 40 GiB of HBM2 at
+// 1.555 TB/s (FlexSP's cluster).
 const std::vector<GpuKind>& named_gpus() {
   static const std::vector<GpuKind> gpus = {
       {"H100-SXM", 80 * kGiB, 989.0, 3.35, 450.0},
       {"H200", 141 * kGiB, 989.0, 4.8, 450.0},
       {"A800", 80 * kGiB, 312.0, 2.0, 200.0},
+      {"A100-40GB", 40 * kGiB, 312.0, 1.555, 300.0},
   };
   return gpus;
 }

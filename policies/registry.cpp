@@ -3,14 +3,15 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/errors.hpp"
 #include "policies/baselines/deepspeed.hpp"
 #include "policies/baselines/hotspa.hpp"
 #include "policies/baselines/megatron.hpp"
 #include "policies/baselines/packing.hpp"
 #include "policies/baselines/sorted.hpp"
 #include "policies/baselines/ulysses.hpp"
-#include "base/errors.hpp"
 #include "policies/core/policy.hpp"
+#include "policies/flexsp/flexsp_policy.hpp"
 #include "policies/hbp/hbp_policy.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"
 #include "policies/skrull/skrull_policy.hpp"
@@ -36,6 +37,8 @@ constexpr PolicyEntry kPolicies[] = {
     {"megatron", baselines::make_megatron_policy},
     {"deepspeed-ulysses", baselines::make_ulysses_policy},
     {"hotspa", baselines::make_hotspa_policy},
+    {"flexsp", flexsp::make_flexsp_policy},
+    {"flexsp-batchada", flexsp::make_flexsp_batchada_policy},
 };
 // clang-format on
 

@@ -278,6 +278,17 @@ std::vector<SliceGroup> slice_groups(const IterationPlan& plan, const std::vecto
   return groups;
 }
 
+/// The part of the model a GPU holds: its replica's TP and PP degrees, its stage and TP rank.
+struct ModelSlice {
+  int tp = 0, pp = 0, stage = -1, tp_rank = -1;
+  friend bool operator==(const ModelSlice&, const ModelSlice&) = default;
+};
+
+/// The slice of the GPU at `index` in a replica of `scheme` (Replica::gpu's order: stage-major, TP rank minor).
+ModelSlice slice_of(const ParallelScheme& scheme, int index) {
+  return {scheme.tp, scheme.pp, index / (scheme.cp * scheme.tp), index % scheme.tp};
+}
+
 std::map<int, std::vector<int>> replicas_by_phase(const IterationPlan& plan) {
   std::map<int, std::vector<int>> phases;  // increasing phase order
   for (std::size_t r = 0; r < plan.replicas.size(); ++r) phases[plan.replicas[r].phase].push_back(static_cast<int>(r));
@@ -329,12 +340,25 @@ class Builder {
   IterationProgram build() {
     bool first = true;
     const std::map<int, std::vector<int>> phases = replicas_by_phase(plan_);
+    std::vector<ModelSlice> held(program_.gpus.size());
     for (const auto& [phase, replicas] : phases) {
       double switch_s = 0;
       double switch_params = 0;
+      // A strategy switch moves parameters only when some GPU is to hold another slice of the model: groups that
+      // change their CP degree alone (FlexSP) keep every GPU's parameters and ZeRO shards where they are.
+      bool moves = false;
+      for (int r : replicas) {
+        const Replica& rep = replica(r);
+        for (std::size_t i = 0; i < rep.gpus.size(); ++i) {
+          const ModelSlice slice = slice_of(rep.scheme, static_cast<int>(i));
+          ModelSlice& h = held[static_cast<std::size_t>(rep.gpus[i])];
+          moves = moves || h != slice;
+          h = slice;
+        }
+      }
       if (!first) {
         add_phase_barrier();
-        for (int r : replicas) {
+        for (int r : moves ? replicas : std::vector<int>{}) {
           const double s = cost_.switch_seconds(replica(r).scheme);
           if (s > switch_s) switch_params = cost_.parameters_per_gpu(replica(r).scheme);
           switch_s = std::max(switch_s, s);

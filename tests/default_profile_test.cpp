@@ -67,7 +67,8 @@ std::string file_prefix(const ::testing::TestParamInfo<CheckedIn>& param) {
 INSTANTIATE_TEST_SUITE_P(DefaultProfileShipped, DefaultProfileFiles,
                          ::testing::Values(CheckedIn{"H100-SXM", "h100-sxm-default.json"},
                                            CheckedIn{"H200", "h200-default.json"},
-                                           CheckedIn{"A800", "a800-default.json"}),
+                                           CheckedIn{"A800", "a800-default.json"},
+                                           CheckedIn{"A100-40GB", "a100-40gb-default.json"}),
                          file_prefix);
 
 TEST(DefaultProfile, IsLabelledUncalibratedEverywhere) {

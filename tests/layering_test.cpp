@@ -23,7 +23,8 @@ const std::vector<std::string> kLayerRoots{"base", "model",   "policies",  "prog
                                            "sim",  "kernels", "calibrate", "python"};
 
 const std::set<std::string> kAllPolicies{
-    "base", "model", "policies/core", "policies/baselines", "policies/skrull", "policies/hydraulis", "policies/hbp"};
+    "base",         "model",          "policies/core", "policies/baselines", "policies/skrull", "policies/hydraulis",
+    "policies/hbp", "policies/flexsp"};
 
 /// The layers each layer may include besides itself.
 const std::map<std::string, std::set<std::string>> kMayInclude{
@@ -40,6 +41,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude{
     {"policies/skrull", {"base", "model", "policies/core", "policies/baselines"}},
     {"policies/hydraulis", {"base", "model", "policies/core", "policies/baselines"}},
     {"policies/hbp", {"base", "model", "policies/core", "policies/baselines"}},
+    {"policies/flexsp", {"base", "model", "policies/core", "policies/baselines"}},
     {"policies", kAllPolicies},  // registry.cpp
     // Above policies/, only the interface: a policy is reached through the registry (make_policy).
     // The iteration program: what each GPU does, for the estimate, the simulator and live replay alike.

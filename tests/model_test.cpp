@@ -91,7 +91,7 @@ TEST(ModelGpuTest, DatasheetFigures) {
   EXPECT_DOUBLE_EQ(a800.peak_bf16_tflops, 312);
   EXPECT_DOUBLE_EQ(a800.hbm_TBps, 2.0);
   EXPECT_DOUBLE_EQ(a800.nvlink_GBps, 200);
-  EXPECT_EQ(named_gpus().size(), 3u);
+  EXPECT_EQ(named_gpus().size(), 4u);
 }
 
 TEST(ModelGpuTest, UnknownGpuListsTheKnownOnes) {
@@ -99,7 +99,7 @@ TEST(ModelGpuTest, UnknownGpuListsTheKnownOnes) {
     named_gpu("H100");
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown GPU 'H100' (known: H100-SXM, H200, A800)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("unknown GPU 'H100' (known: H100-SXM, H200, A800, A100-40GB)"), std::string::npos)
         << e.what();
   }
 }

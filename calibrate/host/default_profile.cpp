@@ -35,12 +35,13 @@ struct NetworkFigures {
   double bus_GBps;   // nccl-tests busbw one NIC sustains
   double link_GBps;  // the NIC's line rate, per direction
 };
-// NDR 400 Gb/s = 50 GB/s line rate, 46-48 GB/s busbw measured; A800 (PCIe Gen4 host interface, ~25 GB/s) is
-// deployed with HDR 200 Gb/s NICs, ~24 GB/s busbw.
-constexpr std::array<NetworkFigures, 3> kNetworks = {{
+// NDR 400 Gb/s = 50 GB/s line rate, 46-48 GB/s busbw measured; A800 and A100 (PCIe Gen4 host interface, ~25 GB/s)
+// are deployed with HDR 200 Gb/s NICs, ~24 GB/s busbw.
+constexpr std::array<NetworkFigures, 4> kNetworks = {{
     {"H100-SXM", "NDR 400 Gb/s", 47.0, 50.0},
     {"H200", "NDR 400 Gb/s", 47.0, 50.0},
     {"A800", "HDR 200 Gb/s", 24.0, 25.0},
+    {"A100-40GB", "HDR 200 Gb/s", 24.0, 25.0},
 }};
 constexpr std::array<int, 7> kIbGroups = {16, 32, 64, 128, 256, 512, 1024};
 constexpr double kIbBaseLatencyUs = 20;         // at 8 GPUs' worth of ranks
@@ -96,7 +97,7 @@ const NetworkFigures& network_of(const GpuKind& gpu) {
   for (const auto& network : kNetworks) {
     if (gpu.name == network.gpu) return network;
   }
-  throw InputError("no public interconnect figures for GPU '" + gpu.name + "' (known: H100-SXM, H200, A800)");
+  throw InputError("no public interconnect figures for GPU '" + gpu.name + "' (known: H100-SXM, H200, A800, A100-40GB)");
 }
 
 Curve curve(std::span<const double> x, std::span<const double> y) {

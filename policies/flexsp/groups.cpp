@@ -1,0 +1,212 @@
+#include "policies/flexsp/groups.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+namespace lcsim::flexsp {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr int kBisectionSteps = 40;
+
+std::vector<std::size_t> longest_first(std::span<const Tokens> lengths) {
+  std::vector<std::size_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return lengths[x] > lengths[y]; });
+  return order;
+}
+
+const DegreeCost& cost_of(const FlexSpView& view, int degree) {
+  for (const auto& d : view.degrees())
+    if (d.degree == degree) return d;
+  throw std::logic_error("flexsp: a group of a degree the view does not have");
+}
+
+void add(Group& g, Tokens tokens, std::size_t index) {
+  const auto s = static_cast<double>(tokens);
+  g.members.push_back(index);
+  g.sum += s;
+  g.sum_sq += s * s;
+}
+
+double makespan_of(const std::vector<Group>& groups, const FlexSpView& view) {
+  double m = 0;
+  for (const auto& g : groups) m = std::max(m, group_time(g, view));
+  return m;
+}
+
+/// The greedy at makespan `limit`: every sequence, longest first, into the group it leaves fullest (the largest
+/// time still within the limit), else a new group of the smallest degree that runs it within the limit.
+std::optional<std::vector<Group>> greedy_within(std::span<const Tokens> lengths, std::span<const std::size_t> order,
+                                                const FlexSpView& view, double limit) {
+  std::vector<Group> groups;
+  std::vector<const DegreeCost*> costs;
+  int used = 0;
+  for (std::size_t i : order) {
+    const auto s = static_cast<double>(lengths[i]);
+    int best = -1;
+    double best_time = -1;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (groups[g].sum + s > static_cast<double>(costs[g]->capacity)) continue;
+      const double t = costs[g]->seconds(groups[g].sum_sq + s * s, groups[g].sum + s);
+      if (t <= limit && t > best_time) best = static_cast<int>(g), best_time = t;
+    }
+    if (best < 0) {
+      for (const auto& d : view.degrees()) {
+        if (lengths[i] > d.capacity || used + d.degree > view.gpus() || d.seconds(s * s, s) > limit) continue;
+        groups.push_back(Group{d.degree, {}, 0, 0});
+        costs.push_back(&d);
+        used += d.degree;
+        best = static_cast<int>(groups.size()) - 1;
+        break;
+      }
+      if (best < 0) return std::nullopt;
+    }
+    add(groups[static_cast<std::size_t>(best)], lengths[i], i);
+  }
+  return groups;
+}
+
+/// One use of GPUs no group holds: double a group (its tokens within the larger degree's capacity) or give a new
+/// group one sequence of a group of several. The move that lowers the makespan most; false when none lowers it.
+bool place_spare_gpus(std::span<const Tokens> lengths, const FlexSpView& view, std::vector<Group>& groups) {
+  const int spare = view.gpus() - GroupPlan{groups, 0}.gpus_used();
+  if (spare <= 0) return false;
+  std::vector<double> times;
+  for (const auto& g : groups) times.push_back(group_time(g, view));
+  // The makespan without group `skip` (and, when given, `skip2`).
+  auto others = [&](std::size_t skip, std::size_t skip2) {
+    double m = 0;
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      if (g != skip && g != skip2) m = std::max(m, times[g]);
+    return m;
+  };
+  const double current = makespan_of(groups, view);
+  double best = current;
+  std::vector<Group> chosen;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const Group& group = groups[g];
+    if (group.degree <= spare) {  // double it
+      for (const auto& d : view.degrees()) {
+        if (d.degree != 2 * group.degree || group.sum > static_cast<double>(d.capacity)) continue;
+        const double m = std::max(others(g, g), d.seconds(group.sum_sq, group.sum));
+        if (m < best) {
+          best = m;
+          chosen = groups;
+          chosen[g].degree = d.degree;
+        }
+      }
+    }
+    if (group.members.size() < 2) continue;
+    for (const auto& d : view.degrees()) {  // move one of its sequences to a new group of degree d
+      if (d.degree > spare) break;
+      for (std::size_t k = 0; k < group.members.size(); ++k) {
+        const std::size_t i = group.members[k];
+        const auto s = static_cast<double>(lengths[i]);
+        if (lengths[i] > d.capacity) continue;
+        const double left = cost_of(view, group.degree).seconds(group.sum_sq - s * s, group.sum - s);
+        const double m = std::max({others(g, g), left, d.seconds(s * s, s)});
+        if (m < best) {
+          best = m;
+          chosen = groups;
+          Group& from = chosen[g];
+          from.members.erase(from.members.begin() + static_cast<std::ptrdiff_t>(k));
+          from.sum -= s, from.sum_sq -= s * s;
+          chosen.push_back(Group{d.degree, {}, 0, 0});
+          add(chosen.back(), lengths[i], i);
+        }
+      }
+    }
+  }
+  if (!(best < current * (1 - 1e-12))) return false;
+  groups = std::move(chosen);
+  return true;
+}
+
+}  // namespace
+
+int GroupPlan::gpus_used() const {
+  int used = 0;
+  for (const auto& g : groups) used += g.degree;
+  return used;
+}
+
+double group_time(const Group& g, const FlexSpView& view) {
+  return cost_of(view, g.degree).seconds(g.sum_sq, g.sum);
+}
+
+std::optional<GroupPlan> assign_homogeneous(std::span<const Tokens> lengths, const FlexSpView& view,
+                                            std::size_t degree_index) {
+  const DegreeCost& d = view.degrees().at(degree_index);
+  std::vector<Group> groups(static_cast<std::size_t>(view.gpus() / d.degree), Group{d.degree, {}, 0, 0});
+  if (groups.empty()) return std::nullopt;
+  for (std::size_t i : longest_first(lengths)) {
+    const auto s = static_cast<double>(lengths[i]);
+    int best = -1;
+    double best_time = kInfinity;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (groups[g].sum + s > static_cast<double>(d.capacity)) continue;
+      const double t = d.seconds(groups[g].sum_sq, groups[g].sum);
+      if (t < best_time) best = static_cast<int>(g), best_time = t;
+    }
+    if (best < 0) return std::nullopt;
+    add(groups[static_cast<std::size_t>(best)], lengths[i], i);
+  }
+  // A group left without sequences takes no part: its GPUs stay free (they idle through the micro-batch).
+  std::erase_if(groups, [](const Group& g) { return g.members.empty(); });
+  GroupPlan plan{std::move(groups), 0};
+  plan.makespan = makespan_of(plan.groups, view);
+  return plan;
+}
+
+std::optional<GroupPlan> assign_heterogeneous(std::span<const Tokens> lengths, const FlexSpView& view) {
+  // Incumbent: the best homogeneous grouping (the warm start FlexSP's solver gives its MILP).
+  std::optional<GroupPlan> best;
+  for (std::size_t d = 0; d < view.degrees().size(); ++d) {
+    auto plan = assign_homogeneous(lengths, view, d);
+    if (plan && (!best || plan->makespan < best->makespan)) best = std::move(plan);
+  }
+  const auto order = longest_first(lengths);
+  double lo = 0;
+  double hi = best ? best->makespan : kInfinity;
+  if (!best) {  // no single degree holds it: find any limit the greedy meets
+    double limit = 1;
+    for (int i = 0; i < 64 && !greedy_within(lengths, order, view, limit); ++i) limit *= 4;
+    if (!greedy_within(lengths, order, view, limit)) return std::nullopt;
+    hi = limit;
+  }
+  for (int step = 0; step < kBisectionSteps && hi - lo > 1e-9 * hi; ++step) {
+    const double mid = 0.5 * (lo + hi);
+    if (auto groups = greedy_within(lengths, order, view, mid)) {
+      const double m = makespan_of(*groups, view);
+      if (!best || m < best->makespan) best = GroupPlan{std::move(*groups), m};
+      hi = std::min(mid, m);
+    } else {
+      lo = mid;
+    }
+  }
+  if (!best) return std::nullopt;
+  while (place_spare_gpus(lengths, view, best->groups)) {
+  }
+  best->makespan = makespan_of(best->groups, view);
+  return best;
+}
+
+std::vector<int> group_offsets(const std::vector<Group>& groups) {
+  std::vector<std::size_t> order(groups.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return groups[x].degree > groups[y].degree; });
+  std::vector<int> offsets(groups.size());
+  int next = 0;
+  for (std::size_t g : order) {
+    offsets[g] = next;
+    next += groups[g].degree;
+  }
+  return offsets;
+}
+
+}  // namespace lcsim::flexsp
