@@ -66,21 +66,34 @@ void add_phase(IterationPlan& plan, const GlobalBatch& batch, const MicroBatchGr
 std::vector<std::size_t> blast(std::span<const Tokens> sorted, int m) {
   const std::size_t n = sorted.size();
   if (m < 1 || static_cast<std::size_t>(m) > n) throw std::invalid_argument("flexsp::blast: m must be in [1, size]");
-  std::vector<double> prefix(n + 1, 0);
-  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + static_cast<double>(sorted[i]);
   const auto runs = static_cast<std::size_t>(m);
-  // best[j][k]: the least largest run cutting the first k lengths into j runs; cut[j][k] the start of the last.
-  std::vector<std::vector<double>> best(runs + 1, std::vector<double>(n + 1, kInfinity));
-  std::vector<std::vector<std::size_t>> cut(runs + 1, std::vector<std::size_t>(n + 1, 0));
-  best[0][0] = 0;
-  for (std::size_t j = 1; j <= runs; ++j)
-    for (std::size_t k = j; k + (runs - j) <= n; ++k)
-      for (std::size_t i = j - 1; i < k; ++i) {
-        const double v = std::max(best[j - 1][i], prefix[k] - prefix[i]);
-        if (v < best[j][k]) best[j][k] = v, cut[j][k] = i;
-      }
+  // The least largest run is the least T for which runs of at most T tokens, each as long as it can be while
+  // leaving one length for every run after it, cover the lengths: bisection on T over integers (the DP of App. A
+  // in O(n log(sum)) rather than O(n^2 m): its optimum, with the earlier runs the longer ones on ties).
+  auto cut = [&](Tokens limit, std::vector<std::size_t>* bounds) {
+    std::size_t next = 0;
+    for (std::size_t r = 0; r < runs; ++r) {
+      if (bounds) (*bounds)[r] = next;
+      Tokens run = 0;
+      const std::size_t last = n - (runs - 1 - r);  // leave a length for each later run
+      while (next < last && (run == 0 || run + sorted[next] <= limit)) run += sorted[next++];
+      if (run > limit) return false;
+    }
+    if (bounds) (*bounds)[runs] = n;
+    return next == n;
+  };
+  Tokens lo = 0, hi = 0;
+  for (Tokens s : sorted) lo = std::max(lo, s), hi += s;
+  while (lo < hi) {
+    const Tokens mid = lo + (hi - lo) / 2;
+    if (cut(mid, nullptr)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
   std::vector<std::size_t> bounds(runs + 1, n);
-  for (std::size_t j = runs; j > 0; --j) bounds[j - 1] = cut[j][bounds[j]];
+  cut(hi, &bounds);
   return bounds;
 }
 

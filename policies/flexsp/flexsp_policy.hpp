@@ -40,7 +40,8 @@ struct MicroBatchGroups {
 };
 
 /// App. A: the lengths, sorted longest first, cut into `m` contiguous non-empty runs minimising the largest run's
-/// tokens (ties: the earliest cut). Returns the m + 1 run boundaries. std::invalid_argument for m < 1 or m > size.
+/// tokens (ties: the earlier runs the longer). Returns the m + 1 run boundaries. std::invalid_argument for m < 1 or m >
+/// size.
 std::vector<std::size_t> blast(std::span<const Tokens> sorted, int m);
 
 class FlexSpPolicy : public Policy {
@@ -50,6 +51,11 @@ class FlexSpPolicy : public Policy {
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
   bool plans_under_layout() const override { return false; }
   bool needs_own_process() const override { return options_.exact; }
+  /// Recomputation trades the activations a group holds (so how many micro-batches a batch needs and which
+  /// degrees hold its longest sequences) against recomputing them; FlexSP's paper checkpoints to fit 384K.
+  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& /*context*/) const override {
+    return {{"options.recompute", {nullptr, "none", "selective", "full"}}};
+  }
 
   /// One batch's micro-batches, as plan() chooses them (tests, bench). PlanningError when nothing holds it.
   std::vector<MicroBatchGroups> schedule(std::span<const Tokens> lengths, const FlexSpView& view) const;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <queue>
 #include <stdexcept>
 
 namespace lcsim::flexsp {
@@ -11,6 +12,7 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr int kBisectionSteps = 40;
+constexpr double kMakespanPrecision = 1e-4;  // relative: finer than any cost the view can tell apart
 
 std::vector<std::size_t> longest_first(std::span<const Tokens> lengths) {
   std::vector<std::size_t> order(lengths.size());
@@ -143,17 +145,25 @@ std::optional<GroupPlan> assign_homogeneous(std::span<const Tokens> lengths, con
   const DegreeCost& d = view.degrees().at(degree_index);
   std::vector<Group> groups(static_cast<std::size_t>(view.gpus() / d.degree), Group{d.degree, {}, 0, 0});
   if (groups.empty()) return std::nullopt;
+  // The group that finishes first (ties: the lowest index) from a heap; groups too full for this sequence wait
+  // aside, since a later, shorter one may still fit them.
+  using Entry = std::pair<double, std::size_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+  for (std::size_t g = 0; g < groups.size(); ++g) ready.push({d.seconds(0, 0), g});
+  std::vector<Entry> aside;
   for (std::size_t i : longest_first(lengths)) {
     const auto s = static_cast<double>(lengths[i]);
-    int best = -1;
-    double best_time = kInfinity;
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      if (groups[g].sum + s > static_cast<double>(d.capacity)) continue;
-      const double t = d.seconds(groups[g].sum_sq, groups[g].sum);
-      if (t < best_time) best = static_cast<int>(g), best_time = t;
+    while (!ready.empty() && groups[ready.top().second].sum + s > static_cast<double>(d.capacity)) {
+      aside.push_back(ready.top());
+      ready.pop();
     }
-    if (best < 0) return std::nullopt;
-    add(groups[static_cast<std::size_t>(best)], lengths[i], i);
+    if (ready.empty()) return std::nullopt;
+    const std::size_t g = ready.top().second;
+    ready.pop();
+    add(groups[g], lengths[i], i);
+    ready.push({d.seconds(groups[g].sum_sq, groups[g].sum), g});
+    for (const Entry& e : aside) ready.push(e);
+    aside.clear();
   }
   // A group left without sequences takes no part: its GPUs stay free (they idle through the micro-batch).
   std::erase_if(groups, [](const Group& g) { return g.members.empty(); });
@@ -178,7 +188,7 @@ std::optional<GroupPlan> assign_heterogeneous(std::span<const Tokens> lengths, c
     if (!greedy_within(lengths, order, view, limit)) return std::nullopt;
     hi = limit;
   }
-  for (int step = 0; step < kBisectionSteps && hi - lo > 1e-9 * hi; ++step) {
+  for (int step = 0; step < kBisectionSteps && hi - lo > kMakespanPrecision * hi; ++step) {
     const double mid = 0.5 * (lo + hi);
     if (auto groups = greedy_within(lengths, order, view, mid)) {
       const double m = makespan_of(*groups, view);

@@ -12,6 +12,7 @@
 #include "CoinPackedMatrix.hpp"
 #include "CoinPackedVector.hpp"
 #include "OsiClpSolverInterface.hpp"
+#include "policies/core/cbc_settings.hpp"
 #include "policies/flexsp/groups.hpp"
 
 namespace lcsim::flexsp {
@@ -126,13 +127,7 @@ ExactResult assign_exact(std::span<const Tokens> lengths, const FlexSpView& view
   solver.loadProblem(m.matrix, m.col_lo.data(), m.col_hi.data(), m.objective.data(), m.row_lo.data(), m.row_hi.data());
   for (int c = 0; c < m.makespan; ++c) solver.setInteger(c);
   CbcModel model(solver);
-  model.setLogLevel(0);
-  model.messageHandler()->setLogLevel(0);
-  model.solver()->messageHandler()->setLogLevel(0);
-  model.setNumberThreads(0);
-  model.setRandomSeed(kCbcSeed);
-  model.setMaximumNodes(options.max_nodes);
-  model.setMaximumSeconds(options.time_limit_s);
+  configure_cbc(model, kCbcSeed, options.max_nodes, options.time_limit_s);
   if (incumbent) set_incumbent(model, m, *incumbent);
   model.branchAndBound();
   out.optimal = model.isProvenOptimal() || model.isProvenInfeasible();

@@ -16,6 +16,7 @@
 #include "CoinPackedMatrix.hpp"
 #include "CoinPackedVector.hpp"
 #include "OsiClpSolverInterface.hpp"
+#include "policies/core/cbc_settings.hpp"
 #include "policies/hydraulis/packing.hpp"
 
 namespace lcsim::hydraulis {
@@ -92,13 +93,7 @@ PartitionModel build_model(std::span<const Tokens> lengths, std::span<const doub
 /// Silent, single-threaded, seeded, node- and time-limited; a strict cutoff at `below` (only partitions whose
 /// costliest micro-batch is below it are of use).
 void configure(CbcModel& model, const MilpOptions& options, double below) {
-  model.setLogLevel(0);
-  model.messageHandler()->setLogLevel(0);
-  model.solver()->messageHandler()->setLogLevel(0);
-  model.setNumberThreads(0);
-  model.setRandomSeed(kCbcSeed);
-  model.setMaximumNodes(options.max_nodes);
-  model.setMaximumSeconds(options.time_limit_s);
+  configure_cbc(model, kCbcSeed, options.max_nodes, options.time_limit_s);
   if (std::isfinite(below)) model.setCutoff(below * (1 - 1e-9));
 }
 
