@@ -189,6 +189,25 @@ TEST(FlexSpPolicy, ASwitchBetweenModelSlicesStillPays) {
   EXPECT_EQ(switches, 2);
 }
 
+TEST(FlexSpPolicy, SaysWhenNothingHoldsTheBatch) {
+  // One GPU: the longest sequence of 40K tokens fits no group; 16 GPUs hold it.
+  const CostModel one = testing::plausible_cost(named_model("LLaMA2-7B"), 1, 1, CostModelOptions{.zero_stage = 3});
+  const CostModel sixteen = testing::plausible_cost(named_model("LLaMA2-7B"), 2, 8, CostModelOptions{.zero_stage = 3});
+  PlanningContext context;
+  const std::vector<GlobalBatch> batches{{Sequence{1, 40000}, Sequence{2, 1000}}};
+  for (const char* kind : {"flexsp", "flexsp-batchada"}) {
+    context.cost = &one;
+    try {
+      flexsp(kind)->plan(context, batches);
+      ADD_FAILURE() << kind << " planned a batch no group holds";
+    } catch (const PlanningError& e) {
+      EXPECT_NE(std::string(e.what()).find("batch 0: flexsp: no grouping of 1 GPUs"), std::string::npos) << e.what();
+    }
+    context.cost = &sixteen;
+    EXPECT_EQ(flexsp(kind)->plan(context, batches).size(), 1u);
+  }
+}
+
 TEST(FlexSpPolicy, RefusesBadOptions) {
   EXPECT_THROW(flexsp("flexsp", {{"solver", "gurobi"}}), InputError);
   EXPECT_THROW(flexsp("flexsp-batchada", {{"solver", "milp"}}), InputError);

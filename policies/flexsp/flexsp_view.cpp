@@ -36,8 +36,8 @@ FlexSpView::FlexSpView(const CostModel& cost, Recompute recompute, int max_degre
     degrees_.push_back({d, fit_quadratic(xs, ys), cap});
   }
   if (degrees_.empty())
-    throw InputError("FlexSP: no SP degree up to " + std::to_string(top) + " leaves room for activations beside " +
-                     cost.model().name + "'s model states");
+    throw PlanningError("flexsp: no SP degree up to " + std::to_string(top) + " leaves room for activations beside " +
+                        cost.model().name + "'s model states on " + std::to_string(gpus_) + " GPUs");
 }
 
 double FlexSpView::group_seconds(int degree, std::span<const Tokens> lengths) const {

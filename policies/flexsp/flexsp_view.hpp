@@ -28,7 +28,7 @@ ParallelScheme group_scheme(int degree, Recompute recompute);
 class FlexSpView {
  public:
   /// The powers of two from 1 (2 without `allow_sp1`) to min(max_degree, GPUs) that hold at least one token.
-  /// InputError when none does (the model does not fit).
+  /// PlanningError when none does (the model states fill the GPUs).
   FlexSpView(const CostModel& cost, Recompute recompute, int max_degree, bool allow_sp1);
 
   /// Ascending degree.
