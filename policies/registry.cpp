@@ -3,17 +3,19 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/errors.hpp"
 #include "policies/baselines/deepspeed.hpp"
+#include "policies/baselines/four_d.hpp"
 #include "policies/baselines/hotspa.hpp"
 #include "policies/baselines/megatron.hpp"
 #include "policies/baselines/packing.hpp"
 #include "policies/baselines/sorted.hpp"
 #include "policies/baselines/ulysses.hpp"
-#include "base/errors.hpp"
 #include "policies/core/policy.hpp"
 #include "policies/hbp/hbp_policy.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"
 #include "policies/skrull/skrull_policy.hpp"
+#include "policies/wlbllm/wlbllm_policy.hpp"
 
 namespace lcsim {
 namespace {
@@ -36,6 +38,9 @@ constexpr PolicyEntry kPolicies[] = {
     {"megatron", baselines::make_megatron_policy},
     {"deepspeed-ulysses", baselines::make_ulysses_policy},
     {"hotspa", baselines::make_hotspa_policy},
+    {"wlb-llm", wlbllm::make_wlbllm_policy},
+    {"plain-4d", baselines::make_plain_4d_policy},
+    {"fixed-4d", baselines::make_fixed_4d_policy},
 };
 // clang-format on
 
