@@ -74,7 +74,7 @@ TEST(ValidationCatalogue, ShippedCatalogueLoadsWithThirtyEntriesAndEveryScenario
       EXPECT_TRUE(p.value || p.yes || !p.failed.empty());
     }
   }
-  EXPECT_EQ(papers, (std::set<std::string>{"Skrull", "Hydraulis", "HBP"}));
+  EXPECT_EQ(papers, (std::set<std::string>{"Skrull", "Hydraulis", "HBP", "WLB-LLM"}));
   EXPECT_GE(evaluated, 30);
 }
 

@@ -59,7 +59,7 @@ TEST(WorkloadDistributionTest, SkrullTable1SharesHoldWithinOnePoint) {
 }
 
 TEST(WorkloadDistributionTest, EveryDeclaredAnchorHoldsWithinOnePoint) {
-  ASSERT_EQ(named_distributions().size(), 7u);
+  ASSERT_EQ(named_distributions().size(), 8u);
   std::uint64_t seed = 100;
   for (const auto& distribution : named_distributions()) {
     SCOPED_TRACE(distribution.name);
