@@ -6,7 +6,8 @@
 //   attention forward  A = sum over shares of attention_flops(s) x share / (P * e_a(s)); share = 1/t for whole
 //                          sequences; Ulysses: all s tokens for the busiest rank's whole heads (ulysses_rank_heads
 //                          of the TP slice, heads / (cp t) when cp divides them); ring attention: 1/(cp t), at
-//                          e_a(s / cp), its kernels see blocks of s/cp tokens
+//                          e_a(s / cp), its kernels see blocks of s/cp tokens; a per-sequence CP chunk of c
+//                          queries p tokens into its sequence: 4 q (c p + c (c + 1) / 2) / t at e_a(c)
 //   busiest SM         with the profile's attention_blocks (tile b, S SMs, o blocks per SM): a call's forward
 //                          lasts at least the tile pairs its busiest SM holds (the blocks of ranks 0, S, ..., (o-1) S,
 //                          launched longest first: attention_blocks.hpp) x one tile pair's time on one SM,
@@ -72,7 +73,9 @@ constexpr double kBf16Bytes = 2;
 
 double local_tokens(std::span<const SequenceShare> work) {
   double tokens = 0;
-  for (const auto& share : work) tokens += static_cast<double>(share.sequence_tokens) / share.cp;
+  for (const auto& share : work)
+    tokens +=
+        share.chunk() ? static_cast<double>(share.chunk_tokens) : static_cast<double>(share.sequence_tokens) / share.cp;
   return tokens;
 }
 
@@ -97,6 +100,11 @@ int overlap(LayerSpan span, int begin, int end) {
 }
 
 }  // namespace
+
+double causal_pairs(Tokens queries, Tokens offset) {
+  const auto c = static_cast<double>(queries);
+  return c * static_cast<double>(offset) + c * (c + 1) / 2;
+}
 
 LayerSpan stage_span(const ModelConfig& model, int pp, int stage) {
   check_degree(pp, "pp");
@@ -206,6 +214,16 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
   for (const auto& share : work) {
     if (share.sequence_tokens <= 0) continue;
     check_degree(share.cp, "share cp");
+    if (share.chunk()) {
+      // A per-sequence CP chunk: its own causal pairs, every head of the TP slice (4 head_dim FLOPs a pair and
+      // head, as attention_flops), in a kernel of chunk_tokens queries. The busiest-SM model is not applied: chunks
+      // run under ring attention, whose blocks it does not model either.
+      if (share.chunk_offset < 0 || share.chunk_offset + share.chunk_tokens > share.sequence_tokens)
+        throw std::invalid_argument("cost model: CP chunk outside its sequence");
+      parts.attention += 4.0 * model_.q_hidden() * causal_pairs(share.chunk_tokens, share.chunk_offset) / tp /
+                         (peak * c.attention_efficiency.at(static_cast<double>(share.chunk_tokens)));
+      continue;
+    }
     const double s = static_cast<double>(share.sequence_tokens);
     const double kernel_tokens = ring ? s / share.cp : s;
     parts.attention += attention_flops(share.sequence_tokens) * attention_share(share.cp, tp, ring) /

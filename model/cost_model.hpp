@@ -37,10 +37,21 @@ struct ParallelScheme {
 /// One sequence's work on one GPU inside a micro-batch: the whole sequence (cp == 1) or a 1/cp shard of it,
 /// whose attention runs over all `sequence_tokens` for 1/cp of the heads after the Ulysses all-to-all, or as cp
 /// blocks of s/cp queries against s/cp keys around the ring.
+/// A chunk share (chunk_tokens > 0) is one GPU's piece of a per-sequence CP split (CpSplit::PerSequence, ring
+/// attention): chunk_tokens query tokens starting chunk_offset tokens into the sequence, attending causally to the
+/// sequence's first chunk_offset + chunk_tokens tokens; it computes those queries alone, with every head of the TP
+/// slice, at the efficiency of a kernel of chunk_tokens queries.
 struct SequenceShare {
   Tokens sequence_tokens = 0;
   int cp = 1;
+  Tokens chunk_tokens = 0;
+  Tokens chunk_offset = 0;
+  bool chunk() const { return chunk_tokens > 0; }
+  friend bool operator==(const SequenceShare&, const SequenceShare&) = default;
 };
+
+/// Query-key pairs a causal kernel computes for c queries starting p tokens into their sequence: c p + c (c + 1) / 2.
+double causal_pairs(Tokens queries, Tokens offset);
 
 /// Collectives a piece of work issues, as the cost model times them: `count` calls of `bytes` each (nccl-tests
 /// size) over `group_size` GPUs. The *_seconds functions below are collective_time() of their *_calls.
@@ -203,8 +214,7 @@ class CostModel {
   /// topology gives a group of that size whose members are not known (Topology::aligned_path): a cost view's.
   CollectiveTime collective_time(std::span<const CollectiveCall> calls, LinkClass link) const;
   /// The same for groups placed as `placement` says (Aligned: the overload above).
-  CollectiveTime collective_time(std::span<const CollectiveCall> calls, LinkClass link,
-                                 GroupPlacement placement) const;
+  CollectiveTime collective_time(std::span<const CollectiveCall> calls, LinkClass link, GroupPlacement placement) const;
   /// The same over the GPUs of `group` (Topology::collective_path): the iteration program's.
   CollectiveTime collective_time(std::span<const CollectiveCall> calls, std::span<const int> group) const;
   /// The forward part of compute_seconds; the rest is backward (with any recomputation). Per layer: the forward

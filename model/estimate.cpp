@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "base/errors.hpp"
@@ -42,6 +43,41 @@ void split_work(const Replica& replica, const MicroBatch& micro_batch, MicroBatc
     }
   }
   work.sharded_per_gpu = ceil_div(work.sharded_tokens, cp);
+  work.dist_ranks.clear();
+  if (micro_batch.cp_split == CpSplit::PerSequence && cp > 1 && !work.dist.empty()) {
+    std::vector<Tokens> lengths;
+    for (const auto& share : work.dist) lengths.push_back(share.sequence_tokens);
+    work.dist_ranks = head_tail_chunks(lengths, cp);
+  }
+}
+
+std::vector<std::vector<SequenceShare>> head_tail_chunks(std::span<const Tokens> sequences, int cp,
+                                                         std::vector<std::vector<std::size_t>>* owners) {
+  if (cp < 1) throw std::invalid_argument("head_tail_chunks: cp must be >= 1");
+  Tokens total = 0;
+  for (Tokens s : sequences) total += s;
+  const Tokens chunks = 2 * static_cast<Tokens>(cp);
+  std::vector<std::vector<SequenceShare>> ranks(static_cast<std::size_t>(cp));
+  if (owners) owners->assign(static_cast<std::size_t>(cp), {});
+  // Chunk k covers [k T / 2cp, (k + 1) T / 2cp) of the pack; walk the sequences it overlaps.
+  const auto add_chunk = [&](std::size_t r, Tokens k) {
+    const Tokens begin = k * total / chunks, end = (k + 1) * total / chunks;
+    Tokens start = 0;  // of the current sequence in the pack
+    for (std::size_t i = 0; i < sequences.size() && start < end; ++i) {
+      const Tokens s = sequences[i];
+      const Tokens lo = std::max(begin, start), hi = std::min(end, start + s);
+      if (lo < hi) {
+        ranks[r].push_back(SequenceShare{s, cp, hi - lo, lo - start});
+        if (owners) (*owners)[r].push_back(i);
+      }
+      start += s;
+    }
+  };
+  for (int r = 0; r < cp; ++r) {
+    add_chunk(static_cast<std::size_t>(r), r);
+    add_chunk(static_cast<std::size_t>(r), chunks - 1 - r);
+  }
+  return ranks;
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // What a plan asks of each GPU, for the planners and the validator: a micro-batch's work per CP rank, the ZeRO
 // shard degree, and the peak-memory bound every plan is checked against. The estimate of a whole iteration is
 // program::estimate_iteration (program/estimate.hpp): the iteration program, replayed without contention.
+#include <span>
 #include <vector>
 
 #include "model/cost_model.hpp"
@@ -28,8 +29,23 @@ struct MicroBatchWork {
   std::vector<SequenceShare> dist;                ///< sharded sequences, SequenceShare{tokens, cp}
   Tokens sharded_tokens = 0;
   Tokens sharded_per_gpu = 0;  ///< ceil(sharded_tokens / cp)
+  /// CpSplit::PerSequence with cp > 1: per CP rank, the chunks of `dist` it computes (head_tail_chunks); empty
+  /// otherwise, when every rank computes `dist` (1/cp of each sequence). Communication and memory still read
+  /// `dist` and sharded_per_gpu: either split leaves each rank the same tokens, give or take one.
+  std::vector<std::vector<SequenceShare>> dist_ranks;
   Tokens gpu_tokens(int cp_rank) const { return local_tokens[static_cast<std::size_t>(cp_rank)] + sharded_per_gpu; }
+  /// What CP rank j computes of the sharded sequences.
+  const std::vector<SequenceShare>& rank_dist(int cp_rank) const {
+    return dist_ranks.empty() ? dist : dist_ranks[static_cast<std::size_t>(cp_rank)];
+  }
 };
+
+/// Llama-3's per-sequence CP split of a pack of `sequences` (in order, T tokens in all) over `cp` ranks: the pack
+/// cut into 2 cp chunks at floor(k T / (2 cp)), rank r given chunks r and 2 cp - 1 - r, each cut again where a
+/// sequence ends. Per rank, its pieces as chunk shares (SequenceShare::chunk_tokens), chunk r's first; `owners`
+/// (optional) receives, parallel to them, each piece's index in `sequences`.
+std::vector<std::vector<SequenceShare>> head_tail_chunks(std::span<const Tokens> sequences, int cp,
+                                                         std::vector<std::vector<std::size_t>>* owners = nullptr);
 /// A padded micro-batch costs (and holds) every sequence at its longest length. Placements with a cp_rank outside
 /// [-1, cp) are skipped (the validator reports them).
 MicroBatchWork split_work(const Replica& replica, const MicroBatch& micro_batch);

@@ -7,6 +7,16 @@
 
 namespace lcsim {
 
+std::string_view to_string(CpSplit split) {
+  return split == CpSplit::PerSequence ? "per_sequence" : "per_document";
+}
+
+std::optional<CpSplit> cp_split_from_string(std::string_view name) {
+  if (name == "per_document") return CpSplit::PerDocument;
+  if (name == "per_sequence") return CpSplit::PerSequence;
+  return std::nullopt;
+}
+
 Tokens MicroBatch::tokens() const {
   Tokens total = 0;
   for (const auto& p : placements) total += p.tokens;

@@ -8,7 +8,9 @@
 //
 // Replicas of the same `phase` run concurrently; phases run one after another (HotSPa's strategy switches).
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/cost_model.hpp"
@@ -25,9 +27,21 @@ struct Placement {
   friend bool operator==(const Placement&, const Placement&) = default;
 };
 
+/// How a micro-batch's sharded placements are cut across the replica's CP ranks.
+enum class CpSplit : std::uint8_t {
+  PerDocument,  ///< each sharded sequence balanced on its own (zigzag chunks of that sequence): lcsim's sharding
+  /// The sharded placements concatenated in order into one pack, cut into 2 cp equal chunks; rank r gets chunks r
+  /// and 2 cp - 1 - r (Llama-3's context parallelism; WLB-LLM's per-sequence sharding). Needs ring attention.
+  PerSequence,
+};
+std::string_view to_string(CpSplit split);
+/// "per_document" | "per_sequence"; nullopt for anything else.
+std::optional<CpSplit> cp_split_from_string(std::string_view name);
+
 struct MicroBatch {
   std::vector<Placement> placements;
   bool padded = false;  ///< sequences padded to the longest one of the micro-batch (non-packed batching)
+  CpSplit cp_split = CpSplit::PerDocument;
   Tokens tokens() const;
   Tokens longest() const;
   friend bool operator==(const MicroBatch&, const MicroBatch&) = default;

@@ -16,6 +16,7 @@ struct IterationResult {
   double seconds = 0;
   Tokens tokens = 0;
   std::size_t sequences = 0;
+  std::size_t per_sequence_micro_batches = 0;  ///< micro-batches with a per-sequence CP split (CpSplit)
   bool oom = false;
   double peak_bytes = 0;  ///< largest per-GPU peak of the iteration
   BalanceMetrics metrics;

@@ -54,7 +54,8 @@ struct LengthDistribution {
 };
 
 /// The built-in distributions: wikipedia, lmsyschat1m, chatqa2-long-sft (Skrull Table 1), tulu3, longcite,
-/// commoncrawl, github (documented approximations), wikipedia-galvatron (measured on FlexSP's released lengths).
+/// commoncrawl, github (documented approximations), wikipedia-galvatron (measured on FlexSP's released lengths),
+/// wlbllm-fig3 (read off WLB-LLM Fig. 3).
 const std::vector<LengthDistribution>& named_distributions();
 /// Throws InputError listing the known names when `name` is not one of them.
 const LengthDistribution& named_distribution(std::string_view name);

@@ -5,6 +5,7 @@
 
 #include "base/errors.hpp"
 #include "policies/baselines/deepspeed.hpp"
+#include "policies/baselines/four_d.hpp"
 #include "policies/baselines/hotspa.hpp"
 #include "policies/baselines/megatron.hpp"
 #include "policies/baselines/packing.hpp"
@@ -15,6 +16,7 @@
 #include "policies/hbp/hbp_policy.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"
 #include "policies/skrull/skrull_policy.hpp"
+#include "policies/wlbllm/wlbllm_policy.hpp"
 
 namespace lcsim {
 namespace {
@@ -39,6 +41,9 @@ constexpr PolicyEntry kPolicies[] = {
     {"hotspa", baselines::make_hotspa_policy},
     {"flexsp", flexsp::make_flexsp_policy},
     {"flexsp-batchada", flexsp::make_flexsp_batchada_policy},
+    {"wlb-llm", wlbllm::make_wlbllm_policy},
+    {"plain-4d", baselines::make_plain_4d_policy},
+    {"fixed-4d", baselines::make_fixed_4d_policy},
 };
 // clang-format on
 

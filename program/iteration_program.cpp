@@ -93,6 +93,8 @@ using Ids = std::vector<std::int64_t>;
 struct ShareIds {
   std::vector<Ids> local;
   Ids dist;
+  std::vector<Ids> dist_ranks;  ///< per CP rank under a per-sequence split: its chunks' sequences
+  const Ids& rank_dist(int j) const { return dist_ranks.empty() ? dist : dist_ranks[static_cast<std::size_t>(j)]; }
 };
 /// The sequence ids of a micro-batch's shares, per CP rank and distributed, into `ids` (its memory kept); with
 /// `describe` false only the per-rank lists, empty (the ids describe work, nothing else).
@@ -100,12 +102,24 @@ void split_ids(const Replica& replica, const MicroBatch& micro_batch, bool descr
   ids.local.resize(static_cast<std::size_t>(replica.scheme.cp));
   for (auto& local : ids.local) local.clear();
   ids.dist.clear();
+  ids.dist_ranks.clear();
   if (!describe) return;
+  std::vector<Tokens> sharded;
   for (const auto& p : micro_batch.placements) {
-    if (p.sharded())
+    if (p.sharded()) {
       ids.dist.push_back(p.sequence_id);
-    else if (p.cp_rank >= 0 && p.cp_rank < replica.scheme.cp)
+      sharded.push_back(p.tokens);
+    } else if (p.cp_rank >= 0 && p.cp_rank < replica.scheme.cp) {
       ids.local[static_cast<std::size_t>(p.cp_rank)].push_back(p.sequence_id);
+    }
+  }
+  if (micro_batch.cp_split == CpSplit::PerSequence && replica.scheme.cp > 1 && !sharded.empty()) {
+    std::vector<std::vector<std::size_t>> owners;
+    head_tail_chunks(sharded, replica.scheme.cp, &owners);
+    for (const auto& rank : owners) {
+      Ids& out = ids.dist_ranks.emplace_back();
+      for (std::size_t i : rank) out.push_back(ids.dist[i]);
+    }
   }
 }
 
@@ -200,8 +214,10 @@ std::vector<T> concat(const std::vector<T>& a, const std::vector<T>& b);
 /// rank of a baseline), not once per rank and TP rank.
 struct MicroBatchCosts {
   ShareCost dist;
-  std::vector<ShareCost> local;  ///< per CP rank
-  std::vector<ShareCost> all;    ///< per CP rank: local ++ dist; empty costs with overlap
+  std::vector<ShareCost> dist_ranks;  ///< per CP rank under a per-sequence split (MicroBatchWork::dist_ranks)
+  std::vector<ShareCost> local;       ///< per CP rank
+  std::vector<ShareCost> all;         ///< per CP rank: local ++ its distributed shares; empty costs with overlap
+  const ShareCost& rank_dist(std::size_t j) const { return dist_ranks.empty() ? dist : dist_ranks[j]; }
 
   MicroBatchCosts() = default;
   MicroBatchCosts(const CostModel& cost, const MicroBatchWork& work, const ParallelScheme& s, const LayerMix& stage,
@@ -212,16 +228,18 @@ struct MicroBatchCosts {
   void assign(const CostModel& cost, const MicroBatchWork& work, const ParallelScheme& s, const LayerMix& stage,
               bool overlap, bool head) {
     dist = ShareCost(cost, work.dist, s, stage, head);
+    dist_ranks.clear();
+    for (const Shares& chunks : work.dist_ranks) dist_ranks.emplace_back(cost, chunks, s, stage, head);
     local.assign(work.local.size(), ShareCost{});
     all.assign(work.local.size(), ShareCost{});
     for (std::size_t j = 0; j < work.local.size(); ++j) {
       const Shares& shares = work.local[j];
       if (shares.empty()) {
-        if (!overlap) all[j] = dist;
+        if (!overlap) all[j] = rank_dist(j);
         continue;
       }
       local[j] = ShareCost(cost, shares, s, stage, head);
-      if (!overlap) all[j] = ShareCost(cost, concat(shares, work.dist), s, stage, head);
+      if (!overlap) all[j] = ShareCost(cost, concat(shares, work.rank_dist(static_cast<int>(j))), s, stage, head);
     }
   }
 };
@@ -531,6 +549,29 @@ class Builder {
     return steps;
   }
 
+  /// `ring` as CP rank j runs it: under a per-sequence split the ranks' attention differs, so each runs its own
+  /// blocks beside the shared transfers (the exchange then waits for the busiest); `which`: every exchange (0),
+  /// the forward ones (1) or the backward ones (2), as `ring` holds them.
+  /// The result is `shared` itself or a member scratch, valid until the next call.
+  const std::vector<RingStep>& rank_ring(const std::vector<RingStep>& shared, const Replica& rep,
+                                         const MicroBatchWork& work, int j, const Block& b, int which) {
+    if (work.dist_ranks.empty() || shared.empty()) return shared;
+    std::vector<RingStep>& ring = rank_ring_;
+    ring = shared;
+    std::vector<CpExchange> mine =
+        cost_.cp_exchanges(work.rank_dist(j), work.sharded_per_gpu, rep.scheme, b.span, b.checkpointed());
+    std::erase_if(mine, [&](const CpExchange& e) {
+      return which == 1 ? e.pass != CpExchange::Pass::Forward : which == 2 && e.pass == CpExchange::Pass::Forward;
+    });
+    for (std::size_t e = 0; e < ring.size(); ++e) {
+      const double beside = e < mine.size() ? mine[e].beside_s : 0.0;
+      ring[e].beside_s = beside;
+      ring[e].exposed_s =
+          std::max(0.0, program_.collectives[static_cast<std::size_t>(ring[e].collective)].time.seconds() - beside);
+    }
+    return ring;
+  }
+
   /// The compute and ring steps of one block (or one pass of it) for one GPU (header comment); `ring` not empty.
   /// The compute that does not run beside the ring is never empty (it holds the GEMMs and the attention blocks
   /// no transfer overlaps), so it carries the work descriptor; with overlap the local descriptor goes with the
@@ -600,8 +641,8 @@ class Builder {
                             WorkKind::CpAllToAll);
           }
       costs.assign(cost_, work, s, mix, rep.overlap_cp_comm, true);
-      const ShareCost& dist = costs.dist;
       for (int j = 0; j < s.cp; ++j) {
+        const ShareCost& dist = costs.rank_dist(static_cast<std::size_t>(j));
         const Shares& local_shares = work.local[static_cast<std::size_t>(j)];
         if (local_shares.empty() && work.dist.empty()) continue;
         const Tokens tokens = work.gpu_tokens(j);
@@ -623,13 +664,15 @@ class Builder {
             const BlockWork local_work{
                 local.block(block),
                 rep.overlap_cp_comm ? add_work(kPass, local_shares, local_ids, s, block, true) : -1};
-            const BlockWork dist_work{dist.block(block),
-                                      rep.overlap_cp_comm ? add_work(kPass, work.dist, ids.dist, s, block, true) : -1};
+            const Shares& dist_shares = work.rank_dist(j);
+            const Ids& dist_ids = ids.rank_dist(j);
+            const BlockWork dist_work{
+                dist.block(block), rep.overlap_cp_comm ? add_work(kPass, dist_shares, dist_ids, s, block, true) : -1};
             const BlockWork all_work{
-                all.block(block), rep.overlap_cp_comm
-                                      ? -1
-                                      : add_work(kPass, local_shares, local_ids, work.dist, ids.dist, s, block, true)};
-            const auto& ring_steps = ring[b][static_cast<std::size_t>(t)];
+                all.block(block),
+                rep.overlap_cp_comm ? -1
+                                    : add_work(kPass, local_shares, local_ids, dist_shares, dist_ids, s, block, true)};
+            const auto& ring_steps = rank_ring(ring[b][static_cast<std::size_t>(t)], rep, work, j, block, 0);
             if (!ring_steps.empty())
               add_block_ring(g, rep.overlap_cp_comm, local_work, dist_work, all_work, ring_steps, WorkKind::Compute, r,
                              m);
@@ -714,6 +757,7 @@ class Builder {
   const bool ring_attention_;
   IterationProgram program_;
   FlatScratch scratch_;
+  std::vector<RingStep> rank_ring_;  ///< rank_ring's result under a per-sequence split
 };
 
 /// The 1F1B order of a stage: min(pp - 1 - stage, M) warm-up forwards, then one forward and one backward
@@ -861,10 +905,11 @@ void Builder::add_pipeline_pass(const StageContext& c, int j, int t, std::size_t
   };
   // The works of one block and pass: local, distributed, or (without overlap) both together.
   const ShareCost& local = c.costs[m].local[jj];
-  const ShareCost& dist = c.costs[m].dist;
+  const ShareCost& dist = c.costs[m].rank_dist(jj);
   const ShareCost& all = c.costs[m].all[jj];
   const Ids& local_ids = c.ids[m].local[jj];
-  const Ids& dist_ids = c.ids[m].dist;
+  const Shares& dist_shares = work.rank_dist(j);
+  const Ids& dist_ids = c.ids[m].rank_dist(j);
   const bool overlap = rep.overlap_cp_comm;
   const auto pass = forward ? ComputeWork::Pass::Forward : ComputeWork::Pass::Backward;
   const auto add_block = [&](std::size_t b) {
@@ -875,12 +920,12 @@ void Builder::add_pipeline_pass(const StageContext& c, int j, int t, std::size_t
     const BlockWork local_work{forward ? local.block_forward(block) : local.block_backward(block),
                                overlap ? add_work(pass, local_shares, local_ids, s, block, c.head) : -1};
     const BlockWork dist_work{forward ? dist.block_forward(block) : dist.block_backward(block),
-                              overlap ? add_work(pass, work.dist, dist_ids, s, block, c.head) : -1};
+                              overlap ? add_work(pass, dist_shares, dist_ids, s, block, c.head) : -1};
     const BlockWork all_work{
         forward ? all.block_forward(block) : all.block_backward(block),
-        overlap ? -1 : add_work(pass, local_shares, local_ids, work.dist, dist_ids, s, block, c.head)};
+        overlap ? -1 : add_work(pass, local_shares, local_ids, dist_shares, dist_ids, s, block, c.head)};
     const WorkKind kind = forward ? WorkKind::Forward : WorkKind::Backward;
-    const auto& ring = (forward ? pc.ring_fwd : pc.ring_bwd)[b][tt];
+    const auto& ring = rank_ring((forward ? pc.ring_fwd : pc.ring_bwd)[b][tt], rep, work, j, block, forward ? 1 : 2);
     if (!ring.empty())
       add_block_ring(g, overlap, local_work, dist_work, all_work, ring, kind, c.r, mi);
     else

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -117,9 +118,26 @@ void list_distributions(std::ostream& out) {
          "each bin, see model/DISTRIBUTIONS.md)\n";
 }
 
+/// One line on a built-in kind (docs/policies.md has the rest); none for a kind registered out of tree.
+std::string_view policy_summary(std::string_view kind) {
+  static const std::map<std::string_view, std::string_view> summaries{
+      {"wlb-llm",
+       "WLB-LLM: variable-length packing with outlier queues, adaptive per-document / per-sequence CP split"},
+      {"plain-4d", "WLB-LLM's Plain-4D: the loader's fixed-length packs in data order, per-sequence CP split"},
+      {"fixed-4d", "WLB-LLM's Fixed-4D: sum-of-squares balanced fixed-length packing, one fixed CP split"},
+  };
+  const auto it = summaries.find(kind);
+  return it == summaries.end() ? std::string_view{} : it->second;
+}
+
 void list_policies(std::ostream& out) {
   out << "policy kinds (use as policies[].kind; each kind documents its options in its header under policies/)\n";
-  for (const auto& kind : policy_kinds()) out << "  " << kind << '\n';
+  for (const auto& kind : policy_kinds()) {
+    const std::string_view summary = policy_summary(kind);
+    out << "  " << kind;
+    if (!summary.empty()) out << std::string(kind.size() < 18 ? 18 - kind.size() : 1, ' ') << summary;
+    out << '\n';
+  }
 }
 
 void list_finetuning(std::ostream& out) {

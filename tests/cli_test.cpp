@@ -186,6 +186,7 @@ TEST_F(CliTest, ListsBuiltInNames) {
   const CliRun policies = run_lcsim("list policies");
   EXPECT_EQ(policies.exit_code, 0);
   EXPECT_TRUE(contains(policies.output, "deepspeed"));
+  EXPECT_TRUE(contains(policies.output, "wlb-llm           WLB-LLM: variable-length packing"));
   const CliRun finetuning = run_lcsim("list finetuning");
   EXPECT_EQ(finetuning.exit_code, 0);
   EXPECT_TRUE(contains(finetuning.output, "  full "));

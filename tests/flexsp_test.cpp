@@ -190,21 +190,28 @@ TEST(FlexSpPolicy, ASwitchBetweenModelSlicesStillPays) {
 }
 
 TEST(FlexSpPolicy, SaysWhenNothingHoldsTheBatch) {
-  // One GPU: the longest sequence of 40K tokens fits no group; 16 GPUs hold it.
-  const CostModel one = testing::plausible_cost(named_model("LLaMA2-7B"), 1, 1, CostModelOptions{.zero_stage = 3});
-  const CostModel sixteen = testing::plausible_cost(named_model("LLaMA2-7B"), 2, 8, CostModelOptions{.zero_stage = 3});
+  // Qwen2.5-0.5B: a sequence of 200K tokens fits no group of one GPU, and a group of 16 holds it.
+  const auto cost = [](const char* model, int nodes, int per_node) {
+    return testing::plausible_cost(named_model(model), nodes, per_node, CostModelOptions{.zero_stage = 3});
+  };
+  const CostModel one = cost("Qwen2.5-0.5B", 1, 1), sixteen = cost("Qwen2.5-0.5B", 2, 8);
+  const CostModel full = cost("LLaMA2-7B", 1, 1);  // its model states alone exceed one GPU
   PlanningContext context;
-  const std::vector<GlobalBatch> batches{{Sequence{1, 40000}, Sequence{2, 1000}}};
-  for (const char* kind : {"flexsp", "flexsp-batchada"}) {
-    context.cost = &one;
+  const std::vector<GlobalBatch> batches{{Sequence{1, 200000}, Sequence{2, 1000}}};
+  const auto refusal = [&](const char* kind, const CostModel& c) {
+    context.cost = &c;
     try {
       flexsp(kind)->plan(context, batches);
-      ADD_FAILURE() << kind << " planned a batch no group holds";
     } catch (const PlanningError& e) {
-      EXPECT_NE(std::string(e.what()).find("batch 0: flexsp: no grouping of 1 GPUs"), std::string::npos) << e.what();
+      return std::string(e.what());
     }
+    return std::string("planned");
+  };
+  for (const char* kind : {"flexsp", "flexsp-batchada"}) {
+    EXPECT_NE(refusal(kind, one).find("batch 0: flexsp: no grouping of 1 GPUs"), std::string::npos) << kind;
+    EXPECT_NE(refusal(kind, full).find("no SP degree up to 1 leaves room"), std::string::npos) << kind;
     context.cost = &sixteen;
-    EXPECT_EQ(flexsp(kind)->plan(context, batches).size(), 1u);
+    EXPECT_EQ(flexsp(kind)->plan(context, batches).size(), 1u) << kind;
   }
 }
 

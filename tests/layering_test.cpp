@@ -1,5 +1,5 @@
 // The layering the README draws: every #include "..." in lcsim's sources points down, never up or sideways.
-//   base <- model <- policies/core <- policies/{baselines, skrull, hydraulis, hbp} <- policies/registry.cpp
+//   base <- model <- policies/core <- policies/{baselines, skrull, hydraulis, hbp, wlbllm} <- policies/registry.cpp
 //   policies <- program <- traces <- sim ;  program, traces, kernels <- calibrate
 #include <gtest/gtest.h>
 
@@ -23,8 +23,8 @@ const std::vector<std::string> kLayerRoots{"base", "model",   "policies",  "prog
                                            "sim",  "kernels", "calibrate", "python"};
 
 const std::set<std::string> kAllPolicies{
-    "base",         "model",          "policies/core", "policies/baselines", "policies/skrull", "policies/hydraulis",
-    "policies/hbp", "policies/flexsp"};
+    "base",         "model",           "policies/core",  "policies/baselines", "policies/skrull", "policies/hydraulis",
+    "policies/hbp", "policies/flexsp", "policies/wlbllm"};
 
 /// The layers each layer may include besides itself.
 const std::map<std::string, std::set<std::string>> kMayInclude{
@@ -42,6 +42,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude{
     {"policies/hydraulis", {"base", "model", "policies/core", "policies/baselines"}},
     {"policies/hbp", {"base", "model", "policies/core", "policies/baselines"}},
     {"policies/flexsp", {"base", "model", "policies/core", "policies/baselines"}},
+    {"policies/wlbllm", {"base", "model", "policies/core", "policies/baselines"}},
     {"policies", kAllPolicies},  // registry.cpp
     // Above policies/, only the interface: a policy is reached through the registry (make_policy).
     // The iteration program: what each GPU does, for the estimate, the simulator and live replay alike.
@@ -119,6 +120,9 @@ TEST(Layering, TheMapRefusesUpwardAndSidewaysIncludes) {
   EXPECT_NE(violation("model/estimate.cpp", "policies/skrull/skrull_view.hpp"), "");
   EXPECT_NE(violation("policies/baselines/megatron.cpp", "policies/hydraulis/hydraulis_policy.hpp"), "");
   EXPECT_NE(violation("policies/skrull/skrull_policy.cpp", "policies/hbp/hbp_view.hpp"), "");
+  EXPECT_NE(violation("policies/wlbllm/wlbllm_policy.cpp", "policies/hbp/hbp_view.hpp"), "");
+  EXPECT_NE(violation("policies/baselines/four_d.cpp", "policies/wlbllm/wlbllm_view.hpp"), "");
+  EXPECT_EQ(violation("policies/wlbllm/wlbllm_policy.cpp", "policies/baselines/four_d.hpp"), "");
   EXPECT_NE(violation("traces/scenario.cpp", "sim/cli.hpp"), "");
   EXPECT_NE(violation("traces/scenario.cpp", "policies/hbp/hbp_policy.hpp"), "");
   EXPECT_NE(violation("kernels/gemm.cpp", "calibrate/host/fit.hpp"), "");

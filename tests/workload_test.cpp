@@ -59,7 +59,7 @@ TEST(WorkloadDistributionTest, SkrullTable1SharesHoldWithinOnePoint) {
 }
 
 TEST(WorkloadDistributionTest, EveryDeclaredAnchorHoldsWithinOnePoint) {
-  ASSERT_EQ(named_distributions().size(), 8u);
+  ASSERT_EQ(named_distributions().size(), 9u);
   std::uint64_t seed = 100;
   for (const auto& distribution : named_distributions()) {
     SCOPED_TRACE(distribution.name);
@@ -94,7 +94,8 @@ TEST(WorkloadDistributionTest, UnknownNameListsTheKnownOnes) {
   } catch (const InputError& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("unknown length distribution 'wikipedai'"), std::string::npos) << message;
-    EXPECT_NE(message.find("known: wikipedia, lmsyschat1m, chatqa2-long-sft, tulu3, longcite, commoncrawl, github, wikipedia-galvatron"),
+    EXPECT_NE(message.find("known: wikipedia, lmsyschat1m, chatqa2-long-sft, tulu3, longcite, commoncrawl, github, "
+                           "wikipedia-galvatron, wlbllm-fig3"),
               std::string::npos)
         << message;
   }

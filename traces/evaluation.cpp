@@ -126,6 +126,9 @@ IterationResult iteration_result(const IterationPlan& plan, int index, const Ite
   it.seconds = timing.seconds;
   it.tokens = plan.tokens();
   it.sequences = plan.sequence_count();
+  for (const Replica& r : plan.replicas)
+    for (const MicroBatch& mb : r.micro_batches)
+      if (mb.cp_split == CpSplit::PerSequence && r.scheme.cp > 1) ++it.per_sequence_micro_batches;
   it.oom = timing.out_of_memory();
   it.peak_bytes =
       timing.peak_bytes.empty() ? 0.0 : *std::max_element(timing.peak_bytes.begin(), timing.peak_bytes.end());

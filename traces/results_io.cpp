@@ -47,6 +47,8 @@ Json iteration_json(const IterationResult& it) {
   j["seconds"] = number(it.seconds);
   j["tokens"] = it.tokens;
   j["sequences"] = it.sequences;
+  // Only where a plan splits per sequence, so files of plans that never do stay as they were.
+  if (it.per_sequence_micro_batches > 0) j["per_sequence_micro_batches"] = it.per_sequence_micro_batches;
   j["oom"] = it.oom;
   j["peak_GiB"] = number(it.peak_bytes / kGiB);
   j["metrics"] = metrics_json(it.metrics, false);
