@@ -121,6 +121,19 @@ void list_distributions(std::ostream& out) {
 /// One line on a built-in kind (docs/policies.md has the rest); none for a kind registered out of tree.
 std::string_view policy_summary(std::string_view kind) {
   static const std::map<std::string_view, std::string_view> summaries{
+      {"deepspeed", "Skrull's DeepSpeed baseline: static Ulysses CP, one sequence per micro-batch"},
+      {"sorted", "LongAlign sorted batching: the window sorted by length and cut into global batches"},
+      {"packing", "fixed-length packing (ISF, FFD, BFS or random) to a packing length"},
+      {"hbp", "HBP: hierarchical balance packing into groups of SP degrees, balanced micro-batches"},
+      {"skrull", "Skrull: DACP (local or sharded sequences per micro-batch) inside GDS (global scheduling)"},
+      {"skrull-dacp", "Skrull's DACP alone, on micro-batches in the baseline's order"},
+      {"rr", "Skrull's GDS with round-robin placement (App. B.2)"},
+      {"hydraulis", "Hydraulis: heterogeneous TP x PP pipelines per iteration, two-stage dispatch and packing"},
+      {"megatron", "Megatron-LM (Hydraulis's baseline): static TP x PP, packs of the context dealt evenly"},
+      {"deepspeed-ulysses", "DeepSpeed-Ulysses (Hydraulis's, FlexSP's baseline): static SP, fixed-length packs"},
+      {"hotspa", "HotSPa: a few homogeneous strategies per length bucket, switched inside each iteration"},
+      {"flexsp", "FlexSP: per micro-batch, SP groups of mixed power-of-two degrees, sequences balanced on them"},
+      {"flexsp-batchada", "FlexSP-BatchAda: one homogeneous SP degree per global batch, chosen per batch"},
       {"wlb-llm",
        "WLB-LLM: variable-length packing with outlier queues, adaptive per-document / per-sequence CP split"},
       {"plain-4d", "WLB-LLM's Plain-4D: the loader's fixed-length packs in data order, per-sequence CP split"},
