@@ -188,7 +188,7 @@ TEST_F(CliTest, ListsBuiltInNames) {
   EXPECT_TRUE(contains(policies.output, "deepspeed"));
   EXPECT_TRUE(contains(policies.output, "wlb-llm           WLB-LLM: variable-length packing"));
   EXPECT_TRUE(contains(policies.output, "flexsp            FlexSP: per micro-batch, SP groups"));
-  for (const auto& kind : policy_kinds()) {  // every built-in kind says what it is
+  for (const auto& kind : lcsim::policy_kinds()) {  // every built-in kind says what it is
     const auto at = policies.output.find("  " + kind + " ");
     ASSERT_NE(at, std::string::npos) << kind;
     const auto line = policies.output.substr(at, policies.output.find('\n', at) - at);
