@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <numeric>
+#include <tuple>
 
 #include "base/random.hpp"
 #include "policies/hydraulis/packing.hpp"
@@ -200,6 +202,210 @@ TEST(HydraulisPacking, HeuristicGapToExactOnRandomSmallInstances) {
   EXPECT_LT(mean_gap, 0.02);
   EXPECT_LT(max_gap, 0.15);
   EXPECT_GE(optimal, kRounds * 9 / 10);
+}
+
+/// The heuristic as packing.hpp states it, plainly: LPT by a scan for the cheapest micro-batch with room and the
+/// local search without pruning, every V built and priced in full. What the pruned local search, the heap and the first
+/// pass's pricing without building must reproduce.
+std::vector<std::vector<std::size_t>> reference_partition(std::span<const Tokens> lengths,
+                                                          std::span<const double> costs, Tokens capacity, int v,
+                                                          bool polish) {
+  struct Bin {
+    double cost = 0;
+    Tokens tokens = 0;
+    std::vector<std::size_t> items;
+  };
+  std::vector<std::size_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    if (costs[x] != costs[y]) return costs[x] > costs[y];
+    return lengths[x] > lengths[y];
+  });
+  std::vector<Bin> bins(static_cast<std::size_t>(v));
+  for (std::size_t i : order) {
+    std::size_t chosen = bins.size();
+    for (std::size_t b = 0; b < bins.size(); ++b)
+      if (bins[b].tokens + lengths[i] <= capacity && (chosen == bins.size() || bins[b].cost < bins[chosen].cost))
+        chosen = b;
+    if (chosen == bins.size()) return {};
+    bins[chosen].items.push_back(i);
+    bins[chosen].cost += costs[i];
+    bins[chosen].tokens += lengths[i];
+  }
+  for (std::size_t step = 0; polish && step < 4 * lengths.size() + 16; ++step) {
+    std::size_t m = 0;
+    for (std::size_t b = 1; b < bins.size(); ++b)
+      if (bins[b].cost > bins[m].cost) m = b;
+    const double top = bins[m].cost;
+    double best = top;
+    std::size_t best_x = 0, best_bin = 0, best_y = 0;
+    bool swap = false;
+    for (std::size_t xi = 0; xi < bins[m].items.size(); ++xi) {
+      const std::size_t x = bins[m].items[xi];
+      for (std::size_t b = 0; b < bins.size(); ++b) {
+        if (b == m) continue;
+        if (bins[b].tokens + lengths[x] <= capacity && std::max(top - costs[x], bins[b].cost + costs[x]) < best) {
+          best = std::max(top - costs[x], bins[b].cost + costs[x]);
+          std::tie(best_x, best_bin, swap) = std::make_tuple(xi, b, false);
+        }
+        for (std::size_t yi = 0; yi < bins[b].items.size(); ++yi) {
+          const std::size_t y = bins[b].items[yi];
+          if (costs[y] >= costs[x] || bins[b].tokens - lengths[y] + lengths[x] > capacity ||
+              bins[m].tokens - lengths[x] + lengths[y] > capacity)
+            continue;
+          const double pair = std::max(top - costs[x] + costs[y], bins[b].cost - costs[y] + costs[x]);
+          if (pair < best) {
+            best = pair;
+            std::tie(best_x, best_bin, best_y, swap) = std::make_tuple(xi, b, yi, true);
+          }
+        }
+      }
+    }
+    if (!(best < top)) break;
+    const std::size_t x = bins[m].items[best_x];
+    bins[m].items.erase(bins[m].items.begin() + static_cast<std::ptrdiff_t>(best_x));
+    bins[m].cost -= costs[x];
+    bins[m].tokens -= lengths[x];
+    if (swap) {
+      const std::size_t y = bins[best_bin].items[best_y];
+      bins[best_bin].items.erase(bins[best_bin].items.begin() + static_cast<std::ptrdiff_t>(best_y));
+      bins[best_bin].cost -= costs[y];
+      bins[best_bin].tokens -= lengths[y];
+      bins[m].items.push_back(y);
+      bins[m].cost += costs[y];
+      bins[m].tokens += lengths[y];
+    }
+    bins[best_bin].items.push_back(x);
+    bins[best_bin].cost += costs[x];
+    bins[best_bin].tokens += lengths[x];
+  }
+  std::vector<std::vector<std::size_t>> out;
+  for (auto& b : bins) out.push_back(std::move(b.items));
+  return out;
+}
+
+/// pack_heuristic's definition: LPT on every V of the range (skipping a V whose bound cannot beat the best so far),
+/// then the local search on the 3 V of best LPT objective, over-long sequences alone, micro-batches sorted and
+/// most expensive first.
+PackingResult reference_pack(std::span<const Tokens> lengths, const SchemeInfo& s) {
+  PackingResult result;
+  if (lengths.empty()) return result;
+  std::vector<std::vector<std::size_t>> alone;
+  std::vector<std::size_t> rest;
+  double alone_top = 0;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] > s.max_len) {
+      alone.push_back({i});
+      alone_top = std::max(alone_top, s.overhead() + s.work(lengths[i]));
+    } else {
+      rest.push_back(i);
+    }
+  }
+  std::vector<Tokens> sub;
+  std::vector<double> costs;
+  Tokens total = 0;
+  double work_total = 0, work_top = 0;
+  for (std::size_t i : rest) {
+    sub.push_back(lengths[i]);
+    costs.push_back(s.work(lengths[i]));
+    total += lengths[i];
+    work_total += costs.back();
+    work_top = std::max(work_top, costs.back());
+  }
+  std::vector<std::vector<std::size_t>> best = alone;
+  double best_cost = rest.empty() ? packing_cost(lengths, alone, s) : INFINITY;
+  std::vector<std::pair<double, int>> lpt;
+  const auto run = [&](int v, bool polish) {
+    const double slots = s.scheme.pp - 1 + v + static_cast<double>(alone.size());
+    if (std::max(alone_top, s.overhead() + std::max(work_top, work_total / v)) * slots >= best_cost) return false;
+    auto part = reference_partition(sub, costs, s.max_len, v, polish);
+    if (part.empty()) return false;
+    if (!polish) {
+      double top = 0;
+      for (const auto& mb : part) {
+        double sum = 0;
+        for (std::size_t i : mb) sum += costs[i];
+        top = std::max(top, sum);
+      }
+      lpt.emplace_back((top + s.overhead()) * (s.scheme.pp - 1 + v), v);
+    }
+    std::vector<std::vector<std::size_t>> candidate = alone;
+    for (auto& mb : part) {
+      if (mb.empty()) continue;
+      for (auto& i : mb) i = rest[i];
+      candidate.push_back(std::move(mb));
+    }
+    const double cost = packing_cost(lengths, candidate, s);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = std::move(candidate);
+    }
+    return true;
+  };
+  if (!rest.empty()) {
+    const MicroBatchRange range = micro_batch_range(total, rest.size(), s);
+    bool found = false;
+    for (int v = range.lo; v <= range.hi || (!found && v <= static_cast<int>(rest.size())); ++v)
+      found = run(v, false) || found;
+    std::stable_sort(lpt.begin(), lpt.end());
+    for (int v = range.lo; v <= range.hi; ++v)
+      for (std::size_t k = 0; k < lpt.size() && k < 3; ++k)
+        if (lpt[k].second == v) run(v, true);
+  }
+  for (auto& mb : best) std::sort(mb.begin(), mb.end());
+  std::vector<double> mb_costs;
+  for (const auto& mb : best) {
+    double c = 0;
+    for (std::size_t i : mb) c += s.work(lengths[i]);
+    mb_costs.push_back(c);
+  }
+  std::vector<std::size_t> order(best.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    if (mb_costs[x] != mb_costs[y]) return mb_costs[x] > mb_costs[y];
+    return best[x].front() < best[y].front();
+  });
+  for (std::size_t k : order) result.micro_batches.push_back(best[k]);
+  result.cost = best_cost;
+  return result;
+}
+
+TEST(HydraulisPacking, HeuristicMatchesItsPlainDefinition) {
+  // The local search's pruning (a move or swap is skipped only when it cannot go below the best step so far), the
+  // heap, and pricing LPT's packings without building them must change nothing: random pipelines, quadratic
+  // costs with ties, over-long sequences, V ranges from one micro-batch to one per sequence.
+  Rng rng(77);
+  int polished_differs = 0;
+  for (int round = 0; round < 400; ++round) {
+    const int pp = 1 + static_cast<int>(rng.below(8));
+    const Tokens max_len = 2000 + static_cast<Tokens>(rng.below(14000));
+    const Tokens util_len = 50 + static_cast<Tokens>(rng.below(2000));
+    const SchemeInfo s = make_scheme(pp, max_len, util_len, rng.below(2) == 0 ? 0.0 : 3e-10, 8e-5,
+                                     0.01 * static_cast<double>(rng.below(3)));
+    std::vector<Tokens> lengths(rng.below(120));
+    for (auto& l : lengths)
+      l = rng.below(4) == 0 ? 512 * (1 + static_cast<Tokens>(rng.below(8)))  // repeated lengths: ties
+                            : 16 + static_cast<Tokens>(rng.below(
+                                       static_cast<std::uint64_t>(rng.below(10) == 0 ? 2 * max_len : max_len / 3)));
+    const PackingResult want = reference_pack(lengths, s);
+    const PackingResult got = pack_heuristic(lengths, s);
+    ASSERT_EQ(got.micro_batches, want.micro_batches) << "round " << round;
+    ASSERT_EQ(got.cost, want.cost) << "round " << round;
+
+    std::vector<double> costs;
+    for (Tokens l : lengths) costs.push_back(s.work(std::min(l, max_len)));
+    std::vector<Tokens> capped;
+    for (Tokens l : lengths) capped.push_back(std::min(l, max_len));
+    // A few micro-batches more than the tokens need: LPT leaves them uneven, the local search has work to do.
+    Tokens total = 0;
+    for (Tokens l : capped) total += l;
+    const int v =
+        static_cast<int>(std::max<Tokens>(1, (total + max_len - 1) / max_len)) + static_cast<int>(rng.below(6));
+    const auto polished = partition_heuristic(capped, costs, max_len, v);
+    ASSERT_EQ(polished, reference_partition(capped, costs, max_len, v, true)) << "round " << round;
+    polished_differs += polished != reference_partition(capped, costs, max_len, v, false) ? 1 : 0;
+  }
+  EXPECT_GT(polished_differs, 20);  // the local search did move sequences
 }
 
 }  // namespace

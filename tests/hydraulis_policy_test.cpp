@@ -74,6 +74,42 @@ TEST(HydraulisPolicy, DispatchAndPackingBoundsNeverExceedTheEstimate) {
   EXPECT_GT(checked, 10);
 }
 
+TEST(HydraulisPolicy, AssignBelowGivesUpOnlyWhereTheEstimateReachesTheCutoff) {
+  // The selection drops a finalist when assign_below gives up: at a cutoff, it must give the full assignment
+  // whenever the estimate is below the cutoff, and may give up only when it is not.
+  Bench s(7, 60000, 3);
+  auto policy = hydraulis();
+  policy->plan(s.context, s.batches);
+  const auto& candidates = dynamic_cast<const HydraulisPolicy&>(*policy).candidates();
+  const SchemeSpace space(s.cost, 16, SpaceOptions{});
+  const HydraulisOptions options;
+  int kept = 0;
+  int gave_up = 0;
+  for (std::size_t b = 0; b < s.batches.size(); ++b) {
+    std::vector<Tokens> lengths;
+    for (const auto& seq : s.batches[b]) lengths.push_back(seq.tokens);
+    for (const auto& candidate : candidates) {
+      const auto pipelines = lay_out(candidate, space);
+      const Assignment full = assign(lengths, pipelines, space, options, b);
+      for (const double factor : {0.9, 0.999, 1.0, 1.001, 1.2}) {
+        const double cutoff = full.estimate * factor;
+        const auto cut = assign_below(lengths, pipelines, space, options, b, cutoff);
+        if (full.estimate < cutoff) {
+          ASSERT_TRUE(cut.has_value());
+          EXPECT_EQ(cut->estimate, full.estimate);
+          EXPECT_EQ(cut->micro_batches, full.micro_batches);
+          ++kept;
+        } else {
+          EXPECT_FALSE(cut.has_value());
+          ++gave_up;
+        }
+      }
+    }
+  }
+  EXPECT_GT(kept, 10);
+  EXPECT_GT(gave_up, 10);
+}
+
 TEST(HydraulisPolicy, PlansAreValidHeterogeneousPipelines) {
   Bench s;
   auto policy = hydraulis();

@@ -158,6 +158,18 @@ TEST(HydraulisStrategy, LayOutKeepsTpGroupsInsideNodesAndOrdersByMaxLen) {
   EXPECT_THROW(lay_out(make_strategy({{3, 4}}), space), PlanningError);           // 32 GPUs > 24
 }
 
+TEST(HydraulisStrategy, PipelineSchemesAreLayOutsSchemes) {
+  // Screening takes the schemes without laying the pipelines out: the same order, MaxLen ties included.
+  const SchemeSpace space(
+      {scheme(1, 1, 1000), scheme(2, 2, 5000), scheme(4, 1, 5000), scheme(8, 1, 9000), scheme(1, 2, 1000)}, 64, 8);
+  for (const auto& strategy : {make_strategy({{0, 2}, {1, 1}, {2, 1}, {3, 1}}), make_strategy({{4, 3}, {0, 1}}),
+                               make_strategy({{2, 2}, {1, 3}, {4, 1}}), make_strategy({{3, 1}})}) {
+    std::vector<std::size_t> laid;
+    for (const auto& p : lay_out(strategy, space)) laid.push_back(p.scheme);
+    EXPECT_EQ(pipeline_schemes(strategy, space), laid) << strategy.describe(space);
+  }
+}
+
 TEST(HydraulisStrategy, SharedSpaceIsReusedForTheSameInputsOnly) {
   const CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 1);
   const SpaceOptions base;

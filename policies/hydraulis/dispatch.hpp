@@ -22,9 +22,14 @@
 //     bound no trial can beat (the longest sequence alone on its best pipeline, or the mean load), which
 //     changes no result.
 // Pipelines of one scheme sit in a segment tree, so a placement costs O(schemes x log pipelines), not O(D).
+// Every dispatch of a batch shares its trials' shuffles and the sequences' work per scheme (DispatchBatch), so
+// screening a candidate whose first trial soon gives up costs a few passes over the sequences, not tables of its
+// own.
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "policies/hydraulis/strategy.hpp"
@@ -37,13 +42,51 @@ struct DispatchResult {
   std::vector<std::vector<std::size_t>> per_pipeline;
 };
 
+/// One batch as every dispatch of it sees it. The selection dispatches the same batch with the same seed for
+/// every candidate, so the shuffles of each trial, the work of each sequence on each scheme and the dispatch's
+/// buffers are shared: computed on first use and kept for the batch. Not thread-safe.
+class DispatchBatch {
+ public:
+  DispatchBatch(std::span<const Tokens> lengths, const SchemeSpace& space, std::uint64_t seed);
+  ~DispatchBatch();
+  DispatchBatch(const DispatchBatch&) = delete;
+  DispatchBatch& operator=(const DispatchBatch&) = delete;
+
+  std::span<const Tokens> lengths() const;
+  const SchemeSpace& space() const;
+
+  struct State;  ///< dispatch.cpp's
+
+ private:
+  friend DispatchResult dispatch(DispatchBatch&, std::span<const std::size_t>, int, double);
+  friend double dispatch_objective(DispatchBatch&, std::span<const std::size_t>, int, double);
+  friend std::vector<std::pair<std::size_t, double>> keep_best(DispatchBatch&,
+                                                               const std::vector<std::vector<std::size_t>>&, int,
+                                                               std::size_t);
+  std::unique_ptr<State> state_;
+};
+
 /// `pipeline_schemes`: the scheme of every pipeline, in dispatch order (MaxLen descending, one scheme's
 /// pipelines contiguous -- lay_out()'s order). trials >= 1. A trial stops as soon as its objective reaches
 /// `give_up_at`; when none ends below it the objective is +inf and per_pipeline means nothing (screening only
 /// needs to know that a candidate cannot make the finalists).
+DispatchResult dispatch(DispatchBatch& batch, std::span<const std::size_t> pipeline_schemes, int trials,
+                        double give_up_at = std::numeric_limits<double>::infinity());
+/// The same on a batch of its own.
 DispatchResult dispatch(std::span<const Tokens> lengths, std::span<const std::size_t> pipeline_schemes,
                         const SchemeSpace& space, int trials, std::uint64_t seed,
                         double give_up_at = std::numeric_limits<double>::infinity());
+/// dispatch()'s objective alone, without building the per-pipeline lists (screening).
+double dispatch_objective(DispatchBatch& batch, std::span<const std::size_t> pipeline_schemes, int trials,
+                          double give_up_at = std::numeric_limits<double>::infinity());
+
+/// Screening: of `candidates` (each its pipeline schemes, as dispatch() takes them), the `keep` whose
+/// dispatch_objective() after `trials` trials is smallest (ties: the earlier candidate), as {candidate, objective}
+/// in candidate order; all of them when there are at most `keep`. The same as dispatching every candidate, each
+/// with the keep-th best objective of those before it as its cutoff, and keeping the best.
+std::vector<std::pair<std::size_t, double>> keep_best(DispatchBatch& batch,
+                                                      const std::vector<std::vector<std::size_t>>& candidates,
+                                                      int trials, std::size_t keep);
 
 /// LB_j (Eq. 2 + sync) for a pipeline holding `lengths` (sync alone when empty).
 double dispatch_lower_bound(std::span<const Tokens> lengths, const SchemeInfo& scheme);

@@ -5,11 +5,10 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <queue>
 
 #include "base/errors.hpp"
-#include "model/estimate.hpp"
 #include "base/random.hpp"
+#include "model/estimate.hpp"
 #include "policies/hydraulis/dispatch.hpp"
 
 namespace lcsim::hydraulis {
@@ -65,33 +64,20 @@ IterationPlan build_plan(const GlobalBatch& batch, const std::vector<Pipeline>& 
 }  // namespace
 
 std::vector<HydraulisPolicy::Finalist> HydraulisPolicy::screen(const std::vector<const Strategy*>& holding,
-                                                               std::span<const Tokens> lengths,
-                                                               const SchemeSpace& space, std::uint64_t seed) const {
+                                                               DispatchBatch& batch) const {
   const auto keep = static_cast<std::size_t>(options_.finalists);
   if (keep == 0 || holding.size() <= keep) {
     std::vector<Finalist> all;
     for (const Strategy* strategy : holding) all.push_back({strategy, -std::numeric_limits<double>::infinity()});
     return all;
   }
-  // A candidate whose objective reaches the keep-th best of the candidates before it cannot be kept: those keep
-  // are at least as good and come first (ties go to the earlier candidate). Its dispatch gives up there (+inf),
-  // which changes no finalist and spares most of the screening's trials at scale.
-  std::vector<std::pair<double, std::size_t>> scored;
-  std::priority_queue<double> kept;  // the keep smallest objectives so far, largest on top
-  for (std::size_t c = 0; c < holding.size(); ++c) {
-    std::vector<std::size_t> schemes;
-    for (const auto& p : lay_out(*holding[c], space)) schemes.push_back(p.scheme);
-    const double cutoff = kept.size() < keep ? std::numeric_limits<double>::infinity() : kept.top();
-    const double objective = dispatch(lengths, schemes, space, options_.screen_trials, seed, cutoff).objective;
-    scored.emplace_back(objective, c);
-    kept.push(objective);
-    if (kept.size() > keep) kept.pop();
-  }
-  std::stable_sort(scored.begin(), scored.end());
-  scored.resize(keep);
-  std::sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  // The keep best by Eq. 3's objective after screen_trials trials, ties to the earlier candidate; keep_best gives
+  // up on a candidate as soon as it cannot be kept, which spares most of the screening's trials at scale.
+  std::vector<std::vector<std::size_t>> schemes;
+  for (const Strategy* strategy : holding) schemes.push_back(pipeline_schemes(*strategy, batch.space()));
   std::vector<Finalist> finalists;
-  for (const auto& [objective, c] : scored) finalists.push_back({holding[c], objective});
+  for (const auto& [c, objective] : keep_best(batch, schemes, options_.screen_trials, keep))
+    finalists.push_back({holding[c], objective});
   return finalists;
 }
 
@@ -103,23 +89,39 @@ Assignment assign(std::span<const Tokens> lengths, const std::vector<Pipeline>& 
 std::optional<Assignment> assign_below(std::span<const Tokens> lengths, const std::vector<Pipeline>& pipelines,
                                        const SchemeSpace& space, const HydraulisOptions& options, std::uint64_t seed,
                                        double give_up_at) {
+  DispatchBatch batch(lengths, space, seed);
+  return assign_below(batch, pipelines, options, give_up_at);
+}
+
+std::optional<Assignment> assign_below(DispatchBatch& batch, const std::vector<Pipeline>& pipelines,
+                                       const HydraulisOptions& options, double give_up_at) {
+  const std::span<const Tokens> lengths = batch.lengths();
+  const SchemeSpace& space = batch.space();
   std::vector<std::size_t> schemes;
   for (const auto& p : pipelines) schemes.push_back(p.scheme);
-  const DispatchResult dispatched = dispatch(lengths, schemes, space, options.trials, seed, give_up_at);
-  if (std::isfinite(give_up_at)) {
+  const DispatchResult dispatched = dispatch(batch, schemes, options.trials, give_up_at);
+  // Packing order: with a cutoff, the pipelines of largest packing bound first, so that one whose packing reaches
+  // the cutoff -- the estimate is their maximum -- ends the work early.
+  std::vector<std::size_t> visit(pipelines.size());
+  std::iota(visit.begin(), visit.end(), std::size_t{0});
+  const bool cut = std::isfinite(give_up_at);
+  if (cut) {
     if (!(dispatched.objective < give_up_at)) return std::nullopt;
     // Eq. 2's bound is loose against the packing (it counts c once per pipeline, the packing once per micro-batch);
     // packing_lower_bound is tighter and cheap next to the packing itself.
+    std::vector<double> bounds(pipelines.size());
     for (std::size_t p = 0; p < pipelines.size(); ++p) {
       std::vector<Tokens> sub;
       for (std::size_t i : dispatched.per_pipeline[p]) sub.push_back(lengths[i]);
       const SchemeInfo& scheme = space[pipelines[p].scheme];
-      if (!(packing_lower_bound(sub, scheme) + scheme.sync < give_up_at)) return std::nullopt;
+      bounds[p] = packing_lower_bound(sub, scheme) + scheme.sync;
+      if (!(bounds[p] < give_up_at)) return std::nullopt;
     }
+    std::stable_sort(visit.begin(), visit.end(), [&](std::size_t x, std::size_t y) { return bounds[x] > bounds[y]; });
   }
   Assignment out;
   out.micro_batches.resize(pipelines.size());
-  for (std::size_t p = 0; p < pipelines.size(); ++p) {
+  for (const std::size_t p : visit) {
     const auto& mine = dispatched.per_pipeline[p];
     const SchemeInfo& scheme = space[pipelines[p].scheme];
     out.estimate = std::max(out.estimate, scheme.sync);  // an idle pipeline still synchronises
@@ -129,6 +131,7 @@ std::optional<Assignment> assign_below(std::span<const Tokens> lengths, const st
     const bool exact = options.exact_packing && static_cast<int>(sub.size()) <= options.exact_max_sequences;
     PackingResult packed = exact ? pack_exact(sub, scheme, options.milp) : pack_heuristic(sub, scheme);
     out.estimate = std::max(out.estimate, packed.cost + scheme.sync);
+    if (cut && !(out.estimate < give_up_at)) return std::nullopt;
     for (auto& mb : packed.micro_batches) {
       for (auto& i : mb) i = mine[i];
       out.micro_batches[p].push_back(std::move(mb));
@@ -187,14 +190,16 @@ IterationPlan HydraulisPolicy::plan_batch(const GlobalBatch& batch, const Scheme
     if (candidate.max_len(space) >= longest) holding.push_back(&candidate);
   choice.candidates = static_cast<int>(holding.size());
   const Strategy fallback = fallback_strategy(space);
-  std::vector<Finalist> finalists = screen(holding, lengths, space, seed);
+  DispatchBatch dispatch_batch(lengths, space, seed);
+  std::vector<Finalist> finalists = screen(holding, dispatch_batch);
   if (finalists.empty()) finalists.push_back({&fallback, 0.0});
 
   // The winner is the finalist of smallest estimate (ties: the earlier one) among those whose plan fits memory,
   // else among all. Dispatch's objective never exceeds a finalist's estimate (Eq. 2 bounds every packing from
   // below), so once a plan fits, a finalist whose dispatch reaches its estimate cannot win: its trials give up
-  // there and it is never packed. The margin covers rounding between the two sums. Best-screened first, so that
-  // a good plan that fits is known early.
+  // there and it is never packed; nor can one whose packing of any pipeline reaches it (the estimate is the
+  // largest), and its packing stops there. The margin covers rounding between the two sums. Best-screened first,
+  // so that a good plan that fits is known early.
   struct Evaluated {
     std::size_t finalist;
     std::vector<Pipeline> pipelines;
@@ -210,7 +215,7 @@ IterationPlan HydraulisPolicy::plan_batch(const GlobalBatch& batch, const Scheme
   double give_up_at = std::numeric_limits<double>::infinity();
   for (const std::size_t f : visit) {
     std::vector<Pipeline> pipelines = lay_out(*finalists[f].strategy, space);
-    std::optional<Assignment> a = assign_below(lengths, pipelines, space, options_, seed, give_up_at);
+    std::optional<Assignment> a = assign_below(dispatch_batch, pipelines, options_, give_up_at);
     if (!a) continue;
     IterationPlan candidate = build_plan(batch, pipelines, *a, space);
     const auto peaks = estimate_peak_bytes(candidate, cost);

@@ -60,6 +60,8 @@
 
 namespace lcsim::hydraulis {
 
+class DispatchBatch;
+
 struct SchemeCount {
   int tp = 1;
   int pp = 1;
@@ -113,8 +115,7 @@ class HydraulisPolicy : public Policy {
   /// The candidates that go through the full two-stage estimate: all of them when there are at most
   /// `finalists` (or finalists is 0), else the `finalists` best by Eq. 3's objective after `screen_trials`
   /// greedy trials, in candidate order.
-  std::vector<Finalist> screen(const std::vector<const Strategy*>& holding, std::span<const Tokens> lengths,
-                               const SchemeSpace& space, std::uint64_t seed) const;
+  std::vector<Finalist> screen(const std::vector<const Strategy*>& holding, DispatchBatch& batch) const;
 
   HydraulisOptions options_;
   std::vector<Strategy> candidates_;
@@ -131,10 +132,14 @@ struct Assignment {
 };
 Assignment assign(std::span<const Tokens> lengths, const std::vector<Pipeline>& pipelines, const SchemeSpace& space,
                   const HydraulisOptions& options, std::uint64_t seed);
-/// assign(), unless no dispatch trial ends below `give_up_at` (nothing is packed then): the estimate is at least
-/// the dispatch's objective, so the selection skips a strategy that cannot beat a plan it already has.
+/// assign(), unless its estimate cannot end below `give_up_at`: no dispatch trial ends below it (nothing is
+/// packed then), or a pipeline's packing bound or packing reaches it (the packing stops there). The selection
+/// skips a strategy that cannot beat a plan it already has.
 std::optional<Assignment> assign_below(std::span<const Tokens> lengths, const std::vector<Pipeline>& pipelines,
                                        const SchemeSpace& space, const HydraulisOptions& options, std::uint64_t seed,
                                        double give_up_at);
+/// The same on a batch every dispatch of the selection shares (its lengths and seed).
+std::optional<Assignment> assign_below(DispatchBatch& batch, const std::vector<Pipeline>& pipelines,
+                                       const HydraulisOptions& options, double give_up_at);
 
 }  // namespace lcsim::hydraulis

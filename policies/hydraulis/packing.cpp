@@ -21,8 +21,9 @@ struct Bin {
 
 /// One improving step of the local search on the most expensive bin: the move or swap that leaves the smaller
 /// of max(its bin, the other bin) below the current maximum. False when none.
+/// `nonnegative`: every cost >= 0, which the pruning below needs.
 bool improve_once(std::vector<Bin>& bins, std::span<const Tokens> lengths, std::span<const double> costs,
-                  Tokens capacity) {
+                  Tokens capacity, bool nonnegative) {
   std::size_t m = 0;
   for (std::size_t b = 1; b < bins.size(); ++b)
     if (bins[b].cost > bins[m].cost) m = b;
@@ -32,8 +33,13 @@ bool improve_once(std::vector<Bin>& bins, std::span<const Tokens> lengths, std::
   bool best_is_swap = false;
   for (std::size_t xi = 0; xi < bins[m].items.size(); ++xi) {
     const std::size_t x = bins[m].items[xi];
+    // Pruning that never skips a step that would be taken (only pair < best is): with costs >= 0 and rounding
+    // monotone, every move or swap of x leaves its bin at >= top - cost(x) and bin b at >= (cost(b) - cost(x)) +
+    // cost(x) (a swapped-in y costs less than x).
+    if (nonnegative && top - costs[x] >= best) continue;
     for (std::size_t b = 0; b < bins.size(); ++b) {
       if (b == m) continue;
+      if (nonnegative && (bins[b].cost - costs[x]) + costs[x] >= best) continue;
       if (bins[b].tokens + lengths[x] <= capacity) {
         const double pair = std::max(top - costs[x], bins[b].cost + costs[x]);
         if (pair < best) {
@@ -126,12 +132,122 @@ std::vector<std::vector<std::size_t>> partition_lpt(std::span<const Tokens> leng
     // Each step lowers the most expensive bin or hands the maximum to a cheaper-after-the-step bin, so the sorted
     // bin costs decrease lexicographically; the cap only bounds the work.
     const std::size_t max_steps = 4 * lengths.size() + 16;
-    for (std::size_t step = 0; step < max_steps && improve_once(bins, lengths, costs, capacity); ++step) {
+    const bool nonnegative = std::all_of(costs.begin(), costs.end(), [](double c) { return c >= 0; });
+    for (std::size_t step = 0; step < max_steps && improve_once(bins, lengths, costs, capacity, nonnegative); ++step) {
     }
   }
   std::vector<std::vector<std::size_t>> out;
   for (auto& b : bins) out.push_back(std::move(b.items));
   return out;
+}
+
+/// What pack_heuristic's first pass needs of LPT's packing for one V, without building it: the largest micro-batch
+/// work as LPT sums it (from 0), the largest micro-batch cost as packing_cost sums it (c first) and the
+/// micro-batches used. partition_lpt's choices exactly: the cheapest micro-batch with room, ties to the lower index.
+struct LptFigures {
+  double top = 0;
+  double largest = 0;
+  int used = 0;
+};
+
+/// Buffers of lpt_figures, reused across V: per micro-batch its sums and a min-heap of (work, index).
+struct LptScratch {
+  struct Slot {
+    double cost;
+    std::size_t bin;
+    bool operator<(const Slot& o) const { return cost < o.cost || (cost == o.cost && bin < o.bin); }
+  };
+  std::vector<double> cost, cost_with_c;
+  std::vector<Tokens> tokens;
+  std::vector<std::size_t> held;  ///< sequences per micro-batch
+  std::vector<Slot> heap, full;
+
+  void sift_down(std::size_t at) {
+    const std::size_t size = heap.size();
+    const Slot moving = heap[at];
+    for (std::size_t child = 2 * at + 1; child < size; child = 2 * at + 1) {
+      if (child + 1 < size && heap[child + 1] < heap[child]) ++child;
+      if (!(heap[child] < moving)) break;
+      heap[at] = heap[child];
+      at = child;
+    }
+    heap[at] = moving;
+  }
+  void push(const Slot& slot) {
+    std::size_t at = heap.size();
+    heap.push_back(slot);
+    while (at > 0 && slot < heap[(at - 1) / 2]) {
+      heap[at] = heap[(at - 1) / 2];
+      at = (at - 1) / 2;
+    }
+    heap[at] = slot;
+  }
+  void pop() {
+    heap.front() = heap.back();
+    heap.pop_back();
+    if (!heap.empty()) sift_down(0);
+  }
+};
+
+/// False when a sequence finds no micro-batch with room.
+bool lpt_figures(std::span<const Tokens> lengths, std::span<const double> costs, std::span<const std::size_t> order,
+                 Tokens capacity, int v, double c0, LptScratch& scratch, LptFigures& out) {
+  const auto bins = static_cast<std::size_t>(v);
+  scratch.cost.assign(bins, 0.0);
+  scratch.cost_with_c.assign(bins, c0);
+  scratch.tokens.assign(bins, 0);
+  scratch.held.assign(bins, 0);
+  auto& heap = scratch.heap;
+  heap.clear();
+  for (std::size_t b = 0; b < bins; ++b) heap.push_back({0.0, b});  // ascending: already a min-heap
+  for (std::size_t i : order) {
+    // The cheapest micro-batch with room: those without room are set aside for this sequence only.
+    scratch.full.clear();
+    while (!heap.empty() && scratch.tokens[heap.front().bin] + lengths[i] > capacity) {
+      scratch.full.push_back(heap.front());
+      scratch.pop();
+    }
+    if (heap.empty()) return false;
+    const std::size_t chosen = heap.front().bin;
+    scratch.cost[chosen] += costs[i];
+    scratch.cost_with_c[chosen] += costs[i];
+    scratch.tokens[chosen] += lengths[i];
+    ++scratch.held[chosen];
+    heap.front().cost = scratch.cost[chosen];  // its work only grows: down the heap
+    scratch.sift_down(0);
+    for (const auto& slot : scratch.full) scratch.push(slot);
+  }
+  out = LptFigures{};
+  for (std::size_t b = 0; b < bins; ++b) {
+    out.top = std::max(out.top, scratch.cost[b]);
+    if (scratch.held[b] == 0) continue;
+    out.largest = std::max(out.largest, scratch.cost_with_c[b]);
+    ++out.used;
+  }
+  return true;
+}
+
+/// A packing's micro-batches in execution order, each sorted: most expensive first (ties: lower first index), see
+/// the header. Idempotent.
+PackingResult finish_packing(PackingResult result, std::span<const Tokens> lengths, const SchemeInfo& scheme) {
+  auto& best = result.micro_batches;
+  for (auto& mb : best) std::sort(mb.begin(), mb.end());
+  std::vector<double> mb_costs;
+  for (const auto& mb : best) {
+    double c = 0;
+    for (std::size_t i : mb) c += scheme.work(lengths[i]);
+    mb_costs.push_back(c);
+  }
+  std::vector<std::size_t> order(best.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    if (mb_costs[x] != mb_costs[y]) return mb_costs[x] > mb_costs[y];
+    return best[x].front() < best[y].front();
+  });
+  std::vector<std::vector<std::size_t>> ordered;
+  for (std::size_t k : order) ordered.push_back(std::move(best[k]));
+  best = std::move(ordered);
+  return result;
 }
 
 /// Solves one V over the packable sequences (`order`: their lpt_order): a partition into v micro-batches whose
@@ -203,23 +319,9 @@ PackingResult pack_with(std::span<const Tokens> lengths, const SchemeInfo& schem
     }
     if (!found) throw std::logic_error("hydraulis packing: no V admits a packing (one sequence per micro-batch must)");
   }
-  for (auto& mb : best) std::sort(mb.begin(), mb.end());
-  // Execution order: most expensive micro-batch first (ties: lower first index), see the header.
-  std::vector<double> mb_costs;
-  for (const auto& mb : best) {
-    double c = 0;
-    for (std::size_t i : mb) c += scheme.work(lengths[i]);
-    mb_costs.push_back(c);
-  }
-  std::vector<std::size_t> order(best.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-    if (mb_costs[x] != mb_costs[y]) return mb_costs[x] > mb_costs[y];
-    return best[x].front() < best[y].front();
-  });
-  for (std::size_t k : order) result.micro_batches.push_back(std::move(best[k]));
+  result.micro_batches = std::move(best);
   result.cost = best_cost;
-  return result;
+  return finish_packing(std::move(result), lengths, scheme);
 }
 
 }  // namespace
@@ -287,40 +389,105 @@ double packing_lower_bound(std::span<const Tokens> lengths, const SchemeInfo& sc
 
 PackingResult pack_heuristic(std::span<const Tokens> lengths, const SchemeInfo& scheme) {
   // LPT for every V of the range, then the local search on the few V whose LPT packing was best: it rarely gains
-  // more than a few %, and on hundreds of short sequences it costs far more than LPT.
+  // more than a few %, and on hundreds of short sequences it costs far more than LPT. pack_with's steps with the
+  // heuristic's solvers, except that the first pass prices each V's LPT packing without building it and builds
+  // only the packing kept.
+  PackingResult result;
+  if (lengths.empty()) return result;
+  std::vector<std::vector<std::size_t>> alone;
+  std::vector<std::size_t> rest;
+  const double c0 = scheme.overhead();
+  double alone_top = 0;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] > scheme.max_len) {
+      alone.push_back({i});
+      alone_top = std::max(alone_top, c0 + scheme.work(lengths[i]));
+    } else {
+      rest.push_back(i);
+    }
+  }
+  std::vector<Tokens> sub_lengths;
+  std::vector<double> sub_costs;
+  Tokens total = 0;
+  double work_total = 0;
+  double work_top = 0;
+  for (std::size_t i : rest) {
+    sub_lengths.push_back(lengths[i]);
+    sub_costs.push_back(scheme.work(lengths[i]));
+    total += lengths[i];
+    work_total += sub_costs.back();
+    work_top = std::max(work_top, sub_costs.back());
+  }
+  if (rest.empty()) {
+    result.micro_batches = alone;
+    result.cost = packing_cost(lengths, alone, scheme);
+    return finish_packing(std::move(result), lengths, scheme);
+  }
+  const std::vector<std::size_t> visiting = lpt_order(sub_lengths, sub_costs);
+  const MicroBatchRange range = micro_batch_range(total, rest.size(), scheme);
+  const auto slots_of = [&](int v) { return scheme.scheme.pp - 1 + v + static_cast<double>(alone.size()); };
+  const auto bound_of = [&](int v) {
+    return std::max(alone_top, c0 + std::max(work_top, work_total / v)) * slots_of(v);
+  };
+  // A packing of these V micro-batches: the over-long sequences alone, then the non-empty ones.
+  const auto packing_of = [&](std::vector<std::vector<std::size_t>> part) {
+    std::vector<std::vector<std::size_t>> candidate = alone;
+    for (auto& mb : part) {
+      if (mb.empty()) continue;
+      for (auto& i : mb) i = rest[i];
+      candidate.push_back(std::move(mb));
+    }
+    return candidate;
+  };
+
+  // First pass: LPT for every V (the bound skips those that cannot beat the best so far).
   std::vector<std::pair<double, int>> lpt;  // (objective, V)
-  const PackingResult first = pack_with(
-      lengths, scheme,
-      [&](std::span<const Tokens> l, std::span<const double> c, std::span<const std::size_t> order, int v, double,
-          bool& optimal) {
-        optimal = false;
-        auto part = partition_lpt(l, c, order, scheme.max_len, v, 0.0);
-        if (!part.empty()) {
-          double top = 0;
-          for (const auto& mb : part) {
-            double sum = 0;
-            for (std::size_t i : mb) sum += c[i];
-            top = std::max(top, sum);
-          }
-          lpt.emplace_back((top + scheme.overhead()) * (scheme.scheme.pp - 1 + v), v);
-        }
-        return part;
-      },
-      nullptr);
+  LptScratch scratch;
+  double best_cost = kInf;
+  int best_v = 0;
+  bool found = false;
+  for (int v = range.lo; v <= range.hi || (!found && v <= static_cast<int>(rest.size())); ++v) {
+    if (found && bound_of(v) >= best_cost) continue;
+    LptFigures figures;
+    if (!lpt_figures(sub_lengths, sub_costs, visiting, scheme.max_len, v, c0, scratch, figures)) continue;
+    found = true;
+    lpt.emplace_back((figures.top + c0) * (scheme.scheme.pp - 1 + v), v);
+    // packing_cost of that packing.
+    const int count = static_cast<int>(alone.size()) + figures.used;
+    const double cost = std::max(alone_top, figures.largest) * (scheme.scheme.pp - 1 + count);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best_v = v;
+    }
+  }
+  if (!found) throw std::logic_error("hydraulis packing: no V admits a packing (one sequence per micro-batch must)");
+
+  // Second pass: the local search on the 3 V whose LPT packing was best, within the range.
   std::stable_sort(lpt.begin(), lpt.end());
-  std::vector<int> polish;
-  for (std::size_t k = 0; k < lpt.size() && k < kPolished; ++k) polish.push_back(lpt[k].second);
-  PackingResult result = polish.empty() ? first
-                                        : pack_with(
-                                              lengths, scheme,
-                                              [&](std::span<const Tokens> l, std::span<const double> c,
-                                                  std::span<const std::size_t> order, int v, double, bool& optimal) {
-                                                optimal = false;
-                                                return partition_lpt(l, c, order, scheme.max_len, v);
-                                              },
-                                              &first, polish);
-  result.proven_optimal = false;
-  return result;
+  std::vector<std::vector<std::size_t>> best;
+  bool polished = false;
+  for (int v = range.lo; v <= range.hi; ++v) {
+    const auto polish_end = lpt.begin() + static_cast<std::ptrdiff_t>(std::min(lpt.size(), kPolished));
+    if (std::find_if(lpt.begin(), polish_end, [&](const auto& e) { return e.second == v; }) == polish_end) continue;
+    if (bound_of(v) >= best_cost) continue;
+    auto part = partition_lpt(sub_lengths, sub_costs, visiting, scheme.max_len, v);
+    if (part.empty()) continue;
+    std::vector<std::vector<std::size_t>> candidate = packing_of(std::move(part));
+    const double cost = packing_cost(lengths, candidate, scheme);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = std::move(candidate);
+      polished = true;
+    }
+  }
+  if (polished)
+    result.micro_batches = std::move(best);
+  else if (best_v > 0)
+    result.micro_batches = packing_of(partition_lpt(sub_lengths, sub_costs, visiting, scheme.max_len, best_v, 0.0));
+  else
+    result.micro_batches = alone;
+  result.cost = best_cost;
+  return finish_packing(std::move(result), lengths, scheme);
 }
 
 PackingResult pack_exact(std::span<const Tokens> lengths, const SchemeInfo& scheme, const MilpOptions& options) {

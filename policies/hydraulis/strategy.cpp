@@ -214,4 +214,16 @@ std::vector<Pipeline> lay_out(const Strategy& strategy, const SchemeSpace& space
   return pipelines;
 }
 
+std::vector<std::size_t> pipeline_schemes(const Strategy& strategy, const SchemeSpace& space) {
+  // lay_out()'s final order is MaxLen descending, then scheme index: a total order on the schemes.
+  auto counts = strategy.counts;
+  std::sort(counts.begin(), counts.end(), [&](const auto& x, const auto& y) {
+    if (space[x.first].max_len != space[y.first].max_len) return space[x.first].max_len > space[y.first].max_len;
+    return x.first < y.first;
+  });
+  std::vector<std::size_t> schemes;
+  for (const auto& [scheme, count] : counts) schemes.insert(schemes.end(), static_cast<std::size_t>(count), scheme);
+  return schemes;
+}
+
 }  // namespace lcsim::hydraulis

@@ -125,5 +125,7 @@ struct Pipeline {
 /// and, TP dividing the GPUs per node, inside one node. Throws PlanningError when the strategy needs more GPUs
 /// than the space has.
 std::vector<Pipeline> lay_out(const Strategy& strategy, const SchemeSpace& space);
+/// lay_out()'s schemes alone, in its order, without handing out GPUs (screening needs no more).
+std::vector<std::size_t> pipeline_schemes(const Strategy& strategy, const SchemeSpace& space);
 
 }  // namespace lcsim::hydraulis
