@@ -224,6 +224,29 @@ TEST(WlbLlmPolicy, PlansTheWindowDelayingOutliersAndFlushing) {
   EXPECT_EQ(eager->plan(context, batches)[0].sequence_count(), 3u);
 }
 
+TEST(WlbLlmPolicy, ABatchOfMoreThanPpTimesDpWindowsGetsMoreMicroBatchesNotAnEndlessCarry) {
+  // S_max 1,000, DP 1, PP 1: N = 1 would carry most of every 2,000-token batch forever; N = 3 holds each batch.
+  const CostModel cost = adaptive_cost();
+  PlanningContext context;
+  context.cost = &cost;
+  context.training.context_length = 512;
+  context.layout = ParallelLayout{.dp = 1, .cp = 2, .tp = 1, .pp = 1};
+  auto policy = make_policy(spec("wlb-llm", {{"queues", nlohmann::json::array()}, {"s_max_tokens", 1000}}));
+  std::vector<GlobalBatch> batches;
+  for (int b = 0; b < 4; ++b) {
+    GlobalBatch batch;
+    for (int i = 0; i < 5; ++i) batch.push_back({10 * b + i, 400});
+    batches.push_back(batch);
+  }
+  const auto plans = policy->plan(context, batches);
+  EXPECT_TRUE(validate_window(plans, batches).empty());
+  ASSERT_EQ(plans.size(), 4u);  // no flush iteration: nothing was carried
+  for (const auto& plan : plans) {
+    EXPECT_EQ(plan.sequence_count(), 5u);
+    EXPECT_EQ(plan.replicas.front().micro_batches.size(), 3u);  // 2 x 400 per micro-batch: ceil(2000 / 999) = 3
+  }
+}
+
 TEST(WlbLlmPolicy, UnknownOptionsAndBadQueuesAreInputErrors) {
   EXPECT_THROW(make_policy(spec("wlb-llm", {{"queue", {512}}})), InputError);
   EXPECT_THROW(make_policy(spec("wlb-llm", {{"queues", {512, 256}}})), InputError);

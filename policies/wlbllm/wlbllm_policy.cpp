@@ -65,6 +65,21 @@ IterationPlan make_plan(int index, std::vector<Packed> packed, const ParallelSch
   return plan;
 }
 
+/// Alg. 1's N. The paper's global batch is PP x DP windows, which PP x DP micro-batches below S_max hold. A global
+/// batch of more tokens runs more micro-batches per iteration (gradient accumulation): the smallest multiple of
+/// PP x DP that holds the largest batch below S_max; with PP x DP alone, what does not fit would be carried from
+/// iteration to iteration without end.
+int micro_batches_per_iteration(std::span<const GlobalBatch> batches, int pp_dp, Tokens s_max) {
+  Tokens largest = 0;
+  for (const auto& batch : batches) {
+    Tokens tokens = 0;
+    for (const auto& d : batch) tokens += d.tokens;
+    largest = std::max(largest, tokens);
+  }
+  const Tokens per_round = static_cast<Tokens>(pp_dp) * (s_max - 1);
+  return pp_dp * static_cast<int>(std::max<Tokens>(1, (largest + per_round - 1) / per_round));
+}
+
 std::vector<Tokens> default_queues(Tokens context) {
   return {std::max<Tokens>(1, context / 4), std::max<Tokens>(2, context / 2)};
 }
@@ -76,7 +91,6 @@ std::vector<IterationPlan> WlbLlmPolicy::plan(const PlanningContext& context, st
   const Tokens window = context.training.context_length;
   if (window <= 0) throw InputError(options_.where + ": needs training.context_length_tokens");
   const int dp = context.layout.dp;
-  const int n = scheme.pp * dp;  // Alg. 1's N: the global batch's PP x DP sequences
   const WlbView view(*context.cost, scheme, window);
   const bool ring = context.cost->options().cp_attention == CpAttention::Ring;
   const auto workload = [&view](Tokens d) { return view.workload(d); };
@@ -102,6 +116,7 @@ std::vector<IterationPlan> WlbLlmPolicy::plan(const PlanningContext& context, st
     return plans;
   }
   const Tokens s_max = options_.s_max.value_or(std::max(view.memory_s_max(), window + 1));
+  const int n = micro_batches_per_iteration(batches, scheme.pp * dp, s_max);
   const std::vector<Tokens> thresholds = options_.queues.value_or(default_queues(window));
   const auto release = static_cast<std::size_t>(options_.release.value_or(n));
   VariableLengthPacker packer(n, s_max, workload, OutlierQueues(thresholds, release));

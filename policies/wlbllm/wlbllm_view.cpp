@@ -72,10 +72,17 @@ Tokens WlbView::memory_s_max() const {
   for (int stage : {0, scheme_.pp - 1}) {
     const bool last = stage == scheme_.pp - 1;
     const double free = capacity - cost_->static_bytes(scheme_, shards, stage);
-    const double per_token =
-        cost_->activation_bytes_per_token(scheme_, stage_span(cost_->model(), scheme_.pp, stage), last);
+    const LayerSpan layers = stage_span(cost_->model(), scheme_.pp, stage);
+    // A GPU keeps its ceil(S / cp) tokens' activations and, under Ulysses, its heads of all S tokens: the bound is
+    // cp x the most tokens per GPU, so that rounding never takes a micro-batch below S_max over the memory.
+    constexpr Tokens kProbe = 1 << 20;
+    const SequenceShare probe{kProbe, scheme_.cp};
+    const double attention_per_token =
+        scheme_.cp > 1 ? cost_->sharded_attention_bytes(std::span(&probe, 1), scheme_, layers) / kProbe : 0.0;
+    const double per_gpu_token =
+        cost_->activation_bytes_per_token(scheme_, layers, last) + attention_per_token * scheme_.cp;
     const int in_flight = scheme_.pp - stage;
-    if (per_token > 0) bound = std::min(bound, free * scheme_.cp / (in_flight * per_token));
+    if (per_gpu_token > 0) bound = std::min(bound, scheme_.cp * std::floor(free / (in_flight * per_gpu_token)));
   }
   return std::isfinite(bound) ? static_cast<Tokens>(std::max(0.0, std::floor(bound))) : Tokens{1} << 40;
 }
