@@ -98,7 +98,7 @@ TEST(FlexSpGroups, OneLongSequenceAmongShortOnesGetsItsOwnLargerGroup) {
   EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
 }
 
-TEST(FlexSpGroups, HeuristicIsWithinAFewPercentOfTheExactMilpOnSmallMicroBatches) {
+TEST(FlexSpGroups, HeuristicIsWithinAPercentOfTheExactMilpOnSmallMicroBatches) {
   // 8 GPUs, 3-8 sequences of 512 tokens to the longest an 8-GPU group holds: the exact optimum (Eq. 5-10 on CBC)
   // is never above the heuristic, and the heuristic stays near it.
   const CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 1, 8, CostModelOptions{.zero_stage = 3});
@@ -122,8 +122,8 @@ TEST(FlexSpGroups, HeuristicIsWithinAFewPercentOfTheExactMilpOnSmallMicroBatches
     gaps.push_back(heuristic->makespan / exact.plan->makespan);
   }
   std::sort(gaps.begin(), gaps.end());
-  EXPECT_LT(gaps[gaps.size() / 2], 1.05);  // median
-  EXPECT_LT(gaps.back(), 1.35);
+  EXPECT_LT(gaps[gaps.size() / 2], 1 + 1e-9);  // median: optimal (269 of 271 feasible ones of 300, docs/policies.md)
+  EXPECT_LT(gaps.back(), 1.01);
 }
 
 TEST(FlexSpPolicy, PlansValidPhasesOfGroupsOverEveryGpuWithoutSwitching) {
