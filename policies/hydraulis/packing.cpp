@@ -252,6 +252,40 @@ PackingResult finish_packing(PackingResult result, std::span<const Tokens> lengt
 
 /// Solves one V over the packable sequences (`order`: their lpt_order): a partition into v micro-batches whose
 /// costliest one works less than `below` (empty: none found); sets `optimal` when that answer is proven.
+/// What both solvers start from: the sequences over MaxLen, each alone (and the costliest of them), and the rest
+/// with their lengths and work, summed.
+struct SplitAtMaxLen {
+  std::vector<std::vector<std::size_t>> alone;
+  std::vector<std::size_t> rest;
+  double alone_top = 0;
+  std::vector<Tokens> sub_lengths;
+  std::vector<double> sub_costs;
+  Tokens total = 0;
+  double work_total = 0;
+  double work_top = 0;
+};
+
+SplitAtMaxLen split_at_max_len(std::span<const Tokens> lengths, const SchemeInfo& scheme) {
+  SplitAtMaxLen s;
+  const double c0 = scheme.overhead();
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] > scheme.max_len) {
+      s.alone.push_back({i});
+      s.alone_top = std::max(s.alone_top, c0 + scheme.work(lengths[i]));
+    } else {
+      s.rest.push_back(i);
+    }
+  }
+  for (std::size_t i : s.rest) {
+    s.sub_lengths.push_back(lengths[i]);
+    s.sub_costs.push_back(scheme.work(lengths[i]));
+    s.total += lengths[i];
+    s.work_total += s.sub_costs.back();
+    s.work_top = std::max(s.work_top, s.sub_costs.back());
+  }
+  return s;
+}
+
 using PartitionSolver = std::function<std::vector<std::vector<std::size_t>>(
     std::span<const Tokens>, std::span<const double>, std::span<const std::size_t> order, int v, double below,
     bool& optimal)>;
@@ -264,30 +298,9 @@ PackingResult pack_with(std::span<const Tokens> lengths, const SchemeInfo& schem
   PackingResult result;
   result.proven_optimal = true;
   if (lengths.empty()) return result;
-  std::vector<std::vector<std::size_t>> alone;
-  std::vector<std::size_t> rest;
   const double c0 = scheme.overhead();
-  double alone_top = 0;
-  for (std::size_t i = 0; i < lengths.size(); ++i) {
-    if (lengths[i] > scheme.max_len) {
-      alone.push_back({i});
-      alone_top = std::max(alone_top, c0 + scheme.work(lengths[i]));
-    } else {
-      rest.push_back(i);
-    }
-  }
-  std::vector<Tokens> sub_lengths;
-  std::vector<double> sub_costs;
-  Tokens total = 0;
-  double work_total = 0;
-  double work_top = 0;
-  for (std::size_t i : rest) {
-    sub_lengths.push_back(lengths[i]);
-    sub_costs.push_back(scheme.work(lengths[i]));
-    total += lengths[i];
-    work_total += sub_costs.back();
-    work_top = std::max(work_top, sub_costs.back());
-  }
+  SplitAtMaxLen split = split_at_max_len(lengths, scheme);
+  auto& [alone, rest, alone_top, sub_lengths, sub_costs, total, work_total, work_top] = split;
 
   const std::vector<std::size_t> visiting = lpt_order(sub_lengths, sub_costs);
   std::vector<std::vector<std::size_t>> best = start ? start->micro_batches : alone;
@@ -394,30 +407,9 @@ PackingResult pack_heuristic(std::span<const Tokens> lengths, const SchemeInfo& 
   // only the packing kept.
   PackingResult result;
   if (lengths.empty()) return result;
-  std::vector<std::vector<std::size_t>> alone;
-  std::vector<std::size_t> rest;
   const double c0 = scheme.overhead();
-  double alone_top = 0;
-  for (std::size_t i = 0; i < lengths.size(); ++i) {
-    if (lengths[i] > scheme.max_len) {
-      alone.push_back({i});
-      alone_top = std::max(alone_top, c0 + scheme.work(lengths[i]));
-    } else {
-      rest.push_back(i);
-    }
-  }
-  std::vector<Tokens> sub_lengths;
-  std::vector<double> sub_costs;
-  Tokens total = 0;
-  double work_total = 0;
-  double work_top = 0;
-  for (std::size_t i : rest) {
-    sub_lengths.push_back(lengths[i]);
-    sub_costs.push_back(scheme.work(lengths[i]));
-    total += lengths[i];
-    work_total += sub_costs.back();
-    work_top = std::max(work_top, sub_costs.back());
-  }
+  SplitAtMaxLen split = split_at_max_len(lengths, scheme);
+  auto& [alone, rest, alone_top, sub_lengths, sub_costs, total, work_total, work_top] = split;
   if (rest.empty()) {
     result.micro_batches = alone;
     result.cost = packing_cost(lengths, alone, scheme);
