@@ -300,7 +300,13 @@ PackingResult pack_with(std::span<const Tokens> lengths, const SchemeInfo& schem
   if (lengths.empty()) return result;
   const double c0 = scheme.overhead();
   SplitAtMaxLen split = split_at_max_len(lengths, scheme);
-  auto& [alone, rest, alone_top, sub_lengths, sub_costs, total, work_total, work_top] = split;
+  // Named references, not a structured binding: the lambdas below capture them (clang refuses bindings there).
+  auto& alone = split.alone;
+  const auto& rest = split.rest;
+  const auto& sub_lengths = split.sub_lengths;
+  const auto& sub_costs = split.sub_costs;
+  const double alone_top = split.alone_top, work_total = split.work_total, work_top = split.work_top;
+  const Tokens total = split.total;
 
   const std::vector<std::size_t> visiting = lpt_order(sub_lengths, sub_costs);
   std::vector<std::vector<std::size_t>> best = start ? start->micro_batches : alone;
@@ -409,7 +415,13 @@ PackingResult pack_heuristic(std::span<const Tokens> lengths, const SchemeInfo& 
   if (lengths.empty()) return result;
   const double c0 = scheme.overhead();
   SplitAtMaxLen split = split_at_max_len(lengths, scheme);
-  auto& [alone, rest, alone_top, sub_lengths, sub_costs, total, work_total, work_top] = split;
+  // Named references, not a structured binding: the lambdas below capture them (clang refuses bindings there).
+  auto& alone = split.alone;
+  const auto& rest = split.rest;
+  const auto& sub_lengths = split.sub_lengths;
+  const auto& sub_costs = split.sub_costs;
+  const double alone_top = split.alone_top, work_total = split.work_total, work_top = split.work_top;
+  const Tokens total = split.total;
   if (rest.empty()) {
     result.micro_batches = alone;
     result.cost = packing_cost(lengths, alone, scheme);
