@@ -11,6 +11,7 @@
 
 #include "base/errors.hpp"
 #include "tests/scenario_test_support.hpp"
+#include "traces/evaluation.hpp"
 #include "traces/scenario.hpp"
 #include "traces/scenario_loader.hpp"
 
@@ -157,8 +158,9 @@ TEST(ScenarioParse, OutOfRangeValuesAreRejectedNotClamped) {
 
   doc = minimal();
   doc["cluster"]["topology"] = "torus";
-  EXPECT_TRUE(contains(error_of(doc), "cluster.topology: unknown topology \"torus\" (known: fat-tree, "
-                                      "rail-optimized, nvlink-domain)"));
+  EXPECT_TRUE(contains(error_of(doc),
+                       "cluster.topology: unknown topology \"torus\" (known: fat-tree, "
+                       "rail-optimized, nvlink-domain)"));
 
   // Each kind reads its own keys: another kind's key is unknown, a required one is missing, a bad shape is named.
   doc = minimal();
@@ -283,6 +285,31 @@ TEST(ScenarioParse, LayoutsNoPlanCanUseNameTheirKey) {
   EXPECT_EQ(scenario_from_json(doc, kFile).layout.tp, 3);
 }
 
+TEST(ScenarioParse, APolicysOwnParallelIsItsLayoutCheckedLikeTheScenarios) {
+  Json doc = minimal();  // 16 GPUs, parallel {"cp": 8}: dp 2
+  doc["policies"][1]["parallel"] = Json{{"cp", 2}, {"tp", 2}};
+  const Scenario s = scenario_from_json(doc, kFile);
+  EXPECT_FALSE(s.policies[0].layout.has_value());
+  ASSERT_TRUE(s.policies[1].layout.has_value());
+  EXPECT_EQ(s.policies[1].layout->dp, 4);  // dp fills the cluster, as in the scenario's parallel
+  EXPECT_EQ(s.policies[1].layout->cp, 2);
+  EXPECT_EQ(s.policies[1].layout->tp, 2);
+  EXPECT_EQ(s.layout.cp, 8);
+
+  doc["policies"][1]["parallel"] = Json{{"dp", 4}, {"cp", 8}};
+  const std::string message = error_of(doc);
+  EXPECT_TRUE(contains(message, kFile + ": policies[1].parallel: ")) << message;
+  EXPECT_TRUE(contains(message, "= 32 GPUs, but the cluster has 2 x 8 = 16")) << message;
+  doc["policies"][1]["parallel"] = Json{{"cp", 16}, {"cp_attention", "ring"}};
+  EXPECT_EQ(error_of(doc), kFile +
+                               ": policies[1].parallel.cp_attention: is the scenario's (parallel.cp_attention): "
+                               "every policy shares one cost model");
+  doc["policies"][1]["parallel"] = Json{{"cp", 16}, {"sp", 2}};
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": policies[1].parallel.sp"));
+  doc["policies"][1]["parallel"] = 8;
+  EXPECT_TRUE(contains(error_of(doc), kFile + ": policies[1].parallel: "));
+}
+
 TEST(ScenarioParse, RunsBeyondTheSizeLimitsAreRefusedNamingTheKey) {
   Json doc = minimal();
   doc["training"]["iterations"] = kMaxIterations + 1;
@@ -405,6 +432,48 @@ TEST(ScenarioLoader, SampledBatchesHaveTheScenarioShape) {
   // Same scenario, same seed: the same sequences.
   const LoadedScenario again = load_and_prepare(kSourceDir + "/scenarios/default.json", 2);
   EXPECT_EQ(again.batches, loaded.batches);
+}
+
+TEST(ScenarioLoader, EachPolicyPlansUnderItsOwnLayout) {
+  ScratchDir dir;
+  Json doc = minimal();  // parallel {"cp": 8} on 16 GPUs: DP 2
+  doc["training"]["iterations"] = 1;
+  doc["policies"][1] = Json{{"kind", "deepspeed"}, {"label", "dp16"}, {"parallel", Json{{"cp", 1}}}};
+  const LoadedScenario loaded = load_and_prepare(write_scenario(dir.path, doc), std::nullopt);
+  const auto& own = loaded.scenario.policies[1];
+  EXPECT_EQ(loaded.planning_context(&own).layout.dp, 16);
+  EXPECT_EQ(loaded.planning_context(&loaded.scenario.policies[0]).layout.dp, 2);
+  EXPECT_EQ(loaded.planning_context().layout.dp, 2);
+  // The plans follow: DeepSpeed deals the batch over DP replicas of the layout's scheme.
+  const PolicyPlans shared = plan_policy(loaded, loaded.scenario.policies[0]);
+  const PolicyPlans mine = plan_policy(loaded, own);
+  ASSERT_EQ(shared.plans.size(), 1u);
+  ASSERT_EQ(mine.plans.size(), 1u);
+  EXPECT_EQ(shared.plans[0].replicas.size(), 2u);
+  EXPECT_EQ(shared.plans[0].replicas[0].scheme.cp, 8);
+  EXPECT_EQ(mine.plans[0].replicas.size(), 16u);
+  EXPECT_EQ(mine.plans[0].replicas[0].scheme.cp, 1);
+}
+
+TEST(ScenarioLoader, AnOwnLayoutAPolicyCannotUseIsRefused) {
+  ScratchDir dir;
+  Json doc = minimal();
+  doc["policies"][1] = Json{{"kind", "flexsp"}, {"parallel", Json{{"cp", 4}}}};
+  std::string message;
+  try {
+    load_and_prepare(write_scenario(dir.path, doc), 1);
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  EXPECT_TRUE(contains(message, "policies[1].parallel: flexsp chooses its own parallel strategies")) << message;
+  doc["policies"][1] = Json{{"kind", "skrull"}, {"parallel", Json{{"cp", 4}, {"tp", 2}}}};
+  message.clear();
+  try {
+    load_and_prepare(write_scenario(dir.path, doc), 1);
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  EXPECT_TRUE(contains(message, "policies[1].parallel: skrull: Skrull schedules DP x CP layouts")) << message;
 }
 
 TEST(ScenarioLoader, SeedChangesTheSample) {

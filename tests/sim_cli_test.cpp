@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -22,8 +24,9 @@ const std::string kDefaultScenario = std::string(LCSIM_SOURCE_DIR) + "/scenarios
 class SimCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("lcsim-sim-cli-" + std::to_string(::getpid()) + "-" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '-');  // a parameterized test's name holds its instance's
+    dir_ = std::filesystem::temp_directory_path() / ("lcsim-sim-cli-" + std::to_string(::getpid()) + "-" + name);
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -108,23 +111,32 @@ TEST_F(SimCliTest, AllFlowsGivesTheSameResultsAsClosedForm) {
   EXPECT_EQ(results[0], results[1]);
 }
 
-TEST_F(SimCliTest, EveryShippedScenarioSimulates) {
+// One test per shipped scenario, so that ctest runs them side by side, each under its own time limit.
+class ShippedScenario : public SimCliTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(ShippedScenario, Simulates) {
   // Whole runs, every iteration: the executor's interleavings (a woken actor running a whole iteration of
   // collectives timed in closed form before its waker resumes, for one) show on real plans.
-  for (const std::string& file : lcsim::testing::shipped_scenarios()) {
-    SCOPED_TRACE(file);
-    const auto json = dir_ / "r.json";
-    const CliRun run = run_lcsim("simulate '" + std::string(LCSIM_SOURCE_DIR) + "/scenarios/" + file +
-                                 "' --quiet --samples 1 --json '" + json.string() + "'");
-    ASSERT_EQ(run.exit_code, 0) << run.output;
-    std::ifstream in(json);
-    const nlohmann::json results = nlohmann::json::parse(in);
-    for (const auto& policy : results["policies"]) {
-      ASSERT_FALSE(policy["iterations"].empty()) << policy["label"];
-      for (const auto& it : policy["iterations"]) EXPECT_GT(it["seconds"].get<double>(), 0.0) << policy["label"];
-    }
+  const auto json = dir_ / "r.json";
+  const CliRun run = run_lcsim("simulate '" + std::string(LCSIM_SOURCE_DIR) + "/scenarios/" + GetParam() +
+                               "' --quiet --samples 1 --json '" + json.string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream in(json);
+  const nlohmann::json results = nlohmann::json::parse(in);
+  for (const auto& policy : results["policies"]) {
+    ASSERT_FALSE(policy["iterations"].empty()) << policy["label"];
+    for (const auto& it : policy["iterations"]) EXPECT_GT(it["seconds"].get<double>(), 0.0) << policy["label"];
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Every, ShippedScenario, ::testing::ValuesIn(lcsim::testing::shipped_scenarios()),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           std::string name =
+                               param_info.param.substr(0, param_info.param.size() - 5);  // without ".json"
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
 
 TEST_F(SimCliTest, SameScenarioGivesByteIdenticalResultsAndTimelines) {
   // Every policy of the default scenario (Skrull's overlap, contention across 4 nodes) and a pipelined Hydraulis

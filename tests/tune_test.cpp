@@ -136,6 +136,25 @@ TEST(TuneSpace, CandidatesCarryTheirSettingsAndSkipWhatAPolicyRefuses) {
   EXPECT_EQ(space.knob_names.at("skrull").back(), "training.bucket_size_tokens");
 }
 
+TEST(TuneSpace, APolicysOwnLayoutIsItsStartAndTheCandidatesReplaceIt) {
+  Json doc = default_document(1, {{"layout", {{"cp", {4, 8}}, {"tp", {1}}, {"pp", {1}}}}});
+  doc["policies"] =
+      Json::array({Json{{"kind", "deepspeed"}}, Json{{"kind", "skrull"}, {"parallel", {{"dp", 2}, {"cp", 16}}}},
+                   Json{{"kind", "flexsp"}}});
+  const Scenario s = scenario_from_json(doc, "s.json");
+  const TuneSpace space = expand_tune_space(s, doc, s.tune, {"skrull"});
+  std::set<int> cps;
+  for (const auto& c : space.candidates) {
+    ASSERT_EQ(c.policy, "skrull");
+    cps.insert(c.layout.cp);
+    // The candidate's layout is the scenario's parallel; the policy's own would override it, so it is gone.
+    EXPECT_EQ(c.scenario["parallel"]["cp"], c.layout.cp);
+    EXPECT_FALSE(c.scenario["policies"][0].contains("parallel"));
+    EXPECT_FALSE(scenario_from_json(c.scenario, "s.json").policies[0].layout.has_value());
+  }
+  EXPECT_EQ(cps, (std::set<int>{4, 8}));
+}
+
 TEST(TuneVerdict, OutOfMemoryIsNeverBestAndSimulationOutranksTheEstimate) {
   TuneSpace space;
   for (int i = 0; i < 4; ++i) {

@@ -74,7 +74,7 @@ PolicyPlans plan_policy(const LoadedScenario& loaded, const PolicySpec& spec, Po
   PolicyPlans out;
   out.spec = &spec;
   out.kind = policy.kind();
-  const PlanningContext context = loaded.planning_context();
+  const PlanningContext context = loaded.planning_context(&spec);
   const auto start = std::chrono::steady_clock::now();
   try {
     out.plans = policy.plan(context, loaded.batches);

@@ -275,7 +275,8 @@ ParallelLayout parse_layout(JsonObjectReader r, const ModelConfig& model, const 
   return p;
 }
 
-std::vector<PolicySpec> parse_policies(JsonObjectReader& root, const std::string& file) {
+std::vector<PolicySpec> parse_policies(JsonObjectReader& root, const std::string& file, const ModelConfig& model,
+                                       const ClusterSpec& cluster) {
   const auto& list = root.value("policies");
   if (!list.is_array() || list.empty()) root.fail("policies", "expected a non-empty array of policy objects");
   const std::vector<std::string> kinds = policy_kinds();
@@ -298,6 +299,14 @@ std::vector<PolicySpec> parse_policies(JsonObjectReader& root, const std::string
       const auto& options = item.value("options");
       if (!options.is_object()) item.fail("options", "expected an object, got " + json_type_name(options));
       spec.options = options;
+    }
+    if (item.has("parallel")) {
+      JsonObjectReader parallel = item.object("parallel");
+      // One cost model serves every policy, and it fixes how CP groups run attention.
+      if (parallel.has("cp_attention"))
+        parallel.fail("cp_attention", "is the scenario's (parallel.cp_attention): every policy shares one cost model");
+      CpAttention unused = CpAttention::Ulysses;
+      spec.layout = parse_layout(parallel, model, cluster, unused);
     }
     item.finish();
     specs.push_back(std::move(spec));
@@ -368,7 +377,7 @@ Scenario scenario_from_json(const nlohmann::json& document, const std::string& f
   s.layout = root.has("parallel") ? parse_layout(root.object("parallel"), s.model, s.cluster, s.cp_attention)
                                   : parse_layout(JsonObjectReader(nlohmann::json::object(), file, "parallel"), s.model,
                                                  s.cluster, s.cp_attention);
-  s.policies = parse_policies(root, file);
+  s.policies = parse_policies(root, file, s.model, s.cluster);
   s.baseline = root.optional<std::string>("baseline", s.policies.front().label);
   if (!has_label(s.policies, s.baseline))
     root.fail("baseline", "no policy labelled \"" + s.baseline + "\" (labels: " + join(labels_of(s.policies)) + ")");

@@ -135,11 +135,11 @@ std::vector<GlobalBatch> trace_batches(const Scenario& s, std::optional<std::uin
 
 }  // namespace
 
-PlanningContext LoadedScenario::planning_context() const {
+PlanningContext LoadedScenario::planning_context(const PolicySpec* policy) const {
   PlanningContext context;
   context.cost = cost.get();
   context.training = scenario.training;
-  context.layout = scenario.layout;
+  context.layout = policy && policy->layout ? *policy->layout : scenario.layout;
   context.seed = scenario.seed;
   return context;
 }
@@ -217,7 +217,15 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
     check_run_size(s, "--iterations");
   }
   // Build every policy once, so that bad options are reported now, even for policies --policy leaves out.
-  for (const auto& spec : s.policies) make_policy(spec);
+  for (const auto& spec : s.policies) {
+    const std::unique_ptr<Policy> policy = make_policy(spec);
+    if (!spec.layout) continue;
+    const std::string where = file + ": " + spec.path + ".parallel: ";
+    if (!policy->plans_under_layout())
+      throw InputError(where + spec.kind + " chooses its own parallel strategies, so a layout would not be used");
+    if (const std::string refusal = policy->layout_refusal(*spec.layout); !refusal.empty())
+      throw InputError(where + refusal);
+  }
   loaded.profile = load_profile(s.profile_path);
   if (loaded.profile.gpu != s.cluster.gpu.name)
     throw InputError(s.profile_path + ": profile is for GPU \"" + loaded.profile.gpu + "\", but " + file +

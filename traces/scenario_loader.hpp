@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "model/cost_model.hpp"
-#include "policies/core/policy.hpp"
 #include "model/profile.hpp"
+#include "policies/core/policy.hpp"
 #include "traces/scenario.hpp"
 
 namespace lcsim {
@@ -22,7 +22,9 @@ struct LoadedScenario {
   /// "synthetic <name> (sampled, seed N)" or "trace <file> (...)": says where the lengths come from.
   std::string dataset_label;
 
-  PlanningContext planning_context() const;
+  /// What `policy` plans under: the cost model, training, seed, and the policy's own layout when its entry sets
+  /// "parallel", else the scenario's.
+  PlanningContext planning_context(const PolicySpec* policy = nullptr) const;
 };
 
 /// Loads the scenario and its profile, builds the cost model and the data window. `iterations_override` replaces

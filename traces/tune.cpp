@@ -83,8 +83,7 @@ std::vector<ParallelLayout> tune_layouts(const Scenario& scenario, const TuneSpe
     for (int tp : tps)
       for (int pp : pps) {
         const int per_replica = cp * tp * pp;
-        if (gpus % per_replica != 0 || domain % tp != 0 || scenario.model.layers % pp != 0)
-          continue;
+        if (gpus % per_replica != 0 || domain % tp != 0 || scenario.model.layers % pp != 0) continue;
         out.push_back({gpus / per_replica, cp, tp, pp});
       }
   return out;
@@ -152,7 +151,7 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
     const std::unique_ptr<Policy> instance = make_policy(policy);
     // A policy that chooses its own parallel strategies gets the scenario's layout only: the others would repeat it.
     const std::vector<ParallelLayout> own_layouts =
-        instance->plans_under_layout() ? layouts : std::vector<ParallelLayout>{scenario.layout};
+        instance->plans_under_layout() ? layouts : std::vector<ParallelLayout>{policy.layout.value_or(scenario.layout)};
     for (const ParallelLayout& layout : own_layouts) {
       if (!instance->layout_refusal(layout).empty()) {
         space.refused[policy.label] += static_cast<int>(combinations);
@@ -174,6 +173,7 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
         if (!parallel.is_object()) parallel = Json::object();
         parallel["dp"] = layout.dp, parallel["cp"] = layout.cp, parallel["tp"] = layout.tp, parallel["pp"] = layout.pp;
         Json tuned = document.at("policies").at(pi);
+        tuned.erase("parallel");  // the candidate's layout is the scenario's "parallel" above
         Json options = tuned.value("options", Json::object());
         for (const auto& [path, value] : c.settings) set_knob(doc, options, path, value);
         if (options.empty())

@@ -14,14 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/cost_model.hpp"
 #include "base/json_reader.hpp"
+#include "model/cost_model.hpp"
 #include "model/plan.hpp"
 #include "model/training.hpp"
 #include "model/workload.hpp"
 
 namespace lcsim {
-
 
 struct PlanningContext {
   const CostModel* cost = nullptr;
@@ -74,13 +73,15 @@ class Policy {
 };
 
 /// A policy as the scenario names it: `kind` from the registry, a `label` unique within the scenario (defaults
-/// to kind), its options object, and `where` ("file: policies[2]") for messages.
+/// to kind), its options object, its own layout when the entry sets "parallel" (each paper tunes its own), and
+/// `where` ("file: policies[2]") for messages.
 struct PolicySpec {
   std::string kind;
   std::string label;
   nlohmann::json options = nlohmann::json::object();
   std::string file;
-  std::string path;  ///< JSON path of the entry, e.g. "policies[2]"
+  std::string path;                                     ///< JSON path of the entry, e.g. "policies[2]"
+  std::optional<ParallelLayout> layout = std::nullopt;  ///< policies[i].parallel; none: the scenario's parallel
 };
 
 /// The layout's scheme: tp, pp, cp of the layout, the training's recomputation (what a policy that keeps the
@@ -105,7 +106,5 @@ using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicySpec& sp
 /// (typically first thing in main(), then sim's run_main). Throws std::invalid_argument for an empty kind or
 /// one that is already taken. Not thread-safe: register before planning starts.
 void register_policy(const std::string& kind, PolicyFactory factory);
-
-
 
 }  // namespace lcsim
