@@ -61,6 +61,20 @@ def test_bad_input_raises_naming_the_key():
         lcsim.plan(42)
 
 
+def test_each_policy_may_bring_its_own_layout():
+    s = lcsim.Scenario.load(DEFAULT).with_(**{
+        "training.iterations": 1,
+        "policies": [{"kind": "deepspeed"}, {"kind": "deepspeed", "label": "dp32", "parallel": {"cp": 1}}],
+    })
+    r = lcsim.plan(s, samples=1, progress=False)
+    by_label = {p["name"]: p for p in r.to_dict()["policies"]}
+    # Same sequences, other layouts: DP 32 x CP 1 runs no all-to-all, DP 4 x CP 8 does.
+    assert by_label["deepspeed"]["metrics"]["cr"] == 1.0
+    assert by_label["dp32"]["metrics"]["cr"] == 0.0
+    with pytest.raises(lcsim.InputError, match=r"policies\[1\]\.parallel"):
+        s.with_(**{"policies": [{"kind": "deepspeed"}, {"kind": "deepspeed", "label": "x", "parallel": {"cp": 3}}]})
+
+
 def test_plan_gives_the_command_lines_results(tmp_path):
     results = lcsim.plan(DEFAULT, samples=1, iterations=2)
     assert results.to_dict() == cli_results(tmp_path, "plan", "--samples", "1", "-n", "2")
