@@ -84,7 +84,10 @@ void run_plan_command(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<std::string> written;
   if (vm.count("json")) write_output(vm["json"].as<std::string>(), results_to_json(results).dump(2) + "\n", written);
   if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), results_to_csv(results), written);
-  if (!vm.count("quiet")) print_results_table(results, out);
+  if (!vm.count("quiet")) {
+    print_results_table(results, out);
+    out << own_layouts_line(loaded.scenario);
+  }
 }
 
 }  // namespace lcsim

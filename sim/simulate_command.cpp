@@ -118,7 +118,10 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   if (vm.count("json"))
     write_output(vm["json"].as<std::string>(), sim::simulation_to_json(report).dump(2) + "\n", written);
   if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), results_to_csv(report.results), written);
-  if (!vm.count("quiet")) sim::print_simulation_table(report, out);
+  if (!vm.count("quiet")) {
+    sim::print_simulation_table(report, out);
+    out << own_layouts_line(loaded.scenario);
+  }
 }
 
 }  // namespace lcsim

@@ -296,6 +296,11 @@ TEST(ScenarioParse, APolicysOwnParallelIsItsLayoutCheckedLikeTheScenarios) {
   EXPECT_EQ(s.policies[1].layout->tp, 2);
   EXPECT_EQ(s.layout.cp, 8);
 
+  EXPECT_EQ(
+      own_layouts_line(s),
+      "own layouts: sorted dp=4 cp=2 tp=2 pp=1 (policies[].parallel; the others: parallel dp=2 cp=8 tp=1 pp=1)\n");
+  EXPECT_EQ(own_layouts_line(scenario_from_json(minimal(), kFile)), "");
+
   doc["policies"][1]["parallel"] = Json{{"dp", 4}, {"cp", 8}};
   const std::string message = error_of(doc);
   EXPECT_TRUE(contains(message, kFile + ": policies[1].parallel: ")) << message;
