@@ -123,8 +123,8 @@ class Program {
     frac_.resize(kk * stride);
     rank_.resize(kk * stride);
     split_.resize(kk * stride);
-    below_.resize(kk);
     at_or_above_.resize(kk);
+    lowest_.assign(kk, {kInf, kNone});
     sorted_.resize(n);
     active_.assign(kk, false);
     for (std::size_t k = 0; k < kk; ++k) {
@@ -147,7 +147,6 @@ class Program {
         rank_[k * stride + sorted_[r].second] = r;
         split_[k * stride + sorted_[r].second] = first_equal;
       }
-      below_[k].assign(n);
       at_or_above_[k].assign(n);
     }
 
@@ -165,10 +164,21 @@ class Program {
         if (!active_[k] || !feasible(k, b, tau)) continue;
         const double step = gpus(k) * options_.gpu_step;
         const std::size_t split = split_[k * stride + b];
-        // Starts whose fractional part is >= b's need floor_b - floor_a units, the others one more.
-        const auto same = at_or_above_[k].prefix(n - split);
-        const auto more = below_[k].prefix(split);
+        // Starts whose fractional part is >= b's (rank >= split) need floor_b - floor_a units, the others one
+        // more: the best is the smallest (h, a) of the first kind, or of the second plus a step. The smallest of all
+        // starts, `lowest`, is the first kind's when it has a rank >= split (the second kind then loses by a whole
+        // step), else the second kind's, and the first kind's is needed only if `lowest` does not already rule it
+        // out. The same choice, ties included, as querying both kinds.
+        const auto lowest = lowest_[k];
+        if (lowest.second == kNone) continue;
         const double base = step * floor_[k * stride + b];
+        std::pair<double, std::size_t> same{kInf, kNone}, more{kInf, kNone};
+        if (rank_[k * stride + lowest.second] >= split) {
+          same = lowest;
+        } else {
+          more = lowest;
+          if (base + lowest.first < best) same = at_or_above_[k].prefix(n - split);
+        }
         if (same.second != kNone && base + same.first < best) {
           best = base + same.first;
           from = {same.second, k};
@@ -263,8 +273,8 @@ class Program {
       if (!active_[k]) continue;
       const double h = g - gpus(k) * options_.gpu_step * floor_[k * stride + a];
       const std::size_t r = rank_[k * stride + a];
-      below_[k].lower(r, {h, a});
       at_or_above_[k].lower(n - 1 - r, {h, a});
+      if (std::pair<double, std::size_t>{h, a} < lowest_[k]) lowest_[k] = {h, a};
     }
   }
 
@@ -278,8 +288,9 @@ class Program {
   mutable std::vector<double> floor_, frac_;       ///< [slot * (buckets + 1) + a]
   mutable std::vector<std::size_t> rank_, split_;  ///< likewise
   mutable std::vector<std::pair<double, std::size_t>> sorted_;
-  mutable std::vector<bool> active_;  ///< per slot: usable within the probe's tau
-  mutable std::vector<MinFenwick> below_, at_or_above_;
+  mutable std::vector<bool> active_;                            ///< per slot: usable within the probe's tau
+  mutable std::vector<MinFenwick> at_or_above_;                 ///< starts by fractional part, largest first
+  mutable std::vector<std::pair<double, std::size_t>> lowest_;  ///< the smallest (h, a) of every start inserted
 };
 
 /// Bisection over tau shared by all L: every b in [lo, hi] has t_b in (tau_lo, at_hi.tau], and at_hi covers hi.
