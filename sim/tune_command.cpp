@@ -54,6 +54,9 @@ po::options_description tune_options() {
        "stop starting estimates after S seconds; the candidates not reached are reported as not run")                 //
       ("json", po::value<std::string>()->value_name("FILE"), "write every candidate and the verdict (lcsim-tune/1)")  //
       ("csv", po::value<std::string>()->value_name("FILE"), "write one row per candidate")                            //
+      ("write-scenario", po::value<std::string>()->value_name("FILE"),
+       "write the scenario with each tuned policy at its best: its layout as its parallel, its options, the scenario "
+       "keys it tuned")  //
       ("shard", po::value<std::string>()->value_name("K/N"),
        "estimate only slice K of N of the candidates (1-based, like SLURM_ARRAY_TASK_ID) into --slice FILE")   //
       ("slice", po::value<std::string>()->value_name("FILE"), "with --shard: where the slice's estimates go")  //
@@ -251,7 +254,7 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out, c
       throw UsageError("tune: --shard expects K/N with 1 <= K <= N, got \"" + vm["shard"].as<std::string>() + "\"",
                        tune_help());
     if (!vm.count("slice")) throw UsageError("tune: --shard needs --slice FILE for its estimates", tune_help());
-    for (const char* other : {"merge", "json", "csv"})
+    for (const char* other : {"merge", "json", "csv", "write-scenario"})
       if (vm.count(other)) throw UsageError(std::string("tune: --shard writes a slice, not --") + other, tune_help());
   } else if (vm.count("slice")) {
     throw UsageError("tune: --slice goes with --shard K/N", tune_help());
@@ -283,7 +286,8 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out, c
   OutputGuard guard;
   guard.add_inputs(scenario_inputs(base));
   if (vm.count("merge")) guard.add_inputs(vm["merge"].as<std::vector<std::string>>());
-  for (const auto& output : output_options(vm, {"json", "csv", "slice"})) guard.add_output(output.option, output.file);
+  for (const auto& output : output_options(vm, {"json", "csv", "slice", "write-scenario"}))
+    guard.add_output(output.option, output.file);
   if (vm.count("work")) {
     std::vector<std::string> names;
     for (const auto& c : space.candidates)
@@ -387,6 +391,15 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out, c
 
   const TuneVerdict verdict = judge_tune(space, outcomes, policies);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // Built before anything is written: a verdict that is not one scenario (InputError) writes no file.
+  std::optional<std::string> tuned;
+  if (vm.count("write-scenario")) {
+    const std::string file = vm["write-scenario"].as<std::string>();
+    const Json original = scenario_with_absolute_paths(parse_json_file(parsed->file), parsed->file);
+    const Json doc = tuned_scenario(original, scenario, space, verdict);
+    scenario_from_json(doc, file);  // lcsim can read what it writes
+    tuned = scenario_with_paths_relative_to(doc, file).dump(2) + "\n";
+  }
   std::vector<std::string> written;
   if (vm.count("json"))
     write_output(vm["json"].as<std::string>(),
@@ -396,6 +409,7 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out, c
                      "\n",
                  written);
   if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), tune_to_csv(space, outcomes), written);
+  if (tuned) write_output(vm["write-scenario"].as<std::string>(), *tuned, written);
   if (!vm.count("quiet")) print_verdict(base, space, outcomes, verdict, seconds, budget_hit, out);
 }
 

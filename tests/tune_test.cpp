@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -153,6 +154,107 @@ TEST(TuneSpace, APolicysOwnLayoutIsItsStartAndTheCandidatesReplaceIt) {
     EXPECT_FALSE(scenario_from_json(c.scenario, "s.json").policies[0].layout.has_value());
   }
   EXPECT_EQ(cps, (std::set<int>{4, 8}));
+}
+
+PolicyVerdict verdict_of(const std::string& policy, int best) {
+  PolicyVerdict v;
+  v.policy = policy;
+  v.best = best;
+  return v;
+}
+
+/// The candidate of `policy` in `space` with layout cp and the given value of its first setting.
+int candidate_of(const TuneSpace& space, const std::string& policy, int cp, const Json& setting) {
+  for (const auto& c : space.candidates)
+    if (c.policy == policy && c.layout.cp == cp && c.settings.at(0).second == setting) return c.index;
+  ADD_FAILURE() << "no candidate of " << policy << " at cp " << cp << " with " << setting.dump();
+  return 0;
+}
+
+TEST(TunedScenario, EachPolicyGetsItsBestLayoutOptionsAndKeys) {
+  Json doc = default_document(1, {{"layout", {{"cp", {4, 8}}, {"tp", {1}}, {"pp", {1}}}},
+                                  {"policies",
+                                   {{"skrull", {{"training.bucket_size_tokens", {8192, 16384}}}},
+                                    {"packing", {{"options.packing_length_tokens", {65536, 131072}}}}}}});
+  doc["policies"] = Json::array({Json{{"kind", "deepspeed"}}, Json{{"kind", "skrull"}},
+                                 Json{{"kind", "packing"}, {"options", {{"algorithm", "isf"}}}}});
+  const Scenario s = scenario_from_json(doc, "s.json");
+  const TuneSpace space = expand_tune_space(s, doc, s.tune, {"skrull", "packing"});
+  TuneVerdict verdict;
+  verdict.policies.push_back(verdict_of("skrull", candidate_of(space, "skrull", 4, 8192)));
+  verdict.policies.push_back(verdict_of("packing", candidate_of(space, "packing", 8, 65536)));
+  const Json tuned = tuned_scenario(doc, s, space, verdict);
+  // Skrull's layout differs from the scenario's DP 4 x CP 8: written; packing's is the scenario's: not written.
+  EXPECT_EQ(tuned["policies"][1]["parallel"], (Json{{"dp", 8}, {"cp", 4}, {"tp", 1}, {"pp", 1}}));
+  EXPECT_FALSE(tuned["policies"][2].contains("parallel"));
+  EXPECT_EQ(tuned["policies"][2]["options"], (Json{{"algorithm", "isf"}, {"packing_length_tokens", 65536}}));
+  EXPECT_EQ(tuned["training"]["bucket_size_tokens"], 8192);
+  EXPECT_EQ(tuned["policies"][0], doc["policies"][0]);  // not tuned
+  EXPECT_EQ(tuned["tune"], doc["tune"]);                // tuning the file written searches the same space
+  // It is a scenario, and each policy plans under its best layout.
+  const Scenario again = scenario_from_json(tuned, "s.json");
+  ASSERT_TRUE(again.policies[1].layout.has_value());
+  EXPECT_EQ(again.policies[1].layout->cp, 4);
+  EXPECT_FALSE(again.policies[2].layout.has_value());
+}
+
+TEST(TunedScenario, AKeyTwoPoliciesSetApartOrAnUntunedPolicyReadsIsRefused) {
+  const Json doc = default_document(1, {{"layout", {{"cp", {8}}, {"tp", {1}}, {"pp", {1}}}},
+                                        {"policies",
+                                         {{"skrull", {{"training.bucket_size_tokens", {8192, 16384}}}},
+                                          {"rr", {{"training.bucket_size_tokens", {8192, 16384}}}}}}});
+  const Scenario s = scenario_from_json(doc, "s.json");  // deepspeed, sorted, packing, skrull-dacp, rr, skrull
+  const TuneSpace space = expand_tune_space(s, doc, s.tune, {"skrull", "rr"});
+  TuneVerdict verdict;
+  verdict.policies.push_back(verdict_of("rr", candidate_of(space, "rr", 8, 16384)));
+  verdict.policies.push_back(verdict_of("skrull", candidate_of(space, "skrull", 8, 8192)));
+  try {
+    tuned_scenario(doc, s, space, verdict);
+    ADD_FAILURE() << "two values of one key were written";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "s.json: training.bucket_size_tokens: the best of rr sets it to 16384, the best of skrull to 8192; one "
+              "scenario holds one value (tune them apart with --policy)");
+  }
+  verdict.policies.pop_back();  // rr alone: skrull declares the key among its knobs too
+  try {
+    tuned_scenario(doc, s, space, verdict);
+    ADD_FAILURE() << "a key an untuned policy reads was written";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(std::string(e.what()).find("training.bucket_size_tokens: skrull, which was not tuned, reads it "
+                                           "too") != std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(TuneCli, TheShippedHeadToHeadIsWhatTuneWrites) {
+  // Each policy of the head to head at the best lcsim tune finds for it (docs/policies.md): tuning the file again
+  // writes the same layouts, options and keys.
+  const fs::path dir = fs::temp_directory_path() / ("lcsim-tuned-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string file = std::string(LCSIM_SOURCE_DIR) + "/scenarios/head-to-head/llama2-13b-commoncrawl-32gpu.json";
+  const auto run = testing::run_lcsim("tune '" + file +
+                                      "' --policy skrull --policy hbp --policy hydraulis --policy wlb-llm --policy "
+                                      "flexsp --jobs 2 --quiet --write-scenario '" +
+                                      (dir / "tuned.json").string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Scenario shipped = load_scenario(file);
+  const Scenario tuned = load_scenario((dir / "tuned.json").string());
+  EXPECT_EQ(tuned.profile_path, shipped.profile_path);  // written relative to its own folder
+  ASSERT_EQ(tuned.policies.size(), shipped.policies.size());
+  for (std::size_t i = 0; i < tuned.policies.size(); ++i) {
+    const auto& a = tuned.policies[i];
+    const auto& b = shipped.policies[i];
+    EXPECT_EQ(a.options, b.options) << a.label;
+    ASSERT_EQ(a.layout.has_value(), b.layout.has_value()) << a.label;
+    if (a.layout) {
+      EXPECT_EQ(std::tie(a.layout->dp, a.layout->cp, a.layout->tp, a.layout->pp),
+                std::tie(b.layout->dp, b.layout->cp, b.layout->tp, b.layout->pp))
+          << a.label;
+    }
+  }
+  EXPECT_EQ(tuned.training.bucket_size_tokens, shipped.training.bucket_size_tokens);
+  fs::remove_all(dir);
 }
 
 TEST(TuneVerdict, OutOfMemoryIsNeverBestAndSimulationOutranksTheEstimate) {

@@ -136,6 +136,17 @@ Json scenario_with_absolute_paths(Json doc, const std::string& base_file) {
   return doc;
 }
 
+Json scenario_with_paths_relative_to(Json doc, const std::string& scenario_file) {
+  const auto folder = std::filesystem::absolute(scenario_file).parent_path().lexically_normal();
+  const auto relative = [&](Json& path) {
+    if (path.is_string()) path = std::filesystem::path(path.get<std::string>()).lexically_relative(folder).string();
+  };
+  if (doc.contains("profile")) relative(doc["profile"]);
+  if (doc.contains("dataset") && doc["dataset"].is_object() && doc["dataset"].contains("trace"))
+    relative(doc["dataset"]["trace"]);
+  return doc;
+}
+
 std::vector<std::string> scenario_document_files(const Json& doc) {
   std::vector<std::string> files;
   if (!doc.is_object()) return files;

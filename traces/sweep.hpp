@@ -66,6 +66,9 @@ Sweep load_sweep(const std::string& file);
 /// A scenario document whose paths (profile, dataset trace), relative to `scenario_file`'s folder, are made
 /// absolute, so that it can be written and run elsewhere.
 nlohmann::json scenario_with_absolute_paths(nlohmann::json doc, const std::string& scenario_file);
+/// The reverse for a document with absolute paths that will be written as `scenario_file`: its paths relative to
+/// that file's folder.
+nlohmann::json scenario_with_paths_relative_to(nlohmann::json doc, const std::string& scenario_file);
 /// The files a scenario document with absolute paths reads (its profile, its dataset trace): inputs that no
 /// output of a run over it may replace.
 std::vector<std::string> scenario_document_files(const nlohmann::json& doc);

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/check.hpp"
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
 #include "traces/scenario.hpp"
@@ -342,6 +343,50 @@ TuneVerdict judge_tune(const TuneSpace& space, const std::vector<TuneOutcome>& o
     verdict.margin = at(*with_best[0]->best).tokens_per_s() / at(*with_best[1]->best).tokens_per_s();
   }
   return verdict;
+}
+
+Json tuned_scenario(const Json& document, const Scenario& scenario, const TuneSpace& space,
+                    const TuneVerdict& verdict) {
+  Json doc = document;  // its "tune" object stays: tuning the file written finds the same bests
+  std::map<std::string, std::pair<Json, std::string>> shared;  // scenario key -> (value, the policy that set it)
+  std::set<std::string> tuned;
+  for (const PolicyVerdict& v : verdict.policies) {
+    if (!v.best) continue;
+    tuned.insert(v.policy);
+    const TuneCandidate& c = space.candidates.at(static_cast<std::size_t>(*v.best));
+    const auto at = std::find_if(scenario.policies.begin(), scenario.policies.end(),
+                                 [&](const PolicySpec& p) { return p.label == c.policy; });
+    LCSIM_CHECK(at != scenario.policies.end(), "a tune candidate's policy is one of the scenario's");
+    Json entry = c.scenario.at("policies").at(0);  // the policy's entry with the candidate's options
+    const bool own_layout = make_policy(*at)->plans_under_layout() &&
+                            (c.layout.dp != scenario.layout.dp || c.layout.cp != scenario.layout.cp ||
+                             c.layout.tp != scenario.layout.tp || c.layout.pp != scenario.layout.pp);
+    if (own_layout)
+      entry["parallel"] = {{"dp", c.layout.dp}, {"cp", c.layout.cp}, {"tp", c.layout.tp}, {"pp", c.layout.pp}};
+    doc["policies"][static_cast<std::size_t>(at - scenario.policies.begin())] = entry;
+    for (const auto& [path, value] : c.settings) {
+      if (path.rfind(kTuneOptionsPrefix, 0) == 0) continue;  // in the entry already
+      const auto [it, fresh] = shared.emplace(path, std::make_pair(value, c.policy));
+      if (!fresh && it->second.first != value)
+        throw InputError(scenario.file + ": " + path + ": the best of " + it->second.second + " sets it to " +
+                         value_text(it->second.first) + ", the best of " + c.policy + " to " + value_text(value) +
+                         "; one scenario holds one value (tune them apart with --policy)");
+    }
+  }
+  for (const auto& [path, set] : shared) {
+    // A key of the tune object's "keys" is every policy's; a policy's own knob is read by whoever declares it.
+    const bool everyones = std::any_of(scenario.tune.keys.begin(), scenario.tune.keys.end(),
+                                       [&](const TuneKnob& knob) { return knob.path == path; });
+    for (const PolicySpec& p : scenario.policies) {
+      if (tuned.count(p.label)) continue;
+      const auto knobs = default_policy_knobs(scenario, p);
+      if (everyones || std::any_of(knobs.begin(), knobs.end(), [&](const TuneKnob& k) { return k.path == path; }))
+        throw InputError(scenario.file + ": " + path + ": " + p.label + ", which was not tuned, reads it too; tune " +
+                         p.label + " as well (--policy), or set it by hand");
+    }
+    set_dotted_path(doc, path, set.first);
+  }
+  return doc;
 }
 
 std::string describe_settings(const TuneCandidate& c) {

@@ -138,6 +138,15 @@ struct TuneVerdict {
 TuneVerdict judge_tune(const TuneSpace& space, const std::vector<TuneOutcome>& outcomes,
                        const std::vector<std::string>& policies);
 
+/// The scenario document `document` (its own paths) with each tuned policy's best candidate applied: its layout as
+/// the policy's `parallel` (none when it is the scenario's, or when the policy chooses its own strategies), its
+/// "options.X" settings in its options, and any other setting (e.g. "training.bucket_size_tokens") in the scenario.
+/// The scenario's `tune` object stays, so that tuning the scenario written finds the same bests. InputError, naming the
+/// key, when two tuned policies' bests set one scenario key to different values, or when a policy that was not tuned
+/// has that key among its own knobs (it would change under it): those cannot be written as one scenario.
+nlohmann::json tuned_scenario(const nlohmann::json& document, const Scenario& scenario, const TuneSpace& space,
+                              const TuneVerdict& verdict);
+
 /// "dp=4 cp=8 tp=1 pp=1 bucket_size_tokens=32768": the layout, then each knob by its last path component.
 std::string describe_settings(const TuneCandidate& candidate);
 
