@@ -17,11 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/errors.hpp"
+#include "base/files.hpp"
 #include "calibrate/host/fit_command.hpp"
 #include "calibrate/host/live_options.hpp"
 #include "calibrate/host/measurements.hpp"
-#include "base/errors.hpp"
-#include "base/files.hpp"
 #include "model/model.hpp"
 #include "tests/calibrate_fixtures.hpp"
 #include "tests/command_run_support.hpp"
@@ -194,6 +194,7 @@ TEST_F(OutputGuardCli, EveryOutputOptionOfEveryCommandRefusesAnInput) {
       {"tune --json", [&] { expect_refused("tune s.json --json p.json", "p.json"); }},
       {"tune --csv", [&] { expect_refused("tune s.json --csv s.json", "s.json"); }},
       {"tune --slice", [&] { expect_refused("tune s.json --shard 1/1 --slice s.json", "s.json"); }},
+      {"tune --write-scenario", [&] { expect_refused("tune s.json --write-scenario s.json", "s.json"); }},
       {"tune --work",
        [&] {
          write("w/candidate-00000.json", absolute_scenario_);
