@@ -373,7 +373,8 @@ Json tuned_scenario(const Json& document, const Scenario& scenario, const TuneSp
                          "; one scenario holds one value (tune them apart with --policy)");
     }
   }
-  for (const auto& [path, set] : shared) {
+  for (const auto& entry : shared) {
+    const std::string& path = entry.first;  // a named reference: clang 14 cannot capture a structured binding
     // A key of the tune object's "keys" is every policy's; a policy's own knob is read by whoever declares it.
     const bool everyones = std::any_of(scenario.tune.keys.begin(), scenario.tune.keys.end(),
                                        [&](const TuneKnob& knob) { return knob.path == path; });
@@ -384,7 +385,7 @@ Json tuned_scenario(const Json& document, const Scenario& scenario, const TuneSp
         throw InputError(scenario.file + ": " + path + ": " + p.label + ", which was not tuned, reads it too; tune " +
                          p.label + " as well (--policy), or set it by hand");
     }
-    set_dotted_path(doc, path, set.first);
+    set_dotted_path(doc, path, entry.second.first);
   }
   return doc;
 }
