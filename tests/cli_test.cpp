@@ -220,7 +220,7 @@ TEST_F(CliTest, SweepRunsEveryPointAndIsIndependentOfJobs) {
   const CliRun two = run_lcsim("sweep '" + path("sweep.json") + "' --out '" + path("two") + "' -j 2 --quiet");
   ASSERT_EQ(two.exit_code, 0) << two.output;
   const std::string csv = read_file(path("one/sweep.csv"));
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4 * 6);  // header + 4 points x 6 policies
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4 * 10);  // header + 4 points x 10 policies
   EXPECT_TRUE(contains(csv, "point,gpus,dataset,gpus,policy"));
   EXPECT_TRUE(contains(csv, "\n3,16,tulu3,16,skrull,skrull,"));
   const auto merged = nlohmann::json::parse(read_file(path("one/sweep.json")));
