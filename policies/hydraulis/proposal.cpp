@@ -137,9 +137,8 @@ class Program {
         const double y = prefix_[k][i] / u;
         fl[i] = std::floor(y);
         fr[i] = y - fl[i];
-        sorted_[i] = {fr[i], i};
       }
-      std::sort(sorted_.begin(), sorted_.end());
+      sort_by_fraction(fr, n);
       // split: the first rank whose fractional part equals (or exceeds) this one's.
       std::size_t first_equal = 0;
       for (std::size_t r = 0; r < n; ++r) {
@@ -267,6 +266,25 @@ class Program {
  private:
   double gpus(std::size_t k) const { return space_[schemes_[k]].gpus(); }
 
+  /// sorted_[0, n) = the pairs (fr[i], i) in ascending order, as std::sort would give them: a counting sort by
+  /// the leading digit of fr (n buckets over [0, 1)), then an insertion sort in each bucket that moves an entry only
+  /// past larger fractions, so that equal ones keep index order. Expected O(n): the fractions spread over [0, 1).
+  void sort_by_fraction(const double* fr, std::size_t n) const {
+    const auto bucket = [&](double f) { return std::min(n - 1, static_cast<std::size_t>(f * static_cast<double>(n))); };
+    bucket_start_.assign(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) ++bucket_start_[bucket(fr[i]) + 1];
+    for (std::size_t b = 0; b < n; ++b) bucket_start_[b + 1] += bucket_start_[b];
+    bucket_next_.assign(bucket_start_.begin(), bucket_start_.end() - 1);
+    for (std::size_t i = 0; i < n; ++i) sorted_[bucket_next_[bucket(fr[i])]++] = {fr[i], i};
+    for (std::size_t b = 0; b < n; ++b)
+      for (std::size_t r = bucket_start_[b] + 1; r < bucket_start_[b + 1]; ++r) {
+        const auto entry = sorted_[r];
+        std::size_t at = r;
+        for (; at > bucket_start_[b] && sorted_[at - 1].first > entry.first; --at) sorted_[at] = sorted_[at - 1];
+        sorted_[at] = entry;
+      }
+  }
+
   void insert(std::size_t a, double g, std::size_t n) const {
     const std::size_t stride = buckets_.size() + 1;
     for (std::size_t k = 0; k < schemes_.size(); ++k) {
@@ -288,9 +306,10 @@ class Program {
   mutable std::vector<double> floor_, frac_;       ///< [slot * (buckets + 1) + a]
   mutable std::vector<std::size_t> rank_, split_;  ///< likewise
   mutable std::vector<std::pair<double, std::size_t>> sorted_;
-  mutable std::vector<bool> active_;                            ///< per slot: usable within the probe's tau
-  mutable std::vector<MinFenwick> at_or_above_;                 ///< starts by fractional part, largest first
-  mutable std::vector<std::pair<double, std::size_t>> lowest_;  ///< the smallest (h, a) of every start inserted
+  mutable std::vector<std::size_t> bucket_start_, bucket_next_;  ///< sort_by_fraction's buckets
+  mutable std::vector<bool> active_;                             ///< per slot: usable within the probe's tau
+  mutable std::vector<MinFenwick> at_or_above_;                  ///< starts by fractional part, largest first
+  mutable std::vector<std::pair<double, std::size_t>> lowest_;   ///< the smallest (h, a) of every start inserted
 };
 
 /// Bisection over tau shared by all L: every b in [lo, hi] has t_b in (tau_lo, at_hi.tau], and at_hi covers hi.
