@@ -406,16 +406,18 @@ void check_run_size(const Scenario& s, const std::string& iterations_source) {
                      std::to_string(kMaxWindowSequences) + " lcsim plans in one run (docs/robustness.md)");
 }
 
+std::string describe_layout(const ParallelLayout& l) {
+  return "dp=" + std::to_string(l.dp) + " cp=" + std::to_string(l.cp) + " tp=" + std::to_string(l.tp) +
+         " pp=" + std::to_string(l.pp);
+}
+
 std::string own_layouts_line(const Scenario& scenario) {
-  const auto text = [](const ParallelLayout& l) {
-    return "dp=" + std::to_string(l.dp) + " cp=" + std::to_string(l.cp) + " tp=" + std::to_string(l.tp) +
-           " pp=" + std::to_string(l.pp);
-  };
   std::string own;
   for (const auto& p : scenario.policies)
-    if (p.layout) own += (own.empty() ? "" : "; ") + p.label + " " + text(*p.layout);
+    if (p.layout) own += (own.empty() ? "" : "; ") + p.label + " " + describe_layout(*p.layout);
   if (own.empty()) return own;
-  return "own layouts: " + own + " (policies[].parallel; the others: parallel " + text(scenario.layout) + ")\n";
+  return "own layouts: " + own + " (policies[].parallel; the others: parallel " + describe_layout(scenario.layout) +
+         ")\n";
 }
 
 Scenario load_scenario(const std::string& file) {

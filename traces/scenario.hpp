@@ -65,6 +65,8 @@ Scenario load_scenario(const std::string& file);
 /// Paths in a scenario are relative to the scenario's folder, so a scenario can be run from anywhere.
 std::string resolve_scenario_path(const std::string& scenario_file, const std::string& relative);
 Scenario scenario_from_json(const nlohmann::json& document, const std::string& file);
+/// "dp=4 cp=8 tp=1 pp=1": a layout as tables print it.
+std::string describe_layout(const ParallelLayout& layout);
 /// "own layouts: skrull dp=1 cp=32 tp=1 pp=1; ... (policies[].parallel; the others: parallel dp=4 ...)" and a
 /// newline when some policy has its own layout, "" otherwise: the tables print it, since the layout is not a column.
 std::string own_layouts_line(const Scenario& scenario);

@@ -125,35 +125,41 @@ void set_dotted_path(Json& doc, const std::string& path, const Json& value) {
   }
 }
 
-Json scenario_with_absolute_paths(Json doc, const std::string& base_file) {
-  const auto absolute = [&](const Json& relative) {
-    return std::filesystem::absolute(resolve_scenario_path(base_file, relative.get<std::string>())).lexically_normal();
-  };
-  if (doc.contains("profile") && doc["profile"].is_string()) doc["profile"] = absolute(doc["profile"]).string();
+namespace {
+
+/// Calls `visit` on every file path a scenario document names (its profile, its dataset trace), where it is a
+/// string: the one list of them that making paths absolute or relative and listing the inputs share.
+template <typename Document, typename Visit>
+void for_each_scenario_path(Document& doc, Visit visit) {
+  if (!doc.is_object()) return;
+  if (doc.contains("profile") && doc["profile"].is_string()) visit(doc["profile"]);
   if (doc.contains("dataset") && doc["dataset"].is_object() && doc["dataset"].contains("trace") &&
       doc["dataset"]["trace"].is_string())
-    doc["dataset"]["trace"] = absolute(doc["dataset"]["trace"]).string();
+    visit(doc["dataset"]["trace"]);
+}
+
+}  // namespace
+
+Json scenario_with_absolute_paths(Json doc, const std::string& base_file) {
+  for_each_scenario_path(doc, [&](Json& path) {
+    path = std::filesystem::absolute(resolve_scenario_path(base_file, path.get<std::string>()))
+               .lexically_normal()
+               .string();
+  });
   return doc;
 }
 
 Json scenario_with_paths_relative_to(Json doc, const std::string& scenario_file) {
   const auto folder = std::filesystem::absolute(scenario_file).parent_path().lexically_normal();
-  const auto relative = [&](Json& path) {
-    if (path.is_string()) path = std::filesystem::path(path.get<std::string>()).lexically_relative(folder).string();
-  };
-  if (doc.contains("profile")) relative(doc["profile"]);
-  if (doc.contains("dataset") && doc["dataset"].is_object() && doc["dataset"].contains("trace"))
-    relative(doc["dataset"]["trace"]);
+  for_each_scenario_path(doc, [&](Json& path) {
+    path = std::filesystem::path(path.get<std::string>()).lexically_relative(folder).string();
+  });
   return doc;
 }
 
 std::vector<std::string> scenario_document_files(const Json& doc) {
   std::vector<std::string> files;
-  if (!doc.is_object()) return files;
-  if (doc.contains("profile") && doc["profile"].is_string()) files.push_back(doc["profile"].get<std::string>());
-  if (doc.contains("dataset") && doc["dataset"].is_object() && doc["dataset"].contains("trace") &&
-      doc["dataset"]["trace"].is_string())
-    files.push_back(doc["dataset"]["trace"].get<std::string>());
+  for_each_scenario_path(doc, [&](const Json& path) { files.push_back(path.get<std::string>()); });
   return files;
 }
 

@@ -392,7 +392,7 @@ Json tuned_scenario(const Json& document, const Scenario& scenario, const TuneSp
 
 std::string describe_settings(const TuneCandidate& c) {
   std::ostringstream s;
-  s << "dp=" << c.layout.dp << " cp=" << c.layout.cp << " tp=" << c.layout.tp << " pp=" << c.layout.pp;
+  s << describe_layout(c.layout);
   for (const auto& [path, value] : c.settings) s << " " << short_name(path) << "=" << value_text(value);
   return s.str();
 }
