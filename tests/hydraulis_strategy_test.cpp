@@ -191,6 +191,19 @@ TEST(HydraulisStrategy, SharedSpaceIsReusedForTheSameInputsOnly) {
   const auto c = shared_scheme_space(changed, 8, base);
   EXPECT_NE(a.get(), c.get());
   EXPECT_NE(a->schemes().front().latency.c, c->schemes().front().latency.c);
+  // The cost model's options: a LoRA run keeps less per GPU, so its schemes hold longer sequences.
+  CostModelOptions lora_options = cost.options();
+  lora_options.finetuning.method = FinetuningMethod::Lora;
+  lora_options.finetuning.lora_rank = 16;
+  lora_options.finetuning.lora_targets = {LoraTarget::Q, LoraTarget::V};
+  const CostModel lora(cost.model(), cost.cluster(), cost.profile(), lora_options);
+  const auto d = shared_scheme_space(lora, 8, base);
+  EXPECT_NE(a.get(), d.get());
+  EXPECT_GT(d->schemes().front().max_len, a->schemes().front().max_len);
+  CostModelOptions ring_options = cost.options();
+  ring_options.cp_attention = CpAttention::Ring;
+  EXPECT_NE(a.get(),
+            shared_scheme_space(CostModel(cost.model(), cost.cluster(), cost.profile(), ring_options), 8, base).get());
 }
 
 }  // namespace

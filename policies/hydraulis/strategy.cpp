@@ -16,6 +16,17 @@ std::string describe(const ParallelScheme& scheme) {
   return "<" + std::to_string(scheme.tp) + "," + std::to_string(scheme.pp) + ">";
 }
 
+namespace {
+
+nlohmann::json finetuning_key(const Finetuning& f) {
+  nlohmann::json targets = nlohmann::json::array();
+  for (LoraTarget t : f.lora_targets) targets.push_back(to_string(t));
+  return {to_string(f.method), f.lora_rank,      f.lora_alpha,   targets,
+          f.frozen_embeddings, f.frozen_lm_head, f.frozen_layers};
+}
+
+}  // namespace
+
 std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, int total_gpus,
                                                        const SpaceOptions& options) {
   static std::mutex mutex;
@@ -31,6 +42,10 @@ std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, in
         c.topology_kind->describe()}},
       {"profile", profile_to_json(cost.profile())},
       {"zero_stage", cost.options().zero_stage},
+      // What the run trains and how CP runs attention change every scheme's time and memory: a LoRA scenario and a
+      // full one of the same model, planned in one process, must not share a space.
+      {"cp_attention", to_string(cost.options().cp_attention)},
+      {"finetuning", finetuning_key(cost.options().finetuning)},
       {"gpus", total_gpus},
       {"recompute", to_string(options.recompute)},
       {"util_threshold", options.util_threshold},
@@ -126,9 +141,9 @@ void SchemeSpace::add(const CostModel& cost, int tp, int pp, const SpaceOptions&
     // The slowest stage's (stages differ when part of the model is frozen).
     info.sync = 0;
     for (int stage = 0; stage < pp; ++stage)
-      info.sync = std::max(info.sync, cost.gradient_sync_seconds(info.scheme, shards, link, stage,
-                                                                 GroupPlacement::Scattered) +
-                                          cost.optimizer_seconds(info.scheme, shards, stage));
+      info.sync =
+          std::max(info.sync, cost.gradient_sync_seconds(info.scheme, shards, link, stage, GroupPlacement::Scattered) +
+                                  cost.optimizer_seconds(info.scheme, shards, stage));
   }
   schemes_.push_back(info);
 }
