@@ -44,7 +44,7 @@ po::options_description validate_options() {
       ("catalogue,c", po::value<std::string>()->value_name("FILE"),
        "catalogue of published figures (default: scenarios/validation/catalogue.json of the source tree)")  //
       ("json", po::value<std::string>()->value_name("FILE"),
-       "write every entry, its points and the summary (schema lcsim-validation/2) to FILE")         //
+       "write every entry, its points and the summary (schema lcsim-validation/3) to FILE")         //
       ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per entry to FILE")  //
       ("jobs,j", po::value<int>()->default_value(default_jobs())->value_name("N"),
        "runs in parallel (processes); results do not depend on it")  //
@@ -88,7 +88,7 @@ struct Run {
   std::string mode;
   Json scenario;
   std::vector<std::string> labels;
-  std::string where;     ///< the first entry that needs it, for messages
+  std::string where;      ///< the first entry that needs it, for messages
   bool measured = false;  ///< a measured run's: its worlds keep its data (--fixed-data), which the run measured
 };
 
@@ -237,6 +237,17 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
         << " with a numeric error, MAPE " << fixed(100 * m.mape, 1) << "%, median " << fixed(100 * m.median_ape, 1)
         << "%; " << m.within_tolerance << "/" << m.entries << " within tolerance (and ordering); ordering "
         << m.ordering_held << "/" << m.ordering_checked << "\n";
+  const MeasuredRanking& r = summary.measured_ranking;
+  if (r.pairs + r.ties > 0) {
+    out << "ranking:  " << r.kept << "/" << r.pairs
+        << " pairs of policies of one measured run ranked as the hardware ranked them (" << r.ties
+        << " pairs measured within " << fixed(100 * kMeasuredRankingTie, 0) << "% of each other not judged)\n";
+    for (const BrokenRanking& b : r.broken)
+      out << "  BROKEN " << b.faster << " over " << b.slower << " in "
+          << std::filesystem::path(b.run).filename().string() << ": measured " << fixed(b.measured_faster, 3)
+          << "x against " << fixed(b.measured_slower, 3) << "x, predicted " << fixed(b.predicted_faster, 3)
+          << "x against " << fixed(b.predicted_slower, 3) << "x\n";
+  }
   out << "ordering: " << summary.ordering_held << "/" << summary.ordering_checked
       << " published entries keep the published ordering (who wins, which way a trend runs)\n";
   out << "fitted:   " << summary.fitted << " entries (a free parameter was set from them; not in the MAPE)\n";

@@ -305,6 +305,49 @@ TEST(ValidationMaths, MeasuredEntriesAreSummarizedApartFromThePapers) {
   EXPECT_EQ(s.measured.ordering_held, 0);  // the measured run says Skrull wins; 0.8 says it loses
 }
 
+TEST(ValidationMaths, MeasuredRankingJudgesEveryPairOfARunAndLeavesMeasuredTiesOut) {
+  // One run of four policies over deepspeed (measured 1): a 1.6, b 1.605 (a tie with a), c 1.2.
+  const MeasuredFile measured(Json{{"policies",
+                                    {{{"name", "deepspeed"}, {"mean_iteration_s", 2.0}, {"speedup_vs_baseline", 1.0}},
+                                     {{"name", "a"}, {"mean_iteration_s", 1.25}, {"speedup_vs_baseline", 1.6}},
+                                     {{"name", "b"}, {"mean_iteration_s", 1.246}, {"speedup_vs_baseline", 1.605}},
+                                     {{"name", "c"}, {"mean_iteration_s", 1.667}, {"speedup_vs_baseline", 1.2}}}}});
+  const auto speedup = [&](const std::string& policy) {
+    return measured_entry(measured,
+                          {{"id", policy}, {"quantity", "speedup"}, {"reference", "deepspeed"}, {"policy", policy}});
+  };
+  // The fourth entry, a time, takes no part in the ranking.
+  const auto catalogue =
+      catalogue_of({speedup("a"), speedup("b"), speedup("c"), measured_entry(measured, {{"policy", "a"}})});
+  // Predicted: a 1.3 and c 1.4 (c over a: broken), b 1.2 (no verdict against a: measured tie), deepspeed 1; c
+  // against b is kept, and b, a and c each beat deepspeed.
+  std::vector<EntryOutcome> outcomes = {
+      evaluate_entry(catalogue.entries[0], {value(1.3)}), evaluate_entry(catalogue.entries[1], {value(1.2)}),
+      evaluate_entry(catalogue.entries[2], {value(1.4)}), evaluate_entry(catalogue.entries[3], {value(1.0)})};
+  MeasuredRanking r = measured_ranking(outcomes);
+  EXPECT_EQ(r.ties, 1);
+  EXPECT_EQ(r.pairs, 5);  // {ds, a, b, c}: 6 pairs, a-b measured 0.3% apart
+  EXPECT_EQ(r.kept, 3);   // a, b, c over deepspeed
+  ASSERT_EQ(r.broken.size(), 2u);
+  std::set<std::pair<std::string, std::string>> broken;
+  for (const BrokenRanking& b : r.broken) broken.insert({b.faster, b.slower});
+  EXPECT_EQ(broken, (std::set<std::pair<std::string, std::string>>{{"a", "c"}, {"b", "c"}}));
+
+  // A predicted tie (within 0.1%) ranks nothing: with c predicted level with b, a over c is kept and b over c not.
+  outcomes[2] = evaluate_entry(catalogue.entries[2], {value(1.2005)});
+  r = measured_ranking(outcomes);
+  EXPECT_EQ(r.kept, 4);
+  ASSERT_EQ(r.broken.size(), 1u);
+  EXPECT_EQ(r.broken[0].faster, "b");
+  // Predicted in the measured order, every judged pair is kept; a fitted entry takes no part.
+  outcomes[2] = evaluate_entry(catalogue.entries[2], {value(1.1)});
+  EXPECT_EQ(measured_ranking(outcomes).kept, 5);
+  outcomes[2].fitted = "compute.layer_issue_us";
+  r = measured_ranking(outcomes);
+  EXPECT_EQ(r.pairs + r.ties, 3);  // {ds, a, b}
+  EXPECT_EQ(summarize_validation(outcomes).measured_ranking.kept, r.kept);
+}
+
 TEST(ValidationCatalogue, ShippedCatalogueHoldsTheH200LiveRunsAsMeasuredEntries) {
   const ValidationCatalogue catalogue = load_catalogue(kCatalogue);
   int measured = 0;
@@ -364,7 +407,7 @@ TEST(ValidateCli, RunsASmallCatalogueAndWritesItsResults) {
   EXPECT_TRUE(std::regex_search(run.output, std::regex(R"(\noom .* (OOM|fits) +- )"))) << run.output;
   std::ifstream in(json);
   const Json results = Json::parse(in);
-  EXPECT_EQ(results["schema"], "lcsim-validation/2");
+  EXPECT_EQ(results["schema"], "lcsim-validation/3");
   ASSERT_EQ(results["entries"].size(), 3u);
   EXPECT_TRUE(results["entries"][0]["predicted"].is_number());
   EXPECT_TRUE(results["entries"][1]["predicted"].is_boolean());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -630,6 +631,44 @@ void finish_errors(HeldOutErrors& errors, std::vector<double>& abs_errors) {
 
 }  // namespace
 
+MeasuredRanking measured_ranking(const std::vector<EntryOutcome>& outcomes) {
+  struct Ranked {
+    std::string policy;
+    double measured = 0, predicted = 0;
+  };
+  // A run's policies are its speedup entries' plus the baseline they are measured over, at 1.
+  std::map<std::pair<std::string, std::string>, std::vector<Ranked>> runs;
+  for (const auto& o : outcomes) {
+    const ValidationEntry& e = *o.entry;
+    if (e.measured.empty() || e.quantity != ValidationQuantity::Speedup || e.points.size() != 1 ||
+        e.points.front().reference.size() != 1 || !o.failed.empty() || !o.fitted.empty() || !o.predicted ||
+        !e.published.value)
+      continue;
+    auto& ranked = runs[{e.measured, e.points.front().reference.front()}];
+    if (ranked.empty()) ranked.push_back({e.points.front().reference.front(), 1.0, 1.0});
+    ranked.push_back({e.points.front().policy, *e.published.value, *o.predicted});
+  }
+  MeasuredRanking ranking;
+  for (const auto& [key, ranked] : runs)
+    for (std::size_t i = 0; i < ranked.size(); ++i)
+      for (std::size_t j = i + 1; j < ranked.size(); ++j) {
+        const bool i_faster = ranked[i].measured > ranked[j].measured;
+        const Ranked& faster = i_faster ? ranked[i] : ranked[j];
+        const Ranked& slower = i_faster ? ranked[j] : ranked[i];
+        if (faster.measured <= slower.measured * (1 + kMeasuredRankingTie)) {
+          ++ranking.ties;
+          continue;
+        }
+        ++ranking.pairs;
+        if (faster.predicted > slower.predicted * (1 + kPredictedRankingTie))
+          ++ranking.kept;
+        else
+          ranking.broken.push_back({key.first, faster.policy, slower.policy, faster.measured, slower.measured,
+                                    faster.predicted, slower.predicted});
+      }
+  return ranking;
+}
+
 ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes) {
   ValidationSummary s;
   HeldOutErrors published;
@@ -665,14 +704,31 @@ ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes
   s.held_out_mape = published.mape;
   s.held_out_median_ape = published.median_ape;
   s.held_out_within_tolerance = published.within_tolerance;
+  s.measured_ranking = measured_ranking(outcomes);
   return s;
 }
+
+namespace {
+
+nlohmann::ordered_json broken_rankings_json(const MeasuredRanking& ranking) {
+  nlohmann::ordered_json broken = nlohmann::ordered_json::array();
+  for (const BrokenRanking& b : ranking.broken)
+    broken.push_back(
+        {{"run", b.run},
+         {"faster", b.faster},
+         {"slower", b.slower},
+         {"measured_speedups", {results_number(b.measured_faster), results_number(b.measured_slower)}},
+         {"predicted_speedups", {results_number(b.predicted_faster), results_number(b.predicted_slower)}}});
+  return broken;
+}
+
+}  // namespace
 
 nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
                                           const std::vector<EntryOutcome>& outcomes, const ValidationSummary& summary) {
   using OJson = nlohmann::ordered_json;
   OJson j;
-  j["schema"] = "lcsim-validation/2";
+  j["schema"] = "lcsim-validation/3";
   j["catalogue"] = catalogue.file;
   OJson entries = OJson::array();
   for (const auto& o : outcomes) {
@@ -724,6 +780,10 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
                   {"measured_within_tolerance", summary.measured.within_tolerance},
                   {"measured_ordering_checked", summary.measured.ordering_checked},
                   {"measured_ordering_held", summary.measured.ordering_held},
+                  {"measured_ranking_pairs", summary.measured_ranking.pairs},
+                  {"measured_ranking_kept", summary.measured_ranking.kept},
+                  {"measured_ranking_ties", summary.measured_ranking.ties},
+                  {"measured_ranking_broken", broken_rankings_json(summary.measured_ranking)},
                   {"ordering_checked", summary.ordering_checked},
                   {"ordering_held", summary.ordering_held}};
   return j;

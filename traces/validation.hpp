@@ -166,6 +166,36 @@ struct HeldOutErrors {
   int ordering_held = 0;
 };
 
+/// Two policies of one measured run that lcsim ranks otherwise than the hardware did.
+struct BrokenRanking {
+  std::string run;             ///< the measured results file
+  std::string faster, slower;  ///< as measured
+  double measured_faster = 0;  ///< speedups over the run's baseline (1 for the baseline itself)
+  double measured_slower = 0;
+  double predicted_faster = 0;
+  double predicted_slower = 0;
+};
+
+/// Measured speedups of one run closer than this (relative) are a tie and not judged: two live replays of one
+/// binary differ by up to 0.7% (docs/measurements/h200-2026-11-27.md).
+inline constexpr double kMeasuredRankingTie = 0.01;
+
+/// Predicted speedups closer than this (relative) rank nothing: Hydraulis' proposal, for one, resolves latencies to
+/// 1e-3.
+inline constexpr double kPredictedRankingTie = 1e-3;
+
+/// The pairwise ranking of every measured run: each pair of its policies (the baseline included) whose measured
+/// speedups differ by more than kMeasuredRankingTie, predicted in the same order by more than kPredictedRankingTie
+/// (a predicted tie keeps nothing). Only held-out speedup entries take part.
+struct MeasuredRanking {
+  int pairs = 0;  ///< judged pairs
+  int kept = 0;
+  int ties = 0;  ///< pairs measured within kMeasuredRankingTie, not judged
+  std::vector<BrokenRanking> broken;
+};
+
+MeasuredRanking measured_ranking(const std::vector<EntryOutcome>& outcomes);
+
 struct ValidationSummary {
   int entries = 0;
   int not_expressible = 0;
@@ -176,7 +206,8 @@ struct ValidationSummary {
   double held_out_mape = 0;        ///< mean of abs_error over those
   double held_out_median_ape = 0;  ///< their median (a few gross misses dominate the mean)
   int held_out_within_tolerance = 0;
-  HeldOutErrors measured;    ///< held-out measured entries (real hardware), summarized apart from the papers
+  HeldOutErrors measured;  ///< held-out measured entries (real hardware), summarized apart from the papers
+  MeasuredRanking measured_ranking;
   int ordering_checked = 0;  ///< evaluated published-figure entries with an ordering verdict
   int ordering_held = 0;
 };
@@ -189,7 +220,7 @@ std::string entry_kind(const ValidationEntry& entry);
 /// "held out", "fitted" (a free parameter was set from it), "not expressible" or "failed".
 std::string entry_status(const EntryOutcome& outcome);
 
-/// Results file of `lcsim validate` (schema lcsim-validation/2) and its CSV (one row per entry).
+/// Results file of `lcsim validate` (schema lcsim-validation/3) and its CSV (one row per entry).
 nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
                                           const std::vector<EntryOutcome>& outcomes, const ValidationSummary& summary);
 std::string validation_to_csv(const std::vector<EntryOutcome>& outcomes);

@@ -360,7 +360,7 @@ class SweepResults(Document):
 
 
 class ValidationResults(Document):
-    """``lcsim validate``'s document (schema lcsim-validation/2): every entry and the summary."""
+    """``lcsim validate``'s document (schema lcsim-validation/3): every entry and the summary."""
 
     def rows(self):
         """One dict per catalogue entry, as the document gives it, without its points."""
