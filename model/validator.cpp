@@ -24,10 +24,15 @@ class Checker {
  public:
   Checker(const IterationPlan& plan, std::span<const Sequence> batch, const CostModel& cost)
       : plan_(plan), cost_(cost), world_(cost.cluster().world_size()) {
-    for (const auto& s : batch) {
-      auto& expected = expected_[s.id];
-      expected.tokens = s.tokens;
-      ++expected.count;
+    // By id, an id given twice merged (the later occurrence's tokens): one contiguous array to search, as a plan
+    // of 16,384 GPUs looks up hundreds of thousands of placements.
+    std::vector<const Sequence*> by_id;
+    for (const auto& s : batch) by_id.push_back(&s);
+    std::stable_sort(by_id.begin(), by_id.end(), [](const Sequence* x, const Sequence* y) { return x->id < y->id; });
+    for (const Sequence* s : by_id) {
+      if (expected_.empty() || expected_.back().id != s->id) expected_.push_back(Expected{s->id});
+      expected_.back().tokens = s->tokens;
+      ++expected_.back().count;
     }
   }
 
@@ -39,16 +44,17 @@ class Checker {
       check_gpus(r, replica, scheme_ok, used_per_phase[replica.phase]);
       for (std::size_t m = 0; m < replica.micro_batches.size(); ++m) check_micro_batch(r, m, replica);
     }
-    for (const auto& [id, expected] : expected_) {
+    for (const auto& expected : expected_) {
       if (expected.placed < expected.count)
-        add(PlanIssue::Kind::MissingSequence,
-            "sequence " + std::to_string(id) + " (" + std::to_string(expected.tokens) + " tokens) is not placed");
+        add(PlanIssue::Kind::MissingSequence, "sequence " + std::to_string(expected.id) + " (" +
+                                                  std::to_string(expected.tokens) + " tokens) is not placed");
     }
     return std::move(issues_);
   }
 
  private:
   struct Expected {
+    std::int64_t id = 0;
     Tokens tokens = 0;
     int count = 0;
     int placed = 0;
@@ -135,13 +141,14 @@ class Checker {
         add(PlanIssue::Kind::BadRank, where(r, m) + ": " + seq() + " on cp_rank " + std::to_string(p.cp_rank) +
                                           ", outside [-1, " + std::to_string(replica.scheme.cp) + ")");
       }
-      auto it = expected_.find(p.sequence_id);
-      if (it == expected_.end()) {
+      const auto it = std::lower_bound(expected_.begin(), expected_.end(), p.sequence_id,
+                                       [](const Expected& e, std::int64_t id) { return e.id < id; });
+      if (it == expected_.end() || it->id != p.sequence_id) {
         add(PlanIssue::Kind::UnknownSequence, where(r, m) + ": " + seq() + " is not in the batch");
-      } else if (it->second.tokens != p.tokens) {
+      } else if (it->tokens != p.tokens) {
         add(PlanIssue::Kind::UnknownSequence,
-            where(r, m) + ": " + seq() + " has " + std::to_string(it->second.tokens) + " tokens in the batch");
-      } else if (++it->second.placed > it->second.count) {
+            where(r, m) + ": " + seq() + " has " + std::to_string(it->tokens) + " tokens in the batch");
+      } else if (++it->placed > it->count) {
         add(PlanIssue::Kind::DuplicateSequence, where(r, m) + ": " + seq() + " is placed more than once");
       }
     }
@@ -150,7 +157,7 @@ class Checker {
   const IterationPlan& plan_;
   const CostModel& cost_;
   int world_;
-  std::map<std::int64_t, Expected> expected_;  // ordered: deterministic messages
+  std::vector<Expected> expected_;  // by id: deterministic messages
   std::vector<PlanIssue> issues_;
 };
 
