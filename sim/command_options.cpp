@@ -73,7 +73,16 @@ void add_uncertainty_options(boost::program_options::options_description& option
        "data is known, as a measured run's; lcsim validate uses it for measured entries)")  //
       ("model-form", po::value<std::string>()->value_name("FILE"),
        "model-form file (schema lcsim-model-form/1, written by `lcsim validate --write-model-form`); default: "
-       "the shipped scenarios/validation/model-form.json");
+       "the shipped scenarios/validation/model-form.json")  //
+      ("jobs", po::value<int>()->value_name("N"),
+       "sampled worlds evaluated at once, on threads (default: one per core); the results are the same for any N");
+}
+
+int world_jobs_option(const boost::program_options::variables_map& vm) {
+  if (!vm.count("jobs")) return default_jobs();
+  const int jobs = vm["jobs"].as<int>();
+  if (jobs < 1) throw InputError("--jobs: must be at least 1, got " + std::to_string(jobs));
+  return jobs;
 }
 
 bool draw_data_option(const boost::program_options::variables_map& vm) {

@@ -45,6 +45,9 @@ void add_uncertainty_options(boost::program_options::options_description& option
 /// --samples (checked), and the model form: --model-form FILE when given, else the shipped file when it exists,
 /// else none (the results say so).
 int samples_option(const boost::program_options::variables_map& vm);
+
+/// --jobs of add_uncertainty_options: at least 1 (InputError otherwise); absent, default_jobs().
+int world_jobs_option(const boost::program_options::variables_map& vm);
 /// --fixed-data: false (sampled worlds keep the scenario's own data), else true.
 bool draw_data_option(const boost::program_options::variables_map& vm);
 /// scenario_inputs and the --model-form file: no output may replace them.

@@ -78,7 +78,7 @@ void run_plan_command(const std::vector<std::string>& args, std::ostream& out) {
       [](int done, int total) {
         print_progress(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "sampled worlds");
       },
-      draw_data_option(vm));
+      draw_data_option(vm), world_jobs_option(vm));
   const std::string warning = out_of_memory_warning(results, loaded);
   if (!warning.empty()) std::cerr << "lcsim: warning: " << warning << '\n';
   std::vector<std::string> written;

@@ -99,6 +99,7 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   settings.program.layers_per_block = granularity;
   settings.exclusive_closed_form = !vm.count("all-flows");
   settings.draw_data = draw_data_option(vm);
+  settings.world_jobs = world_jobs_option(vm);
   if (vm.count("trace")) settings.trace_file = vm["trace"].as<std::string>();
   if (isatty(STDERR_FILENO)) settings.progress = draw_progress;
 

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "base/errors.hpp"
-#include "model/estimate.hpp"
 #include "base/files.hpp"
+#include "model/estimate.hpp"
 #include "model/metrics.hpp"
 #include "program/estimate.hpp"
 #include "program/outcome.hpp"
@@ -217,8 +217,8 @@ void attach_sampled_worlds(SimulationReport& report, const LoadedScenario& loade
   std::vector<std::vector<WorldFigures>> worlds(results.policies.size());
   for (std::size_t p = 0; p < results.policies.size(); ++p) worlds[p].push_back(world_figures(results.policies[p]));
   if (samples > 1) {
-    const auto estimated =
-        estimate_worlds(loaded, settings.policies, samples, settings.world_progress, settings.draw_data);
+    const auto estimated = estimate_worlds(loaded, settings.policies, samples, settings.world_progress,
+                                           settings.draw_data, settings.world_jobs);
     if (estimated.size() != worlds.size()) throw std::logic_error("simulate: sampled worlds of other policies");
     for (std::size_t p = 0; p < worlds.size(); ++p)
       for (int w = 1; w < samples; ++w)

@@ -28,6 +28,7 @@ struct SimulateSettings {
   /// Called as the sampled worlds are estimated (attach_sampled_worlds).
   WorldProgress world_progress;
   bool draw_data = true;  ///< false (--fixed-data): the sampled worlds keep the scenario's data
+  int world_jobs = 1;     ///< sampled worlds estimated at once (threads)
 };
 
 /// What the simulation adds to a policy's results, beyond PolicyResult.

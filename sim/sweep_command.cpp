@@ -200,10 +200,10 @@ std::vector<PointStatus> run_points(const Sweep& sweep, const std::vector<const 
   for (const SweepPoint* point : points) {
     write_sweep_point_scenario(dir, *point);
     const auto i = static_cast<std::size_t>(point->index);
-    commands.push_back(
-        {{exe, sweep.mode, sweep_point_path(dir, i, ".json").string(), "--json",
-          sweep_point_path(dir, i, ".results.json").string(), "--quiet", "--samples", std::to_string(sweep.samples)},
-         sweep_point_path(dir, i, ".log").string()});
+    commands.push_back({{exe, sweep.mode, sweep_point_path(dir, i, ".json").string(), "--json",
+                         sweep_point_path(dir, i, ".results.json").string(), "--quiet", "--samples",
+                         std::to_string(sweep.samples), "--jobs", "1"},
+                        sweep_point_path(dir, i, ".log").string()});
   }
   const std::vector<int> status =
       run_children(commands, jobs, [](std::size_t done, std::size_t total) { print_progress(done, total, "points"); });

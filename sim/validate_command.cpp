@@ -478,9 +478,10 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
     // Each run's scenario is checked here, so a bad entry is named before anything runs.
     (void)scenario_from_json(runs[i].scenario, runs[i].where);
     write_file_atomically(name_of(i, ".json").string(), runs[i].scenario.dump(2) + "\n");
-    ChildCommand command{{exe, runs[i].mode, name_of(i, ".json").string(), "--json",
-                          name_of(i, ".results.json").string(), "--quiet", "--samples", std::to_string(samples)},
-                         name_of(i, ".log").string()};
+    ChildCommand command{
+        {exe, runs[i].mode, name_of(i, ".json").string(), "--json", name_of(i, ".results.json").string(), "--quiet",
+         "--samples", std::to_string(samples), "--jobs", "1"},
+        name_of(i, ".log").string()};
     for (const auto& label : runs[i].labels) {
       command.argv.push_back("--policy");
       command.argv.push_back(label);

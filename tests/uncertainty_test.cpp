@@ -210,6 +210,30 @@ TEST(Uncertainty, SampledWorldsOfAScenarioAreDeterministicAndWorldZeroIsTheNomin
   }
 }
 
+TEST(Uncertainty, WorldsOnThreadsGiveTheSerialResultsInWorldOrder) {
+  const LoadedScenario loaded = load_and_prepare(kDefaultScenario, 2);
+  const std::vector<std::string> only = {"skrull", "rr"};
+  std::vector<std::pair<int, int>> calls;
+  const auto record = [&](int done, int total) { calls.emplace_back(done, total); };
+  const RunResults serial = evaluate_with_samples(loaded, only, 6, ModelForm{"m.json", 0.1}, {}, {}, true, 1);
+  const RunResults threaded = evaluate_with_samples(loaded, only, 6, ModelForm{"m.json", 0.1}, {}, record, true, 3);
+  EXPECT_EQ(results_to_json(threaded).dump(), results_to_json(serial).dump());
+  // Progress: from 0 to the 5 sampled worlds, one call per world done, never backwards.
+  ASSERT_EQ(calls.size(), 6u);
+  for (std::size_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i], std::make_pair(static_cast<int>(i), 5));
+
+  const auto serial_worlds = estimate_worlds(loaded, only, 5, {}, true, 1);
+  const auto threaded_worlds = estimate_worlds(loaded, only, 5, {}, true, 4);
+  ASSERT_EQ(threaded_worlds.size(), serial_worlds.size());
+  for (std::size_t p = 0; p < serial_worlds.size(); ++p) {
+    ASSERT_EQ(threaded_worlds[p].size(), 5u);
+    for (std::size_t w = 0; w < 5; ++w) {
+      EXPECT_EQ(threaded_worlds[p][w].mean_iteration_s, serial_worlds[p][w].mean_iteration_s) << p << ' ' << w;
+      EXPECT_EQ(threaded_worlds[p][w].tokens_per_s, serial_worlds[p][w].tokens_per_s) << p << ' ' << w;
+    }
+  }
+}
+
 TEST(Uncertainty, FixedDataWorldsKeepTheScenariosBatchesAndDrawTheProfile) {
   // A measured run's data is known: --fixed-data worlds keep the nominal batches, and only the profile moves.
   const LoadedScenario loaded = load_and_prepare(kDefaultScenario, 3);

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <mutex>
 #include <numbers>
 #include <stdexcept>
+#include <thread>
 
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
@@ -325,34 +328,72 @@ RunResults world_results(const LoadedScenario& loaded, const std::vector<std::st
   }
 }
 
+/// The figures of worlds [first, samples), `jobs` at a time: out[w - first][p]. Helpers take worlds in index order
+/// and stop taking them after a failure, so every world below a failed one has run: the error rethrown, the
+/// lowest world's, is the one a serial run meets first.
+std::vector<std::vector<WorldFigures>> run_worlds(const LoadedScenario& loaded,
+                                                  const std::vector<std::string>& only_labels, int first, int samples,
+                                                  const WorldProgress& world_progress, bool draw_data, int jobs) {
+  if (jobs < 1) throw std::invalid_argument("run_worlds: jobs must be at least 1");
+  const int count = std::max(0, samples - first);
+  std::vector<std::vector<WorldFigures>> out(static_cast<std::size_t>(count));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(count));
+  std::mutex mutex;  // guards next, done, failed and the progress calls
+  int next = 0, done = 0;
+  bool failed = false;
+  if (world_progress) world_progress(0, count);
+  const auto worker = [&] {
+    for (;;) {
+      int i = 0;
+      {
+        const std::lock_guard lock(mutex);
+        if (failed || next == count) return;
+        i = next++;
+      }
+      const auto at = static_cast<std::size_t>(i);
+      try {
+        const RunResults r = world_results(loaded, only_labels, first + i, draw_data);
+        for (const auto& policy : r.policies) out[at].push_back(world_figures(policy));
+      } catch (...) {
+        errors[at] = std::current_exception();
+      }
+      const std::lock_guard lock(mutex);
+      failed = failed || errors[at] != nullptr;
+      ++done;
+      if (world_progress) world_progress(done, count);
+    }
+  };
+  {
+    std::vector<std::jthread> helpers;
+    for (int j = 1; j < jobs && j < count; ++j) helpers.emplace_back(worker);
+    worker();
+  }
+  for (const auto& error : errors)
+    if (error) std::rethrow_exception(error);
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::vector<WorldFigures>> estimate_worlds(const LoadedScenario& loaded,
                                                        const std::vector<std::string>& only_labels, int samples,
-                                                       const WorldProgress& world_progress, bool draw_data) {
-  std::vector<std::vector<WorldFigures>> out;
-  for (int w = 0; w < samples; ++w) {
-    if (world_progress) world_progress(w, samples);
-    const RunResults r = world_results(loaded, only_labels, w, draw_data);
-    out.resize(r.policies.size());
-    for (std::size_t p = 0; p < r.policies.size(); ++p) out[p].push_back(world_figures(r.policies[p]));
-  }
-  if (world_progress) world_progress(samples, samples);
+                                                       const WorldProgress& world_progress, bool draw_data, int jobs) {
+  const auto by_world = run_worlds(loaded, only_labels, 0, samples, world_progress, draw_data, jobs);
+  std::vector<std::vector<WorldFigures>> out(by_world.empty() ? 0 : by_world.front().size());
+  for (const auto& world : by_world)
+    for (std::size_t p = 0; p < out.size(); ++p) out[p].push_back(world[p]);
   return out;
 }
 
 RunResults evaluate_with_samples(const LoadedScenario& loaded, const std::vector<std::string>& only_labels, int samples,
                                  const ModelForm& model_form, const PolicyProgress& progress,
-                                 const WorldProgress& world_progress, bool draw_data) {
+                                 const WorldProgress& world_progress, bool draw_data, int jobs) {
   RunResults results = evaluate_plans(loaded, only_labels, progress);
   std::vector<std::vector<WorldFigures>> worlds(results.policies.size());
   for (std::size_t p = 0; p < results.policies.size(); ++p) worlds[p].push_back(world_figures(results.policies[p]));
-  for (int w = 1; w < samples; ++w) {
-    if (world_progress) world_progress(w - 1, samples - 1);
-    const RunResults r = world_results(loaded, only_labels, w, draw_data);
-    for (std::size_t p = 0; p < r.policies.size(); ++p) worlds[p].push_back(world_figures(r.policies[p]));
-  }
-  if (world_progress && samples > 1) world_progress(samples - 1, samples - 1);
+  if (samples > 1)
+    for (const auto& world : run_worlds(loaded, only_labels, 1, samples, world_progress, draw_data, jobs))
+      for (std::size_t p = 0; p < worlds.size(); ++p) worlds[p].push_back(world[p]);
   attach_intervals(results, worlds, sampled_sources(loaded, draw_data), model_form.for_profile(loaded.profile));
   return results;
 }

@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/profile.hpp"
 #include "base/random.hpp"
+#include "model/profile.hpp"
 #include "model/results.hpp"
 #include "traces/evaluation.hpp"
 #include "traces/scenario_loader.hpp"
@@ -65,7 +65,8 @@ struct ModelForm {
   std::string file;              ///< "" when none was read: no model-form term
   double speedup_log_sigma = 0;  ///< the family applied, in units of log(speedup)
   std::string family = "time";
-  std::optional<double> calibrated_speedup_log_sigma = std::nullopt;  ///< family "time_calibrated", where the file has it
+  std::optional<double> calibrated_speedup_log_sigma =
+      std::nullopt;  ///< family "time_calibrated", where the file has it
 
   /// The term for a scenario predicted with `profile`: family "time_calibrated" where the profile was calibrated
   /// on a device and the file has that family, else "time".
@@ -97,21 +98,23 @@ void attach_intervals(RunResults& results, const std::vector<std::vector<WorldFi
 /// What `--samples N` sampled in a scenario's worlds besides the model form: the dataset and the profile fields.
 std::vector<std::string> sampled_sources(const LoadedScenario& loaded, bool draw_data = true);
 
-/// Called before each sampled world is evaluated (worlds done, worlds in total) and once at the end.
+/// Called with the worlds done so far and the worlds in total: once before the first, after each, and at the end
+/// (from the calling thread or a helper, one call at a time).
 using WorldProgress = std::function<void(int, int)>;
 
-/// `lcsim plan` with sampled worlds: evaluate_plans on world 0 (reporting `progress`) and on each sampled world,
+/// `lcsim plan` with sampled worlds: evaluate_plans on world 0 (reporting `progress`), then on each sampled world,
+/// `jobs` of them at a time on threads (each world is independent; the results are the same for every `jobs`),
 /// then attach_intervals.
 RunResults evaluate_with_samples(const LoadedScenario& loaded, const std::vector<std::string>& only_labels, int samples,
                                  const ModelForm& model_form, const PolicyProgress& progress = {},
-                                 const WorldProgress& world_progress = {}, bool draw_data = true);
+                                 const WorldProgress& world_progress = {}, bool draw_data = true, int jobs = 1);
 
 /// The estimate's figures of worlds 0..samples-1 for the policies select_policies(only_labels) picks, in that
-/// order: result[p][w].
+/// order: result[p][w]; `jobs` worlds at a time, as evaluate_with_samples.
 std::vector<std::vector<WorldFigures>> estimate_worlds(const LoadedScenario& loaded,
                                                        const std::vector<std::string>& only_labels, int samples,
-                                                       const WorldProgress& world_progress = {},
-                                                       bool draw_data = true);
+                                                       const WorldProgress& world_progress = {}, bool draw_data = true,
+                                                       int jobs = 1);
 
 /// --samples: in [1, kMaxSamples]; InputError naming the option otherwise.
 int checked_samples(int samples);
