@@ -3,6 +3,7 @@
 // layer model reached (docs/measurements/h200-2026-11-26.md) -- a regression entry per micro-batch shape.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -106,6 +107,41 @@ TEST(JobCheck, RefusesFilesWithoutMeasuredMicroBatches) {
   std::ostringstream out;
   EXPECT_THROW(run_check_jobs_command({kScenario}, out), InputError);
   EXPECT_THROW(run_check_jobs_command({kScenario, kLive, "--fast"}, out), InputError);
+}
+
+TEST(JobCheck, TheCatalogueModeChecksEveryMeasuredRunWithItsOwnScenario) {
+  std::vector<std::string> skipped;
+  const std::vector<MeasuredRunJobs> runs =
+      catalogue_measured_jobs(kRoot + "/scenarios/validation/catalogue.json", &skipped);
+  EXPECT_GE(runs.size(), 16u);
+  // The first H200 runs kept no per-job times: named, not checked.
+  EXPECT_FALSE(skipped.empty());
+  EXPECT_TRUE(std::any_of(skipped.begin(), skipped.end(), [](const std::string& file) {
+    return file.find("/measurements/live/h200-2026-11/") != std::string::npos;
+  }));
+  const std::string head_to_head = "llama3.1-8b-tulu3-longcite-headtohead-dp1-cp8-h200.live.json";
+  const MeasuredRunJobs* eight_layers = nullptr;
+  for (const auto& run : runs) {
+    ASSERT_FALSE(run.jobs.empty()) << run.file;
+    for (const auto& job : run.jobs) EXPECT_GT(job.predicted_s, 0) << run.file;
+    if (run.file.ends_with("h200-2026-11-27b/" + head_to_head)) eight_layers = &run;
+  }
+  // Each run is predicted with its own scenario: the 8B head to head's 8-layer model, as check-jobs with that
+  // scenario predicts it, not the first run's 0.5B.
+  ASSERT_NE(eight_layers, nullptr);
+  EXPECT_EQ(eight_layers->model, "LLaMA3.1-8B (8 of 32 layers)");
+  std::vector<MeasuredMicroBatch> alone = read_measured_micro_batches(eight_layers->file);
+  check_jobs(load_and_prepare(kRoot + "/scenarios/live/llama3.1-8b-tulu3-longcite-headtohead-dp1-cp8-h200.json"),
+             alone);
+  ASSERT_EQ(alone.size(), eight_layers->jobs.size());
+  for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_EQ(alone[i].predicted_s, eight_layers->jobs[i].predicted_s);
+
+  std::ostringstream out;
+  run_check_jobs_command({"--catalogue", kRoot + "/scenarios/validation/catalogue.json"}, out);
+  EXPECT_NE(out.str().find("measured runs with per-job times"), std::string::npos);
+  EXPECT_NE(out.str().find(head_to_head), std::string::npos);
+  EXPECT_THROW(run_check_jobs_command({"--catalogue", kRoot + "/scenarios/validation/catalogue.json", kLive}, out),
+               InputError);
 }
 
 }  // namespace

@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
+#include <memory>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
 #include "traces/results_io.hpp"
+#include "traces/validation.hpp"
 
 namespace lcsim {
 namespace {
@@ -134,10 +138,9 @@ std::vector<MeasuredMicroBatch> read_measured_micro_batches(const std::string& f
   return out;
 }
 
-std::vector<JobCheckRow> check_jobs(const LoadedScenario& loaded, std::vector<MeasuredMicroBatch>& jobs) {
+void predict_jobs(const LoadedScenario& loaded, std::span<MeasuredMicroBatch> jobs) {
   const CostModel& cost = *loaded.cost;
   const ModelConfig& model = loaded.scenario.model;
-  std::map<std::string, std::vector<const MeasuredMicroBatch*>> by_kind;
   for (MeasuredMicroBatch& m : jobs) {
     if (m.shard_heads > 0 && model.heads % m.shard_heads != 0)
       throw InputError(m.file + ": a job of " + std::to_string(m.shard_heads) + " heads is no TP shard of " +
@@ -153,6 +156,12 @@ std::vector<JobCheckRow> check_jobs(const LoadedScenario& loaded, std::vector<Me
     scheme.checkpointed_layers = m.checkpointed_layers;
     m.predicted_s = cost.compute_seconds(shares, scheme, LayerSpan(m.layers), m.lm_head);
     m.predicted_forward_s = cost.forward_seconds(shares, scheme, LayerSpan(m.layers), m.lm_head);
+  }
+}
+
+std::vector<JobCheckRow> summarize_jobs(std::span<const MeasuredMicroBatch> jobs) {
+  std::map<std::string, std::vector<const MeasuredMicroBatch*>> by_kind;
+  for (const MeasuredMicroBatch& m : jobs) {
     by_kind[m.kind()].push_back(&m);
     by_kind["all"].push_back(&m);
   }
@@ -179,6 +188,34 @@ std::vector<JobCheckRow> check_jobs(const LoadedScenario& loaded, std::vector<Me
   // "all" last.
   std::stable_partition(rows.begin(), rows.end(), [](const JobCheckRow& r) { return r.kind != "all"; });
   return rows;
+}
+
+std::vector<JobCheckRow> check_jobs(const LoadedScenario& loaded, std::vector<MeasuredMicroBatch>& jobs) {
+  predict_jobs(loaded, jobs);
+  return summarize_jobs(jobs);
+}
+
+std::vector<MeasuredRunJobs> catalogue_measured_jobs(const std::string& catalogue_file,
+                                                     std::vector<std::string>* skipped) {
+  const ValidationCatalogue catalogue = load_catalogue(catalogue_file);
+  std::vector<MeasuredRunJobs> runs;
+  std::map<std::string, std::shared_ptr<const LoadedScenario>> scenarios;
+  std::set<std::string> seen;
+  for (const ValidationEntry& e : catalogue.entries) {
+    if (e.measured.empty() || e.points.empty() || !seen.insert(e.measured).second) continue;
+    const Json doc = parse_json_file(e.measured);
+    if (!doc.contains("jobs")) {  // a run written before live kept per-job times, or not a live replay
+      if (skipped) skipped->push_back(e.measured);
+      continue;
+    }
+    const std::string& scenario = e.points.front().scenario;
+    auto& loaded = scenarios[scenario];
+    if (!loaded) loaded = std::make_shared<const LoadedScenario>(load_and_prepare(scenario));
+    MeasuredRunJobs run{e.measured, loaded->scenario.model.name, read_measured_micro_batches(e.measured)};
+    predict_jobs(*loaded, run.jobs);
+    runs.push_back(std::move(run));
+  }
+  return runs;
 }
 
 namespace {
@@ -217,28 +254,83 @@ void print_per_job(const std::vector<MeasuredMicroBatch>& jobs, std::ostream& ou
   print_aligned_rows(table, out);
 }
 
+std::string unsigned_percent(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", v * 100);
+  return text;
+}
+
+void print_job_rows(const std::vector<JobCheckRow>& rows, std::ostream& out) {
+  std::vector<std::vector<std::string>> table{
+      {"micro-batches", "jobs", "steps", "recorded MAPE", "recorded bias", "MAPE now", "bias now"}};
+  for (const JobCheckRow& r : rows)
+    table.push_back({r.kind, std::to_string(r.jobs), std::to_string(r.steps), unsigned_percent(r.recorded_mape),
+                     percent(r.recorded_bias), unsigned_percent(r.mape), percent(r.bias)});
+  print_aligned_rows(table, out);
+  out << "recorded: the prediction in the file (the cost model of the run's day); now: this lcsim's; bias: "
+         "steps-weighted sum of predicted over measured - 1\n";
+}
+
+/// `check-jobs --catalogue FILE`: every measured run of the catalogue, each with its own scenario.
+void run_catalogue_check(const std::string& catalogue, bool per_job, std::ostream& out) {
+  std::vector<std::string> skipped;
+  std::vector<MeasuredRunJobs> runs = catalogue_measured_jobs(catalogue, &skipped);
+  std::vector<MeasuredMicroBatch> all;
+  std::vector<std::vector<std::string>> table{{"run", "model", "jobs", "MAPE now", "bias now"}};
+  for (const MeasuredRunJobs& run : runs) {
+    all.insert(all.end(), run.jobs.begin(), run.jobs.end());
+    const JobCheckRow total = summarize_jobs(run.jobs).back();
+    const std::filesystem::path path(run.file);
+    table.push_back({(path.parent_path().filename() / path.filename()).string(), run.model, std::to_string(total.jobs),
+                     unsigned_percent(total.mape), percent(total.bias)});
+  }
+  if (all.empty()) throw InputError(catalogue + ": no measured run with per-job times");
+  out << "catalogue  " << catalogue << ": " << runs.size() << " measured runs with per-job times";
+  if (!skipped.empty()) out << " (" << skipped.size() << " without, not checked)";
+  out << "\n";
+  print_aligned_rows(table, out);
+  out << "\nevery run's micro-batches, each re-predicted with its own scenario's model and profile:\n";
+  print_job_rows(summarize_jobs(all), out);
+  if (per_job) print_per_job(all, out);
+}
+
 }  // namespace
 
 const char* check_jobs_usage() {
   return "  check-jobs SCENARIO FILE... [--per-job]\n"
+         "  check-jobs --catalogue CATALOGUE [--per-job]\n"
          "      No GPU needed. Re-predicts every micro-batch a live --json or bench-mix --json FILE measured with\n"
          "      SCENARIO's model and profile (today's cost model) and prints, by kind of micro-batch, the error the\n"
          "      file recorded and today's: MAPE over jobs, and bias (steps-weighted predicted / measured - 1).\n"
+         "      --catalogue: every measured run of a validation catalogue (scenarios/validation/catalogue.json), each\n"
+         "      with the scenario of its entries, one line per run and the kinds over all of them.\n"
          "      --per-job: also every micro-batch, its forward and backward apart (where the file timed them).\n";
 }
 
 void run_check_jobs_command(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<std::string> files;
+  std::string catalogue;
   bool per_job = false;
-  for (const std::string& a : args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (a == "--per-job") {
       per_job = true;
+      continue;
+    }
+    if (a == "--catalogue") {
+      if (i + 1 >= args.size()) throw InputError("check-jobs: --catalogue needs a FILE");
+      catalogue = args[++i];
       continue;
     }
     if (a.size() > 1 && a[0] == '-') throw InputError("check-jobs: unknown option '" + a + "'");
     files.push_back(a);
   }
-  if (files.size() < 2) throw InputError("check-jobs: expected SCENARIO and at least one FILE");
+  if (!catalogue.empty()) {
+    if (!files.empty()) throw InputError("check-jobs: --catalogue takes no SCENARIO or FILE");
+    run_catalogue_check(catalogue, per_job, out);
+    return;
+  }
+  if (files.size() < 2) throw InputError("check-jobs: expected SCENARIO and at least one FILE, or --catalogue FILE");
   const LoadedScenario loaded = load_and_prepare(files.front());
   std::vector<MeasuredMicroBatch> jobs;
   for (std::size_t i = 1; i < files.size(); ++i) {
@@ -249,18 +341,7 @@ void run_check_jobs_command(const std::vector<std::string>& args, std::ostream& 
   const std::vector<JobCheckRow> rows = check_jobs(loaded, jobs);
   out << "scenario   " << loaded.scenario.name << " (model " << loaded.scenario.model.name << ")\n"
       << "profile    " << loaded.profile.label() << '\n';
-  std::vector<std::vector<std::string>> table{
-      {"micro-batches", "jobs", "steps", "recorded MAPE", "recorded bias", "MAPE now", "bias now"}};
-  for (const JobCheckRow& r : rows) {
-    char mape[32], recorded[32];
-    std::snprintf(mape, sizeof mape, "%.1f%%", r.mape * 100);
-    std::snprintf(recorded, sizeof recorded, "%.1f%%", r.recorded_mape * 100);
-    table.push_back({r.kind, std::to_string(r.jobs), std::to_string(r.steps), recorded, percent(r.recorded_bias), mape,
-                     percent(r.bias)});
-  }
-  print_aligned_rows(table, out);
-  out << "recorded: the prediction in the file (the cost model of the run's day); now: this lcsim's; bias: "
-         "steps-weighted sum of predicted over measured - 1\n";
+  print_job_rows(rows, out);
   if (per_job) print_per_job(jobs, out);
 }
 

@@ -6,7 +6,9 @@
 // hardware without a GPU (docs/validation.md, "Measured runs").
 //
 //   lcsim-gpu check-jobs SCENARIO FILE... [--per-job]
+//   lcsim-gpu check-jobs --catalogue CATALOGUE [--per-job]   (every measured run, each with its own scenario)
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,9 +50,27 @@ struct JobCheckRow {
 };
 
 /// Fills predicted_s with the loaded scenario's cost model (model and profile; each job's own cp, tp, layers,
-/// recomputation and LM head) and summarizes by kind, then over all. InputError for a job the model cannot shape
-/// (its heads do not divide the scenario model's).
+/// recomputation and LM head). InputError for a job the model cannot shape (its heads do not divide the scenario
+/// model's).
+void predict_jobs(const LoadedScenario& loaded, std::span<MeasuredMicroBatch> jobs);
+
+/// The jobs' errors by kind of micro-batch, then over all ("all", last).
+std::vector<JobCheckRow> summarize_jobs(std::span<const MeasuredMicroBatch> jobs);
+
+/// predict_jobs, then summarize_jobs.
 std::vector<JobCheckRow> check_jobs(const LoadedScenario& loaded, std::vector<MeasuredMicroBatch>& jobs);
+
+/// One measured run of a validation catalogue, its jobs predicted with its own scenario.
+struct MeasuredRunJobs {
+  std::string file;
+  std::string model;
+  std::vector<MeasuredMicroBatch> jobs;
+};
+
+/// Every measured file of the catalogue's `measured` entries, in catalogue order, each once, its jobs predicted with
+/// the scenario of its first entry. Files without per-job times (the first H200 runs, a PyTorch job) go to `skipped`.
+std::vector<MeasuredRunJobs> catalogue_measured_jobs(const std::string& catalogue_file,
+                                                     std::vector<std::string>* skipped = nullptr);
 
 void run_check_jobs_command(const std::vector<std::string>& args, std::ostream& out);
 const char* check_jobs_usage();
