@@ -93,13 +93,20 @@ ProgressSink python_sink(const py::object& callback) {
   };
 }
 
+/// `jobs` of plan and simulate: sampled worlds at a time (InputError, a ValueError in Python, below 1).
+int checked_jobs(int jobs) {
+  if (jobs < 1) throw InputError("jobs: must be at least 1, got " + std::to_string(jobs));
+  return jobs;
+}
+
 /// `lcsim plan` on the scenario `text` read as if from `file`.
 DocumentAndTable plan(const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
-                      const std::vector<std::string>& policies, bool draw_data, const ProgressSink& progress) {
+                      const std::vector<std::string>& policies, bool draw_data, int jobs,
+                      const ProgressSink& progress) {
   const LoadedScenario loaded = load_and_prepare(parse_document(text, file), file, iterations);
-  const RunResults results =
-      evaluate_with_samples(loaded, policies, checked_samples(samples), shipped_model_form(),
-                            step_progress(progress, "policies planned"), world_progress(progress), draw_data);
+  const RunResults results = evaluate_with_samples(loaded, policies, checked_samples(samples), shipped_model_form(),
+                                                   step_progress(progress, "policies planned"),
+                                                   world_progress(progress), draw_data, checked_jobs(jobs));
   std::ostringstream table;
   print_results_table(results, table);
   return {results_to_json(results).dump(), table.str()};
@@ -107,11 +114,12 @@ DocumentAndTable plan(const std::string& text, const std::string& file, int samp
 
 DocumentAndTable simulate_here(const std::string& text, const std::string& file, int samples,
                                std::optional<int> iterations, const std::vector<std::string>& policies, bool draw_data,
-                               const std::string& trace, const ProgressSink& progress) {
+                               int jobs, const std::string& trace, const ProgressSink& progress) {
   const LoadedScenario loaded = load_and_prepare(parse_document(text, file), file, iterations);
   sim::SimulateSettings settings;
   settings.policies = policies;
   settings.draw_data = draw_data;
+  settings.world_jobs = checked_jobs(jobs);
   settings.trace_file = trace;
   settings.progress = step_progress(progress, "iterations simulated");
   settings.world_progress = world_progress(progress);
@@ -166,8 +174,9 @@ bool read_exactly(int fd, char* data, std::size_t size) {
 /// `lcsim simulate`'s results document. SimGrid runs one engine per process, so each simulation runs in a child
 /// process; its progress, then its document or its error and kind, come back through a pipe.
 DocumentAndTable simulate(const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
-                          const std::vector<std::string>& policies, bool draw_data, const std::string& trace,
+                          const std::vector<std::string>& policies, bool draw_data, int jobs, const std::string& trace,
                           const ProgressSink& progress) {
+  checked_jobs(jobs);  // before the fork: the caller's error, raised here
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) throw std::runtime_error("simulate: cannot create a pipe");
   std::fflush(nullptr);
@@ -183,7 +192,8 @@ DocumentAndTable simulate(const std::string& text, const std::string& file, int 
       };
     }
     try {
-      const auto [document, table] = simulate_here(text, file, samples, iterations, policies, draw_data, trace, report);
+      const auto [document, table] =
+          simulate_here(text, file, samples, iterations, policies, draw_data, jobs, trace, report);
       send_record(out, 'O', document + '\0' + table);
     } catch (const InputError& e) {
       send_record(out, 'I', e.what());
@@ -259,8 +269,8 @@ std::string sweep_in_process(const std::string& sweep_file, const std::string& d
     write_sweep_point_scenario(dir, point);
     const std::string text = point.scenario.dump();
     const DocumentAndTable run = sweep.mode == "plan"
-                                     ? plan(text, file, sweep.samples, std::nullopt, {}, true, {})
-                                     : simulate(text, file, sweep.samples, std::nullopt, {}, true, "", {});
+                                     ? plan(text, file, sweep.samples, std::nullopt, {}, true, 1, {})
+                                     : simulate(text, file, sweep.samples, std::nullopt, {}, true, 1, "", {});
     nlohmann::ordered_json document = nlohmann::ordered_json::parse(run.first);
     write_file_atomically(sweep_point_path(dir, index, ".results.json").string(), document.dump(2) + "\n");
     results.push_back({&point, file, std::move(document)});
@@ -286,8 +296,8 @@ int run_tune_child(const ChildCommand& command) {
   try {
     const std::string text = read_input_file(scenario, kMaxJsonFileBytes);
     const std::vector<std::string> only{after("--policy")};
-    const DocumentAndTable run = mode == "simulate" ? simulate(text, scenario, 1, std::nullopt, only, true, "", {})
-                                                    : plan(text, scenario, 1, std::nullopt, only, true, {});
+    const DocumentAndTable run = mode == "simulate" ? simulate(text, scenario, 1, std::nullopt, only, true, 1, "", {})
+                                                    : plan(text, scenario, 1, std::nullopt, only, true, 1, {});
     write_file_atomically(after("--json"), run.first + "\n");
   } catch (const InputError& e) {
     status = 2, message = e.what();
@@ -359,25 +369,25 @@ PYBIND11_MODULE(_lcsim, m) {
   m.def(
       "plan",
       [](const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
-         const std::vector<std::string>& policies, bool draw_data, const py::object& progress) {
+         const std::vector<std::string>& policies, bool draw_data, int jobs, const py::object& progress) {
         const lcsim::ProgressSink sink = lcsim::python_sink(progress);
         py::gil_scoped_release release;
-        return lcsim::plan(text, file, samples, iterations, policies, draw_data, sink);
+        return lcsim::plan(text, file, samples, iterations, policies, draw_data, jobs, sink);
       },
       py::arg("text"), py::arg("file"), py::arg("samples"), py::arg("iterations"), py::arg("policies"),
-      py::arg("draw_data"), py::arg("progress"),
+      py::arg("draw_data"), py::arg("jobs"), py::arg("progress"),
       "`lcsim plan` on a scenario document; returns (the results document as JSON text, the printed table).");
   m.def(
       "simulate",
       [](const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
-         const std::vector<std::string>& policies, bool draw_data, const std::string& trace,
+         const std::vector<std::string>& policies, bool draw_data, int jobs, const std::string& trace,
          const py::object& progress) {
         const lcsim::ProgressSink sink = lcsim::python_sink(progress);
         py::gil_scoped_release release;
-        return lcsim::simulate(text, file, samples, iterations, policies, draw_data, trace, sink);
+        return lcsim::simulate(text, file, samples, iterations, policies, draw_data, jobs, trace, sink);
       },
       py::arg("text"), py::arg("file"), py::arg("samples"), py::arg("iterations"), py::arg("policies"),
-      py::arg("draw_data"), py::arg("trace"), py::arg("progress"),
+      py::arg("draw_data"), py::arg("jobs"), py::arg("trace"), py::arg("progress"),
       "`lcsim simulate` on a scenario document, in a child process; returns (the results document as JSON text, the "
       "printed table).");
   m.def(

@@ -251,26 +251,29 @@ def _progress(progress):
     return progress
 
 
-def plan(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False, progress=True):
+def plan(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False, jobs=1, progress=True):
     """``lcsim plan``: every policy plans the same batches, each plan replayed without contention.
 
     ``samples`` worlds give each policy p10-p90 intervals (1: the nominal figures only); ``policies`` limits the run
-    to those labels (the baseline is always run); ``fixed_data`` keeps the scenario's data in sampled worlds.
+    to those labels (the baseline is always run); ``fixed_data`` keeps the scenario's data in sampled worlds;
+    ``jobs`` sampled worlds are evaluated at a time, on threads (the results are the same for any ``jobs``; a
+    policy written in Python then runs under the GIL, one call at a time).
     ``progress``: the command line's bar on ``sys.stderr`` (True), none (False), or a callable ``(done, total,
     what)``. The GIL is released while it runs.
     """
     s = _as_scenario(scenario)
     document, table = _lcsim.plan(s._text(), s.file, int(samples), iterations, list(policies), not fixed_data,
-                                  _progress(progress))
+                                  int(jobs), _progress(progress))
     return Results(json.loads(document), table)
 
 
-def simulate(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False, trace=None, progress=True):
+def simulate(scenario, *, samples=32, iterations=None, policies=(), fixed_data=False, trace=None, jobs=1,
+             progress=True):
     """``lcsim simulate``: the same plans in a SimGrid simulation of the cluster (in a child process); ``trace``
-    writes a Perfetto timeline there. ``progress`` as for :func:`plan`."""
+    writes a Perfetto timeline there. ``jobs`` and ``progress`` as for :func:`plan`."""
     s = _as_scenario(scenario)
     document, table = _lcsim.simulate(s._text(), s.file, int(samples), iterations, list(policies), not fixed_data,
-                                      "" if trace is None else os.fspath(trace), _progress(progress))
+                                      int(jobs), "" if trace is None else os.fspath(trace), _progress(progress))
     return Results(json.loads(document), table)
 
 

@@ -87,6 +87,19 @@ def test_plan_gives_the_command_lines_results(tmp_path):
     assert [p["name"] for p in only.policies] == ["deepspeed", "skrull"]  # the baseline always runs
 
 
+def test_sampled_worlds_on_threads_give_the_same_results():
+    one = lcsim.plan(DEFAULT, samples=4, iterations=2, policies=["skrull"], jobs=1, progress=False)
+    three = lcsim.plan(DEFAULT, samples=4, iterations=2, policies=["skrull"], jobs=3, progress=False)
+    assert three.to_dict() == one.to_dict()
+    simulated = lcsim.simulate(DEFAULT, samples=3, iterations=1, policies=["skrull"], jobs=2, progress=False)
+    assert simulated.to_dict() == lcsim.simulate(DEFAULT, samples=3, iterations=1, policies=["skrull"],
+                                                 progress=False).to_dict()
+    with pytest.raises(lcsim.InputError, match="jobs"):
+        lcsim.plan(DEFAULT, samples=2, jobs=0)
+    with pytest.raises(lcsim.InputError, match="jobs"):
+        lcsim.simulate(DEFAULT, samples=2, jobs=0)
+
+
 def test_simulate_runs_again_and_again_and_matches_the_command_line(tmp_path):
     first = lcsim.simulate(DEFAULT, samples=1, iterations=2)
     second = lcsim.simulate(lcsim.Scenario.load(DEFAULT), samples=1, iterations=2)
