@@ -222,6 +222,13 @@ TEST(Uncertainty, WorldsOnThreadsGiveTheSerialResultsInWorldOrder) {
   ASSERT_EQ(calls.size(), 6u);
   for (std::size_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i], std::make_pair(static_cast<int>(i), 5));
 
+  // A progress callback that throws (a Python one may) ends the run with its exception, from any thread.
+  const auto throwing = [](int done, int) {
+    if (done == 2) throw std::runtime_error("stop here");
+  };
+  EXPECT_THROW(evaluate_with_samples(loaded, only, 6, ModelForm{"m.json", 0.1}, {}, throwing, true, 3),
+               std::runtime_error);
+
   const auto serial_worlds = estimate_worlds(loaded, only, 5, {}, true, 1);
   const auto threaded_worlds = estimate_worlds(loaded, only, 5, {}, true, 4);
   ASSERT_EQ(threaded_worlds.size(), serial_worlds.size());

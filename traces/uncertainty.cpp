@@ -338,9 +338,10 @@ std::vector<std::vector<WorldFigures>> run_worlds(const LoadedScenario& loaded,
   const int count = std::max(0, samples - first);
   std::vector<std::vector<WorldFigures>> out(static_cast<std::size_t>(count));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(count));
-  std::mutex mutex;  // guards next, done, failed and the progress calls
+  std::mutex mutex;  // guards next, done, failed, reporting and the progress calls
   int next = 0, done = 0;
   bool failed = false;
+  std::exception_ptr reporting;  // a progress callback's exception (a Python callable may raise): it ends the run
   if (world_progress) world_progress(0, count);
   const auto worker = [&] {
     for (;;) {
@@ -360,7 +361,12 @@ std::vector<std::vector<WorldFigures>> run_worlds(const LoadedScenario& loaded,
       const std::lock_guard lock(mutex);
       failed = failed || errors[at] != nullptr;
       ++done;
-      if (world_progress) world_progress(done, count);
+      try {
+        if (world_progress && !reporting) world_progress(done, count);
+      } catch (...) {
+        reporting = std::current_exception();
+        failed = true;
+      }
     }
   };
   {
@@ -370,6 +376,7 @@ std::vector<std::vector<WorldFigures>> run_worlds(const LoadedScenario& loaded,
   }
   for (const auto& error : errors)
     if (error) std::rethrow_exception(error);
+  if (reporting) std::rethrow_exception(reporting);
   return out;
 }
 
