@@ -135,6 +135,11 @@ std::string read_input_file(const std::string& file, std::uintmax_t max_bytes) {
   return text;
 }
 
+std::string folder_and_name(const std::string& file) {
+  const std::filesystem::path path(file);
+  return (path.parent_path().filename() / path.filename()).string();
+}
+
 std::string excerpt(std::string_view text, std::size_t max_chars) {
   std::string out;
   const std::size_t shown = std::min(text.size(), max_chars);

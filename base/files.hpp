@@ -28,6 +28,10 @@ std::string read_input_file(const std::string& file, std::uintmax_t max_bytes);
 /// bytes that would not print (control characters, anything outside ASCII) written as \xNN.
 std::string excerpt(std::string_view text, std::size_t max_chars = 80);
 
+/// A file as its folder and name ("h200-2026-11-27b/x.live.json"): how tables tell apart the runs of one scenario
+/// that measured runs keep in folders of their own.
+std::string folder_and_name(const std::string& file);
+
 /// A message as the terminal may show it, whatever input it quotes: control bytes other than newlines (ESC, BEL)
 /// written as \xNN, and every line longer than `max_line` bytes cut with a note of its length.
 std::string terminal_text(std::string_view message, std::size_t max_line = 1000);

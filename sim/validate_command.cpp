@@ -204,13 +204,6 @@ std::string interval_cell(const EntryInterval* interval, ValidationQuantity quan
   return fixed(100 * interval->covered, 0) + "% of points in";
 }
 
-/// A measured file as its run's folder and name ("h200-2026-11-27b/x.live.json"): one scenario measured twice is told
-/// apart by its run.
-std::string run_name(const std::string& file) {
-  const std::filesystem::path path(file);
-  return (path.parent_path().filename() / path.filename()).string();
-}
-
 void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOutcome>& outcomes,
                  const ValidationSummary& summary, const std::vector<EntryInterval>& intervals,
                  const std::string& profile_note, std::ostream& out) {
@@ -250,7 +243,7 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
         << " pairs of policies of one measured run ranked as the hardware ranked them (" << r.ties
         << " pairs measured within " << fixed(100 * kMeasuredRankingTie, 0) << "% of each other not judged)\n";
     for (const BrokenRanking& b : r.broken)
-      out << "  BROKEN " << b.faster << " over " << b.slower << " in " << run_name(b.run) << ": measured "
+      out << "  BROKEN " << b.faster << " over " << b.slower << " in " << folder_and_name(b.run) << ": measured "
           << fixed(b.measured_faster, 3) << "x against " << fixed(b.measured_slower, 3) << "x, predicted "
           << fixed(b.predicted_faster, 3) << "x against " << fixed(b.predicted_slower, 3) << "x\n";
   }

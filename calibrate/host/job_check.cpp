@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "base/files.hpp"
 #include "base/json_reader.hpp"
 #include "traces/results_io.hpp"
 #include "traces/validation.hpp"
@@ -122,8 +122,9 @@ std::string MeasuredMicroBatch::kind() const {
   return local.empty() ? s : "whole + " + s;
 }
 
-std::vector<MeasuredMicroBatch> read_measured_micro_batches(const std::string& file) {
-  const Json doc = parse_json_file(file);
+namespace {
+
+std::vector<MeasuredMicroBatch> measured_micro_batches(const Json& doc, const std::string& file) {
   if (!doc.is_object()) throw InputError(file + ": expected a JSON object");
   std::vector<MeasuredMicroBatch> out;
   const std::string schema = doc.value("schema", "");
@@ -136,6 +137,12 @@ std::vector<MeasuredMicroBatch> read_measured_micro_batches(const std::string& f
                      "'");
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<MeasuredMicroBatch> read_measured_micro_batches(const std::string& file) {
+  return measured_micro_batches(parse_json_file(file), file);
 }
 
 void predict_jobs(const LoadedScenario& loaded, std::span<MeasuredMicroBatch> jobs) {
@@ -211,7 +218,7 @@ std::vector<MeasuredRunJobs> catalogue_measured_jobs(const std::string& catalogu
     const std::string& scenario = e.points.front().scenario;
     auto& loaded = scenarios[scenario];
     if (!loaded) loaded = std::make_shared<const LoadedScenario>(load_and_prepare(scenario));
-    MeasuredRunJobs run{e.measured, loaded->scenario.model.name, read_measured_micro_batches(e.measured)};
+    MeasuredRunJobs run{e.measured, loaded->scenario.model.name, measured_micro_batches(doc, e.measured)};
     predict_jobs(*loaded, run.jobs);
     runs.push_back(std::move(run));
   }
@@ -280,9 +287,8 @@ void run_catalogue_check(const std::string& catalogue, bool per_job, std::ostrea
   for (const MeasuredRunJobs& run : runs) {
     all.insert(all.end(), run.jobs.begin(), run.jobs.end());
     const JobCheckRow total = summarize_jobs(run.jobs).back();
-    const std::filesystem::path path(run.file);
-    table.push_back({(path.parent_path().filename() / path.filename()).string(), run.model, std::to_string(total.jobs),
-                     unsigned_percent(total.mape), percent(total.bias)});
+    table.push_back({folder_and_name(run.file), run.model, std::to_string(total.jobs), unsigned_percent(total.mape),
+                     percent(total.bias)});
   }
   if (all.empty()) throw InputError(catalogue + ": no measured run with per-job times");
   out << "catalogue  " << catalogue << ": " << runs.size() << " measured runs with per-job times";
