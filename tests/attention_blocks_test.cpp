@@ -13,7 +13,7 @@
 #include "tests/flat_profile_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace attention_blocks_test {
 
 /// Every block of `runs`, largest first, then the busiest SM by the round-robin rule.
 double brute_force(const std::vector<BlockRun>& runs, int sms, int per_sm) {
@@ -78,5 +78,5 @@ TEST(AttentionBlocks, ALoneSequencesBusiestSmBoundsItsAttention) {
   EXPECT_NEAR(off.layer_work_seconds(one, 1, Recompute::None, false, LayerGrad::Full, &gemm) - gemm, work, 1e-9);
 }
 
-}  // namespace
+}  // namespace attention_blocks_test
 }  // namespace lcsim

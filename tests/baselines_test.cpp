@@ -13,7 +13,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::baselines {
-namespace {
+namespace baselines_test {
 
 PolicySpec spec(const std::string& kind, nlohmann::json options = nlohmann::json::object()) {
   PolicySpec s;
@@ -279,5 +279,5 @@ TEST(BaselinesRegistry, RegisteredPoliciesJoinTheBuiltIns) {
   EXPECT_THROW(register_policy("registry-test-empty", nullptr), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace baselines_test
 }  // namespace lcsim::baselines

@@ -14,7 +14,7 @@
 #include "tests/command_run_support.hpp"
 
 namespace lcsim {
-namespace {
+namespace calibrate_gpu_cli_test {
 
 using GpuRun = testing::CommandRun;
 using testing::kGpuBinary;
@@ -91,5 +91,5 @@ TEST_F(CalibrateGpuCli, FitRefitsAProfileFromMeasurementsWithoutAGpu) {
   EXPECT_NE(bad.output.find("none.json"), std::string::npos) << bad.output;
 }
 
-}  // namespace
+}  // namespace calibrate_gpu_cli_test
 }  // namespace lcsim

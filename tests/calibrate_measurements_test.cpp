@@ -11,7 +11,7 @@
 #include "tests/calibrate_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace calibrate_measurements_test {
 
 nlohmann::json as_json(const Measurements& m) {
   return nlohmann::json::parse(measurements_to_json(m).dump());
@@ -148,5 +148,5 @@ TEST(CalibrateMeasurementsJson, NamesParse) {
   EXPECT_THROW(parse_collective_op("alltoall", "x"), InputError);
 }
 
-}  // namespace
+}  // namespace calibrate_measurements_test
 }  // namespace lcsim

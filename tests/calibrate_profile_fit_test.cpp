@@ -12,7 +12,7 @@
 #include "tests/calibrate_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace calibrate_profile_fit_test {
 
 using testing::synthetic_measurements;
 using testing::Truth;
@@ -428,5 +428,5 @@ TEST(CalibrateEfficiencyCurve, SortsPointsAndRejectsDuplicates) {
   EXPECT_THROW(efficiency_curve({128, 128}, {0.2, 0.3}, 0, "test"), InputError);
 }
 
-}  // namespace
+}  // namespace calibrate_profile_fit_test
 }  // namespace lcsim

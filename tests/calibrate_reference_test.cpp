@@ -12,7 +12,7 @@
 #include "base/random.hpp"
 
 namespace lcsim {
-namespace {
+namespace calibrate_reference_test {
 
 using reference::AttentionShape;
 
@@ -224,5 +224,5 @@ TEST(CalibrateGpuKind, MatchesTheSxmPartsOnly) {
   EXPECT_EQ(match_gpu_kind("NVIDIA A100-SXM4-80GB"), "");
 }
 
-}  // namespace
+}  // namespace calibrate_reference_test
 }  // namespace lcsim

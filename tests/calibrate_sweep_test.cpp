@@ -8,7 +8,7 @@
 #include "base/errors.hpp"
 
 namespace lcsim {
-namespace {
+namespace calibrate_sweep_test {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -158,5 +158,5 @@ TEST(CalibrateSweep, MemoryEstimatesGrowWithTokensAndLayers) {
   EXPECT_GT(estimate_attention_bytes(m, 32768), 32768.0 * 2 * 4 * m.q_hidden());
 }
 
-}  // namespace
+}  // namespace calibrate_sweep_test
 }  // namespace lcsim

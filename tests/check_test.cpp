@@ -12,7 +12,7 @@
 #include "policies/skrull/gds.hpp"
 
 namespace lcsim {
-namespace {
+namespace check_test {
 
 // main() maps InputError and PlanningError to their own exit codes; InternalError must reach the std::exception
 // handler ("internal error", exit 1).
@@ -69,5 +69,5 @@ TEST(Check, InvariantsHoldInReleaseBuilds) {
   EXPECT_THROW(replica.gpu(0, 0, 2), InternalError);  // index 2 of a replica that holds 2 GPUs
 }
 
-}  // namespace
+}  // namespace check_test
 }  // namespace lcsim

@@ -14,7 +14,7 @@
 #include "policies/core/policy.hpp"
 #include "tests/command_run_support.hpp"
 
-namespace {
+namespace cli_test {
 
 using CliRun = lcsim::testing::CommandRun;
 using lcsim::testing::contains;
@@ -28,7 +28,7 @@ class CliTest : public lcsim::testing::FolderTest {
 };
 
 TEST_F(CliTest, PlanDefaultScenarioPrintsEveryPolicy) {
-  const CliRun run = run_lcsim("plan '" + kDefaultScenario + "' --iterations 2");
+  const CliRun run = run_lcsim("plan '" + kDefaultScenario + "' --iterations 2 --samples 3");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto scenario = nlohmann::json::parse(read_file(kDefaultScenario));
   for (const auto& policy : scenario["policies"]) {
@@ -41,12 +41,12 @@ TEST_F(CliTest, PlanDefaultScenarioPrintsEveryPolicy) {
 }
 
 TEST_F(CliTest, JsonAndCsvFilesAreDeterministic) {
-  const CliRun a = run_lcsim("plan '" + kDefaultScenario + "' -n 2 --quiet --json '" + path("a.json") + "' --csv '" +
-                             path("a.csv") + "'");
+  const CliRun a = run_lcsim("plan '" + kDefaultScenario + "' -n 2 --samples 3 --quiet --json '" + path("a.json") +
+                             "' --csv '" + path("a.csv") + "'");
   ASSERT_EQ(a.exit_code, 0) << a.output;
   EXPECT_EQ(a.output, "");  // --quiet
-  const CliRun b = run_lcsim("plan '" + kDefaultScenario + "' -n 2 --quiet --json '" + path("b.json") + "' --csv '" +
-                             path("b.csv") + "'");
+  const CliRun b = run_lcsim("plan '" + kDefaultScenario + "' -n 2 --samples 3 --quiet --json '" + path("b.json") +
+                             "' --csv '" + path("b.csv") + "'");
   ASSERT_EQ(b.exit_code, 0) << b.output;
   const std::string json = read_file(path("a.json"));
   EXPECT_EQ(json, read_file(path("b.json")));
@@ -251,4 +251,4 @@ TEST_F(CliTest, SweepPointFailuresNameTheirLogs) {
   EXPECT_TRUE(contains(read_file(path("out/point-0000.log")), "missing-profile.json"));
 }
 
-}  // namespace
+}  // namespace cli_test

@@ -15,7 +15,7 @@
 #include "tests/command_run_support.hpp"
 
 namespace lcsim {
-namespace {
+namespace cluster_network_test {
 
 using Json = nlohmann::json;
 
@@ -130,5 +130,5 @@ TEST(ClusterNetwork, TheScenarioInfiniBandDrivesPlanAndSimulateAcrossNodesOnly) 
   }
 }
 
-}  // namespace
+}  // namespace cluster_network_test
 }  // namespace lcsim

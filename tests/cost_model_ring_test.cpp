@@ -10,7 +10,7 @@
 #include "tests/flat_profile_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace cost_model_ring_test {
 
 using testing::flat_compute_profile;
 using testing::single_segment;
@@ -215,5 +215,5 @@ TEST(CostModelRing, ModeNames) {
   EXPECT_EQ(to_string(CpAttention::Ring), "ring");
 }
 
-}  // namespace
+}  // namespace cost_model_ring_test
 }  // namespace lcsim

@@ -8,7 +8,7 @@
 #include "tests/flat_profile_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace cost_model_test {
 
 using testing::add_flat_memory;
 using testing::flat_compute_profile;
@@ -330,5 +330,5 @@ TEST(CostModelNames, RecomputeNames) {
   EXPECT_EQ(to_string(Recompute::Full), "full");
 }
 
-}  // namespace
+}  // namespace cost_model_test
 }  // namespace lcsim

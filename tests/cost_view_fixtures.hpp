@@ -6,7 +6,7 @@
 
 namespace lcsim::testing {
 
-inline ModelConfig tiny_model() {
+inline ModelConfig view_tiny_model() {
   return flat_tiny_model();
 }
 
@@ -25,7 +25,7 @@ inline Profile flat_profile(double attention_efficiency = 0.5, double layer_over
 }
 
 /// 2 nodes of 4 GPUs.
-inline ClusterSpec tiny_cluster(double memory_bytes = 1e9) {
+inline ClusterSpec view_tiny_cluster(double memory_bytes = 1e9) {
   return flat_tiny_cluster(2, 4, memory_bytes);
 }
 

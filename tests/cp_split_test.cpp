@@ -9,7 +9,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace cp_split_test {
 
 using testing::micro_batch;
 using testing::replica;
@@ -93,5 +93,5 @@ TEST(CpSplit, ValidatorRefusesAPerSequenceSplitWithoutRingAttention) {
   EXPECT_TRUE(validate_plan(pack_plan(CpSplit::PerSequence), batch, ring_tiny_cost()).structurally_valid());
 }
 
-}  // namespace
+}  // namespace cp_split_test
 }  // namespace lcsim

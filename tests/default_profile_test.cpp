@@ -10,7 +10,7 @@
 #include "policies/skrull/skrull_view.hpp"
 
 namespace lcsim {
-namespace {
+namespace default_profile_test {
 
 /// First difference between two JSON values ("" when equal); numbers compare to 1e-12 relative, so a rounding
 /// difference in the last bit of a fit on another compiler does not count as a stale file.
@@ -198,5 +198,5 @@ TEST(DefaultProfile, SkrullBucketSizesAreInThePapersRange) {
   EXPECT_NEAR(bucket("Qwen2.5-7B") / (13 * 1024), 1, 0.35);
 }
 
-}  // namespace
+}  // namespace default_profile_test
 }  // namespace lcsim

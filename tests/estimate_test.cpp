@@ -16,7 +16,7 @@
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
-namespace {
+namespace estimate_test {
 
 using testing::micro_batch;
 using testing::on_rank;
@@ -276,5 +276,5 @@ TEST(Estimate, StreamedEstimateEqualsTheWholeProgramReplayed) {
   EXPECT_GT(streamed, 20);  // plans with several replicas and micro-batches were compared
 }
 
-}  // namespace
+}  // namespace estimate_test
 }  // namespace lcsim

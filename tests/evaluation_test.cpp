@@ -10,7 +10,7 @@
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
-namespace {
+namespace evaluation_test {
 
 const std::string kDefaultScenario = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
 
@@ -210,5 +210,5 @@ TEST_F(EvaluationTest, ARunWhereNothingFitsInMemorySaysSo) {
   EXPECT_EQ(out_of_memory_warning(results, *loaded_), "");
 }
 
-}  // namespace
+}  // namespace evaluation_test
 }  // namespace lcsim

@@ -16,7 +16,7 @@
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
-namespace {
+namespace finetuning_test {
 
 using testing::plausible_profile;
 using testing::scheme;
@@ -188,5 +188,5 @@ TEST(Finetuning, ScenarioKeyIsReadStrictly) {
   EXPECT_EQ(loaded.cost->options().finetuning.lora_targets, (std::vector<LoraTarget>{LoraTarget::Q, LoraTarget::V}));
 }
 
-}  // namespace
+}  // namespace finetuning_test
 }  // namespace lcsim

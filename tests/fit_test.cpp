@@ -7,7 +7,7 @@
 #include "base/errors.hpp"
 
 namespace lcsim {
-namespace {
+namespace fit_test {
 
 TEST(CalibrateLeastSquares, RecoversExactLinesAndParabolas) {
   const std::vector<double> x = {1, 2, 5, 10, 100};
@@ -186,5 +186,5 @@ TEST(CalibrateCollectiveFit, RejectsBadSamples) {
   }
 }
 
-}  // namespace
+}  // namespace fit_test
 }  // namespace lcsim

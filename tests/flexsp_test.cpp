@@ -13,7 +13,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::flexsp {
-namespace {
+namespace flexsp_test {
 
 // 16 H100s in two nodes, LLaMA2-7B, ZeRO-3: groups of 1 to 16.
 struct Bench {
@@ -224,5 +224,5 @@ TEST(FlexSpPolicy, RefusesBadOptions) {
   EXPECT_NO_THROW(flexsp("flexsp", {{"solver", "milp"}, {"max_sp", 8}, {"allow_sp1", false}}));
 }
 
-}  // namespace
+}  // namespace flexsp_test
 }  // namespace lcsim::flexsp

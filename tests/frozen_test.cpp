@@ -18,7 +18,7 @@
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
-namespace {
+namespace frozen_test {
 
 using program::Step;
 using program::WorkKind;
@@ -272,5 +272,5 @@ TEST(Frozen, ScenarioKeyIsReadStrictly) {
   EXPECT_EQ(loaded.cost->layer_grad(5), LayerGrad::Activations);
 }
 
-}  // namespace
+}  // namespace frozen_test
 }  // namespace lcsim

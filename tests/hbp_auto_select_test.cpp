@@ -6,7 +6,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::hbp {
-namespace {
+namespace hbp_auto_select_test {
 
 constexpr Tokens K = kKiloTokens;
 constexpr int kWorld = 32;
@@ -130,5 +130,5 @@ TEST(HbpAutoSelect, LongestLengthThatFitsNowhereFallsBackToTheLeastMemoryStrateg
   EXPECT_EQ(s.groups.back(), s.longest);
 }
 
-}  // namespace
+}  // namespace hbp_auto_select_test
 }  // namespace lcsim::hbp

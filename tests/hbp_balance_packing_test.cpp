@@ -9,7 +9,7 @@
 #include "policies/hbp/balance_packing.hpp"
 
 namespace lcsim::hbp {
-namespace {
+namespace hbp_balance_packing_test {
 
 std::vector<Sequence> seqs(std::int64_t first_id, std::vector<Tokens> tokens) {
   std::vector<Sequence> out;
@@ -227,5 +227,5 @@ TEST(HbpCurriculum, PutsTheFirstShortBatchesFirstAndKeepsTheRestInOrder) {
   EXPECT_NE(batches[3].group, 0u);
 }
 
-}  // namespace
+}  // namespace hbp_balance_packing_test
 }  // namespace lcsim::hbp

@@ -13,7 +13,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::hbp {
-namespace {
+namespace hbp_policy_test {
 
 constexpr Tokens K = kKiloTokens;
 
@@ -290,5 +290,5 @@ TEST(HbpPolicy, OptionsAreCheckedStrictly) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace hbp_policy_test
 }  // namespace lcsim::hbp

@@ -9,7 +9,7 @@
 #include "traces/evaluation.hpp"
 
 namespace lcsim {
-namespace {
+namespace hbp_scenarios_test {
 
 const std::string kSourceDir = LCSIM_SOURCE_DIR;
 
@@ -58,5 +58,5 @@ INSTANTIATE_TEST_SUITE_P(Shipped, HbpScenarios,
                            return name;
                          });
 
-}  // namespace
+}  // namespace hbp_scenarios_test
 }  // namespace lcsim

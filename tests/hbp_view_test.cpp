@@ -8,14 +8,14 @@
 #include "tests/cost_view_fixtures.hpp"
 
 namespace lcsim::hbp {
-namespace {
+namespace hbp_view_test {
 
 using testing::flat_profile;
-using testing::tiny_cluster;
-using testing::tiny_model;
+using testing::view_tiny_cluster;
+using testing::view_tiny_model;
 
 TEST(CostViewsHbp, StepSecondsByHand) {
-  const CostModel cost(tiny_model(), tiny_cluster(), flat_profile());
+  const CostModel cost(view_tiny_model(), view_tiny_cluster(), flat_profile());
   const HbpView view(cost, 8);
   // A 400-token pack over SP 4 (100 local tokens), one of 2 layers checkpointed, the rest recompute nothing.
   const double gemm = 100 * 73728 / 1e6;
@@ -34,7 +34,7 @@ TEST(CostViewsHbp, StepSecondsByHand) {
 }
 
 TEST(CostViewsHbp, PeakBytesAndFit) {
-  const CostModel cost(tiny_model(), tiny_cluster(), flat_profile());
+  const CostModel cost(view_tiny_model(), view_tiny_cluster(), flat_profile());
   const HbpView view(cost, 8);
   // Static: 201984 params * (2 + 14 / 8). Per token: 1 checkpointed layer (128) + 1 plain (1920), plus the larger
   // of logits (10000) and a recomputed layer (1920 - 128); 100 local tokens.
@@ -48,5 +48,5 @@ TEST(CostViewsHbp, PeakBytesAndFit) {
   EXPECT_THROW(view.step_seconds(400, 4, 3), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace hbp_view_test
 }  // namespace lcsim::hbp

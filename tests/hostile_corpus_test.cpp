@@ -15,7 +15,7 @@
 
 #include "tests/command_run_support.hpp"
 
-namespace {
+namespace hostile_corpus_test {
 
 namespace fs = std::filesystem;
 using lcsim::testing::read_file;
@@ -164,4 +164,4 @@ TEST_F(HostileCorpus, EveryCaseExitsAsExpectedWithItsWords) {
   }
 }
 
-}  // namespace
+}  // namespace hostile_corpus_test

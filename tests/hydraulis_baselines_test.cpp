@@ -11,7 +11,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::baselines {
-namespace {
+namespace hydraulis_baselines_test {
 
 struct Bench {
   CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 2);  // 16 GPUs
@@ -193,5 +193,5 @@ TEST(HydraulisBaselines, HotSpaErrors) {
   expect_valid(plans, s);
 }
 
-}  // namespace
+}  // namespace hydraulis_baselines_test
 }  // namespace lcsim::baselines

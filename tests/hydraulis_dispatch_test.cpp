@@ -11,7 +11,7 @@
 #include "policies/hydraulis/dispatch.hpp"
 
 namespace lcsim::hydraulis {
-namespace {
+namespace hydraulis_dispatch_test {
 
 /// A scheme whose micro-batch costs c + b l (a = 0) -- easy to follow by hand.
 SchemeInfo linear(int tp, int pp, Tokens max_len, double b, double c = 0) {
@@ -343,5 +343,5 @@ TEST(HydraulisDispatch, KeepBestKeepsWhatScreeningInCandidateOrderKeeps) {
   EXPECT_GT(kept_total, 100);
 }
 
-}  // namespace
+}  // namespace hydraulis_dispatch_test
 }  // namespace lcsim::hydraulis

@@ -13,7 +13,7 @@
 #include "policies/hydraulis/packing.hpp"
 
 namespace lcsim::hydraulis {
-namespace {
+namespace hydraulis_packing_test {
 
 SchemeInfo make_scheme(int pp, Tokens max_len, Tokens util_len, double a, double b, double c) {
   SchemeInfo s;
@@ -408,5 +408,5 @@ TEST(HydraulisPacking, HeuristicMatchesItsPlainDefinition) {
   EXPECT_GT(polished_differs, 20);  // the local search did move sequences
 }
 
-}  // namespace
+}  // namespace hydraulis_packing_test
 }  // namespace lcsim::hydraulis

@@ -11,7 +11,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::hydraulis {
-namespace {
+namespace hydraulis_policy_test {
 
 struct Bench {
   CostModel cost = testing::plausible_cost(named_model("LLaMA2-7B"), 2);  // 16 GPUs
@@ -263,5 +263,5 @@ TEST(HydraulisPolicy, RecomputeOptionReachesTheSchemes) {
   for (const auto& r : plans[0].replicas) EXPECT_EQ(r.scheme.recompute, Recompute::Full);
 }
 
-}  // namespace
+}  // namespace hydraulis_policy_test
 }  // namespace lcsim::hydraulis

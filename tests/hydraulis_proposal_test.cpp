@@ -11,7 +11,7 @@
 #include "policies/hydraulis/proposal.hpp"
 
 namespace lcsim::hydraulis {
-namespace {
+namespace hydraulis_proposal_test {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -242,5 +242,5 @@ TEST(HydraulisProposal, NothingHoldsTheData) {
   EXPECT_TRUE(propose_strategies({}, 1.0, space, {}).strategies.empty());
 }
 
-}  // namespace
+}  // namespace hydraulis_proposal_test
 }  // namespace lcsim::hydraulis

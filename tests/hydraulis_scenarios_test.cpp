@@ -10,7 +10,7 @@
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
-namespace {
+namespace hydraulis_scenarios_test {
 
 const std::string kSourceDir = LCSIM_SOURCE_DIR;
 
@@ -73,5 +73,5 @@ TEST(HydraulisScenarioOptions, SerialOptimizationPhaseBeatsHiddenOn13BCommoncraw
   EXPECT_LT(serial_s, hidden_s);
 }
 
-}  // namespace
+}  // namespace hydraulis_scenarios_test
 }  // namespace lcsim

@@ -11,7 +11,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::hydraulis {
-namespace {
+namespace hydraulis_strategy_test {
 
 SchemeInfo scheme(int tp, int pp, Tokens max_len) {
   SchemeInfo s;
@@ -206,5 +206,5 @@ TEST(HydraulisStrategy, SharedSpaceIsReusedForTheSameInputsOnly) {
             shared_scheme_space(CostModel(cost.model(), cost.cluster(), cost.profile(), ring_options), 8, base).get());
 }
 
-}  // namespace
+}  // namespace hydraulis_strategy_test
 }  // namespace lcsim::hydraulis

@@ -8,11 +8,11 @@
 #include "tests/cost_view_fixtures.hpp"
 
 namespace lcsim::hydraulis {
-namespace {
+namespace hydraulis_view_test {
 
 using testing::flat_profile;
-using testing::tiny_cluster;
-using testing::tiny_model;
+using testing::view_tiny_cluster;
+using testing::view_tiny_model;
 
 ParallelScheme with_cp(int cp) {
   ParallelScheme s;
@@ -30,7 +30,7 @@ ParallelScheme tp_pp(int tp, int pp) {
 
 TEST(CostViewsHydraulis, LatencyIsTheQuadraticOfTheStageTime) {
   // Large overhead (5 s per layer) so the constant term is well determined next to the others.
-  const CostModel cost(tiny_model(), tiny_cluster(), flat_profile(0.5, 5e6));
+  const CostModel cost(view_tiny_model(), view_tiny_cluster(), flat_profile(0.5, 5e6));
   const HydraulisView view(cost, 8);
   const QuadraticFit single = view.latency(tp_pp(1, 1));
   // 2 layers: a = 2 * 3.5 * 2 * 64 / (1e6 * 0.5); b = 2 * 3 * 73728 / 1e6 + 3 * 2 * 64 * 1000 / 1e6 (LM head);
@@ -52,10 +52,10 @@ TEST(CostViewsHydraulis, LatencyIsTheQuadraticOfTheStageTime) {
 }
 
 TEST(CostViewsHydraulis, MaxLenFromAppendixB1) {
-  const CostModel cost(tiny_model(), tiny_cluster(), flat_profile());
+  const CostModel cost(view_tiny_model(), view_tiny_cluster(), flat_profile());
   const HydraulisView view(cost, 8);
   const double capacity = 1e9 - 0.25 * 1024 * 1024 * 1024;
-  const double model_params = tiny_model().parameters();
+  const double model_params = view_tiny_model().parameters();
   // <1, 1>: 16-bit parameters and gradients of the whole model (2 B at ZeRO-2), optimizer states over all 8 GPUs
   // (14 B / 8), activations 13072 B per token.
   EXPECT_EQ(view.max_len(tp_pp(1, 1)),
@@ -67,19 +67,19 @@ TEST(CostViewsHydraulis, MaxLenFromAppendixB1) {
 }
 
 TEST(CostViewsHydraulis, MaxLenShrinksWithSmallerModelShards) {
-  const CostModel cost(tiny_model(), tiny_cluster(), flat_profile());
+  const CostModel cost(view_tiny_model(), view_tiny_cluster(), flat_profile());
   const HydraulisView view(cost, 8);
   EXPECT_LT(view.max_len(tp_pp(1, 1)), view.max_len(tp_pp(2, 1)));
   EXPECT_LT(view.max_len(tp_pp(2, 1)), view.max_len(tp_pp(4, 1)));
   EXPECT_LT(view.max_len(tp_pp(1, 1)), view.max_len(tp_pp(1, 2)));
   EXPECT_LT(view.max_len(tp_pp(2, 1)), view.max_len(tp_pp(2, 2)));
   // Optimizer states are sharded across all GPUs even when the scenario runs ZeRO-0 for other policies.
-  const CostModel zero0(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{.zero_stage = 0});
-  const CostModel zero1(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{.zero_stage = 1});
+  const CostModel zero0(view_tiny_model(), view_tiny_cluster(), flat_profile(), CostModelOptions{.zero_stage = 0});
+  const CostModel zero1(view_tiny_model(), view_tiny_cluster(), flat_profile(), CostModelOptions{.zero_stage = 1});
   EXPECT_EQ(HydraulisView(zero0, 8).max_len(tp_pp(1, 1)), HydraulisView(zero1, 8).max_len(tp_pp(1, 1)));
-  const CostModel tiny_gpu(tiny_model(), tiny_cluster(0.25 * 1024 * 1024 * 1024 + 1e5), flat_profile());
+  const CostModel tiny_gpu(view_tiny_model(), view_tiny_cluster(0.25 * 1024 * 1024 * 1024 + 1e5), flat_profile());
   EXPECT_EQ(HydraulisView(tiny_gpu, 8).max_len(tp_pp(1, 1)), 0);
 }
 
-}  // namespace
+}  // namespace hydraulis_view_test
 }  // namespace lcsim::hydraulis

@@ -12,7 +12,7 @@
 #include "calibrate/host/job_check.hpp"
 
 namespace lcsim {
-namespace {
+namespace job_check_test {
 
 const std::string kRoot = LCSIM_SOURCE_DIR;
 const std::string kScenario = kRoot + "/scenarios/live/qwen2.5-0.5b-chatqa2-dp1-cp8-h200.json";
@@ -144,5 +144,5 @@ TEST(JobCheck, TheCatalogueModeChecksEveryMeasuredRunWithItsOwnScenario) {
                InputError);
 }
 
-}  // namespace
+}  // namespace job_check_test
 }  // namespace lcsim

@@ -14,7 +14,7 @@
 #include "tests/command_run_support.hpp"
 
 namespace lcsim {
-namespace {
+namespace json_reader_test {
 
 std::string error_of(const std::string& text) {
   try {
@@ -124,5 +124,5 @@ TEST(JsonParsing, AScenarioWithADuplicateKeyExits2) {
   EXPECT_NE(run.output.find("seed: duplicate key"), std::string::npos) << run.output;
 }
 
-}  // namespace
+}  // namespace json_reader_test
 }  // namespace lcsim

@@ -18,7 +18,7 @@
 #include "traces/validation.hpp"
 
 namespace lcsim {
-namespace {
+namespace kineto_fit_test {
 
 using testing::contains;
 using testing::run_command;
@@ -785,11 +785,11 @@ TEST(KinetoFit, RealH200TorchTrace) {
   EXPECT_LT(fit.profile.compute.attention_backward_ratio, 4.0);
 }
 
-}  // namespace
+}  // namespace kineto_fit_test
 }  // namespace lcsim
 
 namespace lcsim {
-namespace {
+namespace kineto_fit_test {
 
 // Plain-PyTorch training steps on one H200 (2026-11-27, docs/measurements/h200-2026-11-27.md, call 3), warm and
 // untraced, against the cost model with the profile fitted from their trace and untraced times
@@ -881,5 +881,5 @@ INSTANTIATE_TEST_SUITE_P(H200, TorchStepFloor,
                            return std::string(param.param.layers == 24 ? "qwen0_5b" : "qwen7b_8layers");
                          });
 
-}  // namespace
+}  // namespace kineto_fit_test
 }  // namespace lcsim

@@ -12,7 +12,7 @@
 #include "base/errors.hpp"
 
 namespace lcsim {
-namespace {
+namespace kineto_trace_test {
 
 using nlohmann::json;
 
@@ -340,5 +340,5 @@ TEST(KinetoKernels, MalformedTables) {
   EXPECT_THROW(KernelClassifier::from_json(unknown, "k.json"), InputError);
 }
 
-}  // namespace
+}  // namespace kineto_trace_test
 }  // namespace lcsim

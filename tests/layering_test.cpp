@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace lcsim {
-namespace {
+namespace layering_test {
 
 namespace fs = std::filesystem;
 
@@ -142,5 +142,5 @@ TEST(Layering, TheMapRefusesUpwardAndSidewaysIncludes) {
   EXPECT_NE(violation("python/lcsim_module.cpp", "calibrate/host/live_plan.hpp"), "");
 }
 
-}  // namespace
+}  // namespace layering_test
 }  // namespace lcsim

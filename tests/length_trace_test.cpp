@@ -12,10 +12,10 @@
 #include "traces/length_trace.hpp"
 
 namespace lcsim {
-namespace {
+namespace length_trace_test {
 
 std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + name;
+  const std::string path = ::testing::TempDir() + name;
   std::ofstream(path) << text;
   return path;
 }
@@ -29,7 +29,7 @@ std::vector<Tokens> lengths(const Dataset& dataset) {
 /// The InputError message load_length_trace throws for `text` (nullopt: the file as it is), or "" when it loads.
 std::string load_error(const std::string& name, const std::optional<std::string>& text) {
   try {
-    load_length_trace(text ? write_file(name, *text) : testing::TempDir() + name);
+    load_length_trace(text ? write_file(name, *text) : ::testing::TempDir() + name);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -58,11 +58,11 @@ TEST(LengthTraceTest, CsvTakesTheTokensColumn) {
   EXPECT_EQ(lengths(load_length_trace(write_file("late.csv", "# exported\n\ntokens,x\n9,a\n"))),
             (std::vector<Tokens>{9}));
   EXPECT_EQ(load_error("late_bad.csv", "# exported\n\ntokens,x\n9\n"),
-            testing::TempDir() + "late_bad.csv:4: expected 2 CSV fields (as in the header), got 1");
+            ::testing::TempDir() + "late_bad.csv:4: expected 2 CSV fields (as in the header), got 1");
 }
 
 TEST(LengthTraceTest, MalformedLinesNameFileAndLine) {
-  const std::string dir = testing::TempDir();
+  const std::string dir = ::testing::TempDir();
   EXPECT_EQ(load_error("bad1.txt", "10\n20\nabc\n"),
             dir + "bad1.txt:3: expected a positive integer token count, got 'abc'");
   EXPECT_EQ(load_error("bad2.txt", "# c\n10\n0\n"), dir + "bad2.txt:3: token count must be positive, got 0");
@@ -91,7 +91,7 @@ TEST(LengthTraceTest, MalformedLinesNameFileAndLine) {
 }
 
 TEST(LengthTraceTest, EmptyAndMissingFilesAreErrors) {
-  const std::string dir = testing::TempDir();
+  const std::string dir = ::testing::TempDir();
   EXPECT_EQ(load_error("empty.txt", ""), dir + "empty.txt: length trace has no sequences");
   EXPECT_EQ(load_error("comments.txt", "# nothing\n\n"), dir + "comments.txt: length trace has no sequences");
   EXPECT_EQ(load_error("header.csv", "tokens\n"), dir + "header.csv: length trace has no sequences");
@@ -110,7 +110,7 @@ TEST(LengthTraceTest, AByteOrderMarkIsNotPartOfTheFirstCount) {
 }
 
 TEST(LengthTraceTest, MessagesQuoteAShortPrintableExcerpt) {
-  const std::string dir = testing::TempDir();
+  const std::string dir = ::testing::TempDir();
   // One 1 MB line: the message quotes 80 characters and says how long the line was.
   EXPECT_EQ(load_error("long.txt", "12\n" + std::string(1000001, 'a') + "\n"),
             dir + "long.txt:2: expected a positive integer token count, got '" + std::string(80, 'a') +
@@ -130,7 +130,7 @@ TEST(LengthTraceTest, ATraceOverTheLimitIsRefusedBeforeReading) {
 
 TEST(LengthTraceTest, SaveThenLoadKeepsLengthsAndRenumbers) {
   const Dataset original("sampled", {{100, 5}, {101, 70000}, {102, 1}});
-  const std::string path = testing::TempDir() + "roundtrip.txt";
+  const std::string path = ::testing::TempDir() + "roundtrip.txt";
   save_length_trace(original, path);
   const Dataset loaded = load_length_trace(path);
   EXPECT_EQ(loaded.name(), "roundtrip");
@@ -140,8 +140,8 @@ TEST(LengthTraceTest, SaveThenLoadKeepsLengthsAndRenumbers) {
   std::string first_line;
   std::getline(in, first_line);
   EXPECT_EQ(first_line.front(), '#');
-  EXPECT_THROW(save_length_trace(original, testing::TempDir() + "no_such_dir/x.txt"), InputError);
+  EXPECT_THROW(save_length_trace(original, ::testing::TempDir() + "no_such_dir/x.txt"), InputError);
 }
 
-}  // namespace
+}  // namespace length_trace_test
 }  // namespace lcsim

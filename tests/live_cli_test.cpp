@@ -10,7 +10,7 @@
 #include "tests/command_run_support.hpp"
 
 namespace lcsim {
-namespace {
+namespace live_cli_test {
 
 using GpuRun = testing::CommandRun;
 using testing::kGpuBinary;
@@ -104,5 +104,5 @@ TEST_F(LiveBinary, HelpDescribesTheCommand) {
   }
 }
 
-}  // namespace
+}  // namespace live_cli_test
 }  // namespace lcsim

@@ -8,7 +8,7 @@
 #include "calibrate/host/live_compare.hpp"
 
 namespace lcsim {
-namespace {
+namespace live_compare_test {
 
 constexpr double kTol = 1e-12;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -66,5 +66,5 @@ TEST(LiveCompare, RefusesAMissingBaselineOrRaggedSeries) {
   EXPECT_THROW(compare_live({{"a", {1, 2}, {1.0}, {1.0, 2.0}}}, "a"), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace live_compare_test
 }  // namespace lcsim

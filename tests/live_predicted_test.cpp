@@ -16,7 +16,7 @@
 #include "traces/model_scaling.hpp"
 
 namespace lcsim {
-namespace {
+namespace live_predicted_test {
 
 const std::string kScenario = LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8.json";
 
@@ -128,5 +128,5 @@ TEST(LivePredicted, ScalingTheModelRenamesItAndRebuildsTheCostModel) {
   EXPECT_THROW(scale_model_layers(loaded, 0), InputError);
 }
 
-}  // namespace
+}  // namespace live_predicted_test
 }  // namespace lcsim

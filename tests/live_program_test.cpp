@@ -18,7 +18,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace live_program_test {
 
 using program::ComputeWork;
 using program::Step;
@@ -215,5 +215,5 @@ TEST(LiveProgram, LoraIsRefusedNotMismeasured) {
   }
 }
 
-}  // namespace
+}  // namespace live_program_test
 }  // namespace lcsim

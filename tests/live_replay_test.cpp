@@ -11,7 +11,7 @@
 #include "tests/sim_test_support.hpp"
 
 namespace lcsim {
-namespace {
+namespace live_replay_test {
 
 using program::Step;
 using program::WorkKind;
@@ -166,5 +166,5 @@ TEST(LiveReplay, MatchesTheSimulatorOnOneNode) {
   }
 }
 
-}  // namespace
+}  // namespace live_replay_test
 }  // namespace lcsim

@@ -16,7 +16,7 @@
 #include "base/json_reader.hpp"
 
 namespace lcsim {
-namespace {
+namespace live_report_test {
 
 const std::string kScenario = LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8.json";
 
@@ -149,5 +149,5 @@ TEST(LiveReport, TraceUsesTheSimulatorsTrackLayout) {
   EXPECT_EQ(markers, 3);  // four iterations, one out of memory
 }
 
-}  // namespace
+}  // namespace live_report_test
 }  // namespace lcsim

@@ -11,7 +11,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace live_work_test {
 
 using program::ComputeWork;
 using testing::micro_batch;
@@ -242,5 +242,5 @@ TEST(LiveWork, ComposedTimeIsTheReplayOfMeasuredComputeAndModelCollectives) {
   EXPECT_EQ(oom.oom_error, "GPU 1: cudaErrorMemoryAllocation");
 }
 
-}  // namespace
+}  // namespace live_work_test
 }  // namespace lcsim

@@ -9,7 +9,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace metrics_test {
 
 using testing::micro_batch;
 using testing::on_rank;
@@ -202,5 +202,5 @@ TEST(MetricsResults, BaselineSpeedupIsTokenThroughputRatio) {
   }
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace lcsim

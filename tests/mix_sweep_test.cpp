@@ -12,7 +12,7 @@
 #include "base/json_reader.hpp"
 
 namespace lcsim {
-namespace {
+namespace mix_sweep_test {
 
 const std::string kScenario = LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8-h200.json";
 
@@ -118,5 +118,5 @@ TEST(MixSweep, RefusesBadOptionsAndAnUnshardedScenario) {
   EXPECT_THROW(check_mix_outputs(parse_mix_options({"s.json", "--json", "s.json"}), {"s.json"}), InputError);
 }
 
-}  // namespace
+}  // namespace mix_sweep_test
 }  // namespace lcsim

@@ -9,7 +9,7 @@
 #include "model/model.hpp"
 
 namespace lcsim {
-namespace {
+namespace model_test {
 
 TEST(ModelConfigTest, ParameterCountsMatchPublishedSizes) {
   // Published sizes (model cards); the formula leaves out biases, so allow 2%.
@@ -154,5 +154,5 @@ TEST(ModelClusterTest, LinkClassNames) {
   EXPECT_EQ(to_string(LinkClass::InfiniBand), "infiniband");
 }
 
-}  // namespace
+}  // namespace model_test
 }  // namespace lcsim

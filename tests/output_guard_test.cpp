@@ -26,7 +26,7 @@
 #include "tests/calibrate_fixtures.hpp"
 #include "tests/command_run_support.hpp"
 
-namespace {
+namespace output_guard_test {
 
 namespace fs = std::filesystem;
 using lcsim::testing::contains;
@@ -315,4 +315,4 @@ TEST(OutputGuard, LiveRefusesJsonOrTraceThatIsAnInput) {
   EXPECT_EQ(refusal({"s.json", "--json", "o.json", "--trace", "t.json"}), "");
 }
 
-}  // namespace
+}  // namespace output_guard_test

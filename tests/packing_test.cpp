@@ -9,7 +9,7 @@
 #include "base/errors.hpp"
 
 namespace lcsim::baselines {
-namespace {
+namespace packing_test {
 
 std::vector<Sequence> random_sequences(std::size_t count, Tokens longest, std::uint64_t seed) {
   Rng rng(seed);
@@ -203,5 +203,5 @@ TEST(PackingAlgorithms, NamesRoundTrip) {
   EXPECT_FALSE(packing_algorithm_from_string("spfhp").has_value());
 }
 
-}  // namespace
+}  // namespace packing_test
 }  // namespace lcsim::baselines

@@ -7,7 +7,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace plan_test {
 
 using testing::micro_batch;
 using testing::on_rank;
@@ -111,5 +111,5 @@ TEST(PlanGlobalBatches, ExactlyOneRuleMustBeSet) {
   EXPECT_THROW(cut_global_batches(seqs, t, true), InputError);
 }
 
-}  // namespace
+}  // namespace plan_test
 }  // namespace lcsim

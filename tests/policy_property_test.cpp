@@ -17,7 +17,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace policy_property_test {
 
 struct Shape {
   int dp;
@@ -129,5 +129,5 @@ TEST(PolicyProperty, EveryPolicyPlansStructurallyValidIterations) {
   RecordProperty("seconds", std::to_string(seconds));
 }
 
-}  // namespace
+}  // namespace policy_property_test
 }  // namespace lcsim

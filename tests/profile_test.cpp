@@ -10,7 +10,7 @@
 #include "model/profile.hpp"
 
 namespace lcsim {
-namespace {
+namespace profile_test {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -350,5 +350,5 @@ TEST(ProfileJson, LoadNamesTheFile) {
   std::filesystem::remove(file);
 }
 
-}  // namespace
+}  // namespace profile_test
 }  // namespace lcsim

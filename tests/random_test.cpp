@@ -9,7 +9,7 @@
 #include "base/random.hpp"
 
 namespace lcsim {
-namespace {
+namespace random_test {
 
 std::vector<std::uint64_t> draws(Rng rng, int n) {
   std::vector<std::uint64_t> out(static_cast<std::size_t>(n));
@@ -109,5 +109,5 @@ TEST(RandomRngTest, SplitStreamsDependOnSaltAndDoNotShareDraws) {
   EXPECT_EQ(draws(Rng(1).split(7), 100), draws(Rng(1).split(7), 100));
 }
 
-}  // namespace
+}  // namespace random_test
 }  // namespace lcsim

@@ -24,7 +24,7 @@
 #include "traces/scenario.hpp"
 #include "traces/tune.hpp"
 
-namespace {
+namespace reliability_test {
 
 namespace fs = std::filesystem;
 using lcsim::testing::contains;
@@ -185,4 +185,4 @@ TEST(TuneSpace, MoreThanTheCandidateLimitIsRefusedBeforeAnyIsBuilt) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 5.0);
 }
 
-}  // namespace
+}  // namespace reliability_test

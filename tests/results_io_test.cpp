@@ -17,7 +17,7 @@
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
-namespace {
+namespace results_io_test {
 
 const std::string kSourceDir = LCSIM_SOURCE_DIR;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -253,5 +253,5 @@ TEST(ResultsIoIntervals, LiveResultsCarryNoSampledWorlds) {
   EXPECT_FALSE(j["policies"][0].contains("interval"));
 }
 
-}  // namespace
+}  // namespace results_io_test
 }  // namespace lcsim

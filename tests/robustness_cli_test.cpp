@@ -13,7 +13,7 @@
 
 #include "tests/command_run_support.hpp"
 
-namespace {
+namespace robustness_cli_test {
 
 using lcsim::testing::CommandRun;
 using lcsim::testing::contains;
@@ -165,4 +165,4 @@ TEST_F(RobustnessCli, SweepOutputsOnAFullDiskExitTwo) {
   EXPECT_TRUE(contains(run.output, "lcsim: error: /dev/full: write failed"));
 }
 
-}  // namespace
+}  // namespace robustness_cli_test

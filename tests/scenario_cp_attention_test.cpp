@@ -14,7 +14,7 @@
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
-namespace {
+namespace scenario_cp_attention_test {
 
 using Json = nlohmann::json;
 
@@ -108,5 +108,5 @@ TEST(ScenarioCpAttention, RingNeedsTheProfilesSendRecvFits) {
   EXPECT_NO_THROW(load_and_prepare(file));
 }
 
-}  // namespace
+}  // namespace scenario_cp_attention_test
 }  // namespace lcsim

@@ -16,7 +16,7 @@
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
-namespace {
+namespace scenario_test {
 
 using Json = nlohmann::json;
 
@@ -683,5 +683,5 @@ TEST(ScenarioLoader, ATokenBudgetBeyondTheWindowLimitIsRefused) {
   }
 }
 
-}  // namespace
+}  // namespace scenario_test
 }  // namespace lcsim

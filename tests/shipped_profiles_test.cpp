@@ -11,7 +11,7 @@
 #include "model/profile.hpp"
 
 namespace lcsim {
-namespace {
+namespace shipped_profiles_test {
 
 class ShippedMeasuredProfile : public ::testing::TestWithParam<std::string> {};
 
@@ -69,5 +69,5 @@ TEST(PublishedMeasurementsProfile, IsTheFitOfThePublishedFigures) {
   EXPECT_FALSE(shipped.memory.sharded_attention.any());
 }
 
-}  // namespace
+}  // namespace shipped_profiles_test
 }  // namespace lcsim

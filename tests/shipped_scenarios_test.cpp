@@ -9,7 +9,7 @@
 #include "traces/evaluation.hpp"
 
 namespace lcsim {
-namespace {
+namespace shipped_scenarios_test {
 
 using testing::shipped_scenarios;
 
@@ -28,5 +28,5 @@ TEST(ShippedScenarios, EveryFileLoadsAndPlansEveryPolicy) {
   }
 }
 
-}  // namespace
+}  // namespace shipped_scenarios_test
 }  // namespace lcsim

@@ -15,7 +15,7 @@
 #include "tests/command_run_support.hpp"
 #include "tests/scenario_test_support.hpp"
 
-namespace {
+namespace sim_cli_test {
 
 using CliRun = lcsim::testing::CommandRun;
 using lcsim::testing::run_lcsim;
@@ -102,7 +102,7 @@ TEST_F(SimCliTest, AllFlowsGivesTheSameResultsAsClosedForm) {
   for (int k = 0; k < 2; ++k) {
     const auto json = dir_ / ("r" + std::to_string(k) + ".json");
     const auto trace = dir_ / ("t" + std::to_string(k) + ".json");
-    const CliRun run = run_lcsim("simulate '" + scenario + "' -n 2 --quiet --json '" + json.string() + "' --trace '" +
+    const CliRun run = run_lcsim("simulate '" + scenario + "' -n 2 --samples 3 --quiet --json '" + json.string() + "' --trace '" +
                                  trace.string() + "'" + (k == 1 ? " --all-flows" : ""));
     ASSERT_EQ(run.exit_code, 0) << run.output;
     results[k] = file_bytes(json) + file_bytes(trace);
@@ -147,8 +147,8 @@ TEST_F(SimCliTest, SameScenarioGivesByteIdenticalResultsAndTimelines) {
     for (int run = 0; run < 2; ++run) {
       const auto json = dir_ / ("r" + std::to_string(run) + ".json");
       const auto trace = dir_ / ("t" + std::to_string(run) + ".json");
-      const CliRun r = run_lcsim("simulate '" + scenario + "' -n 2 --quiet --json '" + json.string() + "' --trace '" +
-                                 trace.string() + "'");
+      const CliRun r = run_lcsim("simulate '" + scenario + "' -n 2 --samples 3 --quiet --json '" + json.string() +
+                                 "' --trace '" + trace.string() + "'");
       ASSERT_EQ(r.exit_code, 0) << r.output;
       if (run == 0) {
         first_json = file_bytes(json);
@@ -175,4 +175,4 @@ TEST_F(SimCliTest, BadOptionsExitTwo) {
   EXPECT_NE(run.output.find("--trace"), std::string::npos) << run.output;
 }
 
-}  // namespace
+}  // namespace sim_cli_test

@@ -12,7 +12,7 @@
 #include "tests/sim_test_support.hpp"
 
 namespace lcsim {
-namespace {
+namespace sim_collectives_test {
 
 using program::CollectiveSpec;
 using sim::CollectiveRun;
@@ -284,5 +284,5 @@ TEST(SimCollectiveRun, RunStartsWhenTheLastMemberIsReadyAndTakesTheCostModelTime
   EXPECT_DOUBLE_EQ(b_end, 7.75);
 }
 
-}  // namespace
+}  // namespace sim_collectives_test
 }  // namespace lcsim

@@ -13,7 +13,7 @@
 #include "tests/sim_test_support.hpp"
 
 namespace lcsim {
-namespace {
+namespace sim_executor_test {
 
 using testing::h100_qwen_cost;
 using testing::micro_batch;
@@ -179,11 +179,11 @@ TEST(SimExecutor, SpansTellComputeFromCommunication) {
     }
 }
 
-}  // namespace
+}  // namespace sim_executor_test
 }  // namespace lcsim
 
 namespace lcsim {
-namespace {
+namespace sim_executor_test {
 
 TEST(SimExecutor, HundredsOfGpusEndTheIterationWithTheSlowest) {
   // 40 nodes x 8 GPUs, the ZeRO collectives over 40 replicas each. Replicas of unequal work: no GPU may start
@@ -263,5 +263,5 @@ TEST(SimExecutor, AnIterationThatCannotBeBuiltMidRunIsRethrownAfterTheEngineStop
   EXPECT_EQ(text.substr(0, 7), "1 then ") << text;
 }
 
-}  // namespace
+}  // namespace sim_executor_test
 }  // namespace lcsim

@@ -19,7 +19,7 @@
 #include "tests/sim_test_support.hpp"
 
 namespace lcsim {
-namespace {
+namespace sim_platform_test {
 
 using program::WorkKind;
 using sim::LinkUse;
@@ -231,5 +231,5 @@ TEST(SimPlatform, MergedLinksChangeNoSimulatedTime) {
   expect_same_timelines(a, simulate_in_child(plans, cost, separate));
 }
 
-}  // namespace
+}  // namespace sim_platform_test
 }  // namespace lcsim

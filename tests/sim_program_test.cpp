@@ -11,7 +11,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace sim_program_test {
 
 using program::Step;
 using program::WorkKind;
@@ -247,5 +247,5 @@ TEST(SimProgram, RefusesAPlanTheEstimateWouldRefuse) {
   EXPECT_NO_THROW(program::build_program(plan, cost, {}));
 }
 
-}  // namespace
+}  // namespace sim_program_test
 }  // namespace lcsim

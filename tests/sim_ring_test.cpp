@@ -14,7 +14,7 @@
 #include "tests/sim_test_support.hpp"
 
 namespace lcsim {
-namespace {
+namespace sim_ring_test {
 
 using program::Step;
 using program::WorkKind;
@@ -183,5 +183,5 @@ TEST(SimRing, MatchesTheEstimateOnARingAcrossTwoNodes) {
   expect_matches_estimate(plans, cost);
 }
 
-}  // namespace
+}  // namespace sim_ring_test
 }  // namespace lcsim

@@ -18,7 +18,7 @@
 #include "traces/chrome_trace.hpp"
 
 namespace lcsim {
-namespace {
+namespace sim_timeline_test {
 
 std::filesystem::path temp_file(const std::string& name) {
   return std::filesystem::temp_directory_path() /
@@ -121,5 +121,5 @@ TEST(SimTimeline, SpansAreNamedBySequencesAndGapsBecomeIdle) {
   std::filesystem::remove(file);
 }
 
-}  // namespace
+}  // namespace sim_timeline_test
 }  // namespace lcsim

@@ -12,7 +12,7 @@
 #include "policies/skrull/gds.hpp"
 
 namespace lcsim::skrull {
-namespace {
+namespace skrull_dacp_test {
 
 constexpr int kS = CpAssignment::kSharded;
 
@@ -338,5 +338,5 @@ TEST(SkrullGds, RandomRanksRespectEquationTenAndPlaceEachSequenceOnce) {
   }
 }
 
-}  // namespace
+}  // namespace skrull_dacp_test
 }  // namespace lcsim::skrull

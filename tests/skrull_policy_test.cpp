@@ -13,7 +13,7 @@
 #include "program/estimate.hpp"
 
 namespace lcsim::skrull {
-namespace {
+namespace skrull_policy_test {
 
 CostModel default_cost(const std::string& model, int nodes) {
   ClusterSpec cluster;
@@ -281,5 +281,5 @@ TEST(SkrullOptimal, HeuristicIsFeasibleWheneverTheOptimumIsAndNeverBeatsIt) {
   EXPECT_LT(compared, 150);  // some instances must be infeasible, or feasibility is not exercised
 }
 
-}  // namespace
+}  // namespace skrull_policy_test
 }  // namespace lcsim::skrull

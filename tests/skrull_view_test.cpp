@@ -6,11 +6,11 @@
 #include "tests/cost_view_fixtures.hpp"
 
 namespace lcsim::skrull {
-namespace {
+namespace skrull_view_test {
 
 using testing::flat_profile;
-using testing::tiny_cluster;
-using testing::tiny_model;
+using testing::view_tiny_cluster;
+using testing::view_tiny_model;
 
 ParallelScheme skrull_scheme(int cp) {
   ParallelScheme s;
@@ -21,7 +21,7 @@ ParallelScheme skrull_scheme(int cp) {
 
 TEST(CostViewsSkrull, FlopsFollowEquation13) {
   const auto& qwen = ModelConfig{"Qwen2.5-0.5B", 896, 24, 14, 2, 64, 4864, 151936, true};
-  const CostModel cost(qwen, tiny_cluster(), flat_profile());
+  const CostModel cost(qwen, view_tiny_cluster(), flat_profile());
   const SkrullView view(cost, skrull_scheme(8), 32, Tokens{26624});
   // Per layer at S = 4096: 4 h^2 S = 13,153,337,344; 4 h h_kv S = 1,879,048,192; 6 h ffn S = 107,105,746,944;
   // 4 h S^2 = 60,129,542,144; sum 182,267,674,624, times 24 layers.
@@ -31,7 +31,7 @@ TEST(CostViewsSkrull, FlopsFollowEquation13) {
 
   // At the LLaMA ratio ffn = 8h/3 the MLP term is the paper's 20 h^2 S exactly.
   const ModelConfig llama_ratio{"ratio", 96, 1, 4, 4, 24, 256, 10, false};
-  const CostModel llama_cost(llama_ratio, tiny_cluster(), flat_profile());
+  const CostModel llama_cost(llama_ratio, view_tiny_cluster(), flat_profile());
   const SkrullView llama_view(llama_cost, skrull_scheme(2), 1, Tokens{1000});
   const double h = 96, s = 1000;
   EXPECT_DOUBLE_EQ(llama_view.flops(1000), 20 * h * h * s + 4 * h * 96 * s + 4 * h * s * s);
@@ -42,7 +42,7 @@ TEST(CostViewsSkrull, TcompIsExactWhenTheCostModelIsLinearInEquation13Flops) {
   // 7/12, (1 + 2.5) * 2 s^2 h / (7/12) = 3 * 4 h s^2, so compute time is exactly 3 * FLOPs / peak (no LM head:
   // vocab 0) plus the per-layer overhead.
   const ModelConfig model{"mha", 64, 2, 4, 4, 16, 128, 0, false};
-  const CostModel cost(model, tiny_cluster(), flat_profile(7.0 / 12, 10));
+  const CostModel cost(model, view_tiny_cluster(), flat_profile(7.0 / 12, 10));
   const SkrullView view(cost, skrull_scheme(4), 8, Tokens{1});
   EXPECT_NEAR(view.tcomp_fit().slope / (3 / 1e6), 1, 1e-9);
   EXPECT_NEAR(view.tcomp_fit().intercept, 2 * 10e-6, 1e-9);
@@ -51,7 +51,7 @@ TEST(CostViewsSkrull, TcompIsExactWhenTheCostModelIsLinearInEquation13Flops) {
 }
 
 TEST(CostViewsSkrull, TcommFitsTheUlyssesAllToAlls) {
-  const CostModel cost(tiny_model(), tiny_cluster(), flat_profile());
+  const CostModel cost(view_tiny_model(), view_tiny_cluster(), flat_profile());
   const SkrullView view(cost, skrull_scheme(4), 8);
   // Per sharded sequence of s tokens over 4 ranks (t = s/4 each, NVLink all_to_all 1 us + size * 0.75 / 1 GB/s):
   // 2 layers x 2 directions x (2 all_to_all of t*64*2 B + 2 of t*32*2 B) = 16 us + s * 3e-9 * (64 + 32);
@@ -67,7 +67,7 @@ TEST(CostViewsSkrull, TcommFitsTheUlyssesAllToAlls) {
 }
 
 TEST(CostViewsSkrull, BucketSizeFromTheMemoryView) {
-  const CostModel cost(tiny_model(), tiny_cluster(), flat_profile());
+  const CostModel cost(view_tiny_model(), view_tiny_cluster(), flat_profile());
   const SkrullView view(cost, skrull_scheme(4), 4);
   // Activations per token, selective, with the LM head: 2 * 1536 + 10 * 1000 = 13072 B.
   EXPECT_NEAR(view.memory_fit().slope, 13072, 1e-6);
@@ -86,14 +86,14 @@ TEST(CostViewsSkrull, BucketSizeFromTheMemoryView) {
 TEST(CostViewsSkrull, BucketSizeGrowsWithCapacityAndShrinksWithoutRoom) {
   Tokens previous = 0;
   for (double memory : {0.5e9, 1e9, 2e9, 4e9}) {
-    const CostModel cost(tiny_model(), tiny_cluster(memory), flat_profile());
+    const CostModel cost(view_tiny_model(), view_tiny_cluster(memory), flat_profile());
     const Tokens bucket = SkrullView(cost, skrull_scheme(4), 4).bucket_size();
     EXPECT_GT(bucket, previous);
     previous = bucket;
   }
-  const CostModel full(tiny_model(), tiny_cluster(0.25 * 1024 * 1024 * 1024), flat_profile());
+  const CostModel full(view_tiny_model(), view_tiny_cluster(0.25 * 1024 * 1024 * 1024), flat_profile());
   EXPECT_THROW(SkrullView(full, skrull_scheme(4), 4), InputError);
 }
 
-}  // namespace
+}  // namespace skrull_view_test
 }  // namespace lcsim::skrull

@@ -12,7 +12,7 @@
 
 #include "tests/command_run_support.hpp"
 
-namespace {
+namespace slurm_sweep_test {
 
 namespace fs = std::filesystem;
 using lcsim::testing::read_file;
@@ -60,4 +60,4 @@ TEST(SlurmSweep, JobArrayAndMergeJobGiveTheOneMachineFiles) {
   fs::remove_all(work);
 }
 
-}  // namespace
+}  // namespace slurm_sweep_test

@@ -14,7 +14,7 @@
 #include "traces/sweep_shard.hpp"
 
 namespace lcsim {
-namespace {
+namespace sweep_shard_test {
 
 using Json = nlohmann::json;
 using testing::contains;
@@ -284,5 +284,5 @@ TEST_F(SweepShardCli, FailedPointsCarryThroughTheMerge) {
   EXPECT_FALSE(fs::exists(path("out/sweep.csv")));
 }
 
-}  // namespace
+}  // namespace sweep_shard_test
 }  // namespace lcsim

@@ -13,7 +13,7 @@
 #include "traces/sweep.hpp"
 
 namespace lcsim {
-namespace {
+namespace sweep_test {
 
 using Json = nlohmann::json;
 const std::string kSourceDir = LCSIM_SOURCE_DIR;
@@ -189,5 +189,5 @@ TEST(Sweep, ShippedSweepsExpandAndScalingSweepsSpan8To1024Gpus) {
   EXPECT_EQ(scaling_sweeps, 3);  // Skrull, Hydraulis, HBP
 }
 
-}  // namespace
+}  // namespace sweep_test
 }  // namespace lcsim

@@ -13,7 +13,7 @@
 #include "tests/scenario_test_support.hpp"
 
 namespace lcsim {
-namespace {
+namespace topology_cli_test {
 
 using Json = nlohmann::json;
 
@@ -51,5 +51,5 @@ TEST(TopologyCli, EveryFlowSimulatedGivesTheClosedFormOnEachTopology) {
   }
 }
 
-}  // namespace
+}  // namespace topology_cli_test
 }  // namespace lcsim

@@ -16,7 +16,7 @@
 #include "traces/scenario_loader.hpp"
 
 namespace lcsim {
-namespace {
+namespace topology_test {
 
 using testing::flat_compute_profile;
 using testing::flat_tiny_cluster;
@@ -246,5 +246,5 @@ TEST(Topology, RailOptimizedSpeedsUpOnlyGroupsWithSeveralGpusPerNode) {
     EXPECT_DOUBLE_EQ(rail_one.policies[p].mean_iteration_s, fat_one.policies[p].mean_iteration_s) << p;
 }
 
-}  // namespace
+}  // namespace topology_test
 }  // namespace lcsim

@@ -23,7 +23,7 @@
 #include "traces/tune_candidate.hpp"
 
 namespace lcsim {
-namespace {
+namespace tune_test {
 
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
@@ -659,5 +659,5 @@ TEST(TuneCli, BadCommandLinesAreUsageErrors) {
   EXPECT_TRUE(testing::contains(testing::run_lcsim("tune --help").output, "Usage: lcsim tune SCENARIO"));
 }
 
-}  // namespace
+}  // namespace tune_test
 }  // namespace lcsim

@@ -12,7 +12,7 @@
 
 #include "tests/command_run_support.hpp"
 
-namespace {
+namespace uncertainty_cli_test {
 
 using lcsim::testing::contains;
 using lcsim::testing::read_file;
@@ -72,4 +72,4 @@ TEST_F(UncertaintyCliTest, OneSampleGivesNoIntervalsAndABadModelFormFileIsNamed)
   EXPECT_TRUE(contains(number.output, path("number.json") + ": schema: expected \"lcsim-model-form/1\""));
 }
 
-}  // namespace
+}  // namespace uncertainty_cli_test

@@ -14,7 +14,7 @@
 #include "traces/validation_intervals.hpp"
 
 namespace lcsim {
-namespace {
+namespace uncertainty_test {
 
 const std::string kDefaultScenario = std::string(LCSIM_SOURCE_DIR) + "/scenarios/default.json";
 
@@ -410,5 +410,5 @@ TEST(ValidationIntervals, AWorldOfAResultsDocumentIsItsPerWorldFigures) {
   EXPECT_EQ(results_worlds(nlohmann::json::parse(R"({"policies": [{"name": "a"}]})")), 1);
 }
 
-}  // namespace
+}  // namespace uncertainty_test
 }  // namespace lcsim

@@ -17,7 +17,7 @@
 #include "traces/validation.hpp"
 
 namespace lcsim {
-namespace {
+namespace validation_test {
 
 using Json = nlohmann::json;
 
@@ -461,5 +461,5 @@ TEST(ValidateCli, RunsASmallCatalogueAndWritesItsResults) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace validation_test
 }  // namespace lcsim

@@ -7,7 +7,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace validator_test {
 
 using testing::micro_batch;
 using testing::on_rank;
@@ -171,5 +171,5 @@ TEST(ValidatorWindow, EverySequenceOnceAcrossPlans) {
   EXPECT_EQ(issues[2].kind, Kind::MissingSequence);
 }
 
-}  // namespace
+}  // namespace validator_test
 }  // namespace lcsim

@@ -16,7 +16,7 @@
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {
-namespace {
+namespace wlbllm_test {
 
 using wlbllm::OutlierQueues;
 using wlbllm::VariableLengthPacker;
@@ -255,5 +255,5 @@ TEST(WlbLlmPolicy, UnknownOptionsAndBadQueuesAreInputErrors) {
   EXPECT_THROW(make_policy(spec("plain-4d", {{"anything", 1}})), InputError);
 }
 
-}  // namespace
+}  // namespace wlbllm_test
 }  // namespace lcsim

@@ -11,7 +11,7 @@
 #include "model/workload.hpp"
 
 namespace lcsim {
-namespace {
+namespace workload_test {
 
 constexpr Tokens K = kKiloTokens;
 constexpr std::size_t kSamples = 1'000'000;
@@ -200,11 +200,11 @@ TEST(WorkloadDatasetTest, DatasetTotalsAndRejectsNonPositiveLengths) {
   EXPECT_THROW(Dataset("d", {{0, 5}, {1, 0}}), InputError);
 }
 
-}  // namespace
+}  // namespace workload_test
 }  // namespace lcsim
 
 namespace lcsim {
-namespace {
+namespace workload_test {
 
 TEST(WorkloadDatasetTest, RefusesSequencesOverTheLimit) {
   EXPECT_THROW(Dataset("d", {{0, 0}}), InputError);
@@ -214,5 +214,5 @@ TEST(WorkloadDatasetTest, RefusesSequencesOverTheLimit) {
   EXPECT_EQ(longest.total_tokens(), 2 * kMaxSequenceTokens);
 }
 
-}  // namespace
+}  // namespace workload_test
 }  // namespace lcsim

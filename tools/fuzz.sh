@@ -5,6 +5,7 @@
 # Corpora grow in build-asan/fuzz-corpus/TARGET (seeded from the shipped files); a crash, leak, sanitizer report,
 # uncaught exception other than InputError, or a 10 s input is saved as build-asan/fuzz-findings/TARGET-*, and
 # the script exits 1. Reproduce one with: build-asan/fuzz/TARGET_fuzz FILE
+# Targets run LCSIM_FUZZ_JOBS at a time (default: one per core).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-60}
@@ -20,28 +21,50 @@ declare -A seeds=(
   [kineto]="fuzz/seeds/kineto"
 )
 mkdir -p "$build/fuzz-findings"
-status=0
-printf '%-14s %8s %12s %9s\n' target seconds executions findings
-for t in "${targets[@]}"; do
-  binary="$build/fuzz/${t}_fuzz"
-  [[ -x $binary ]] || { echo "fuzz.sh: $binary is not built (see the header of this script)" >&2; exit 2; }
-  corpus="$build/fuzz-corpus/$t"
+jobs=${LCSIM_FUZZ_JOBS:-$(nproc)}
+
+# One target: seed its corpus, fuzz it for $seconds, leave its exit status beside its log.
+fuzz_one() {
+  local t=$1
+  local corpus="$build/fuzz-corpus/$t"
   mkdir -p "$corpus"
   case $t in
     profile) find "${seeds[$t]}" -name '*.json' ! -name '*.measurements.json' -exec cp -t "$corpus" {} + ;;
     measurements) find "${seeds[$t]}" -name '*.measurements.json' -exec cp -t "$corpus" {} + ;;
     *) find "${seeds[$t]}" -type f \( -name '*.json' -o -name '*.txt' \) -exec cp --backup=numbered -t "$corpus" {} + ;;
   esac
+  local rc=0
+  "$build/fuzz/${t}_fuzz" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+    -artifact_prefix="$build/fuzz-findings/$t-" > "$build/fuzz-$t.log" 2>&1 || rc=$?
+  echo "$rc" > "$build/fuzz-$t.rc"
+}
+
+for t in "${targets[@]}"; do
+  rm -f "$build/fuzz-$t.rc"
+  [[ -x "$build/fuzz/${t}_fuzz" ]] || { echo "fuzz.sh: $build/fuzz/${t}_fuzz is not built (see the header of this script)" >&2; exit 2; }
+done
+# The targets are independent single-threaded processes: run them $jobs at a time (one per core by default), so
+# the smoke run costs ceil(targets / jobs) * SECONDS of wall time, each target still fuzzed for SECONDS.
+running=0
+for t in "${targets[@]}"; do
+  if (( running >= jobs )); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait || true
+
+status=0
+printf '%-14s %8s %12s %9s\n' target seconds executions findings
+for t in "${targets[@]}"; do
   log="$build/fuzz-$t.log"
-  set +e
-  "$binary" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
-    -artifact_prefix="$build/fuzz-findings/$t-" > "$log" 2>&1
-  rc=$?
-  set -e
+  rc=$(cat "$build/fuzz-$t.rc" 2> /dev/null || echo "no status")
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
   found=$(find "$build/fuzz-findings" -name "$t-*" | wc -l)
   printf '%-14s %8s %12s %9s\n' "$t" "$seconds" "$runs" "$found"
-  if [[ $rc -ne 0 || $found -ne 0 ]]; then
+  if [[ $rc != 0 || $found -ne 0 ]]; then
     status=1
     echo "  $t: exit $rc; log $log" >&2
     grep -m3 -E 'ERROR|SUMMARY|terminate|what\(\)' "$log" >&2 || true
