@@ -93,12 +93,6 @@ ProgressSink python_sink(const py::object& callback) {
   };
 }
 
-/// `jobs` of plan and simulate: sampled worlds at a time (InputError, a ValueError in Python, below 1).
-int checked_jobs(int jobs) {
-  if (jobs < 1) throw InputError("jobs: must be at least 1, got " + std::to_string(jobs));
-  return jobs;
-}
-
 /// `lcsim plan` on the scenario `text` read as if from `file`.
 DocumentAndTable plan(const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
                       const std::vector<std::string>& policies, bool draw_data, int jobs,
@@ -106,7 +100,7 @@ DocumentAndTable plan(const std::string& text, const std::string& file, int samp
   const LoadedScenario loaded = load_and_prepare(parse_document(text, file), file, iterations);
   const RunResults results = evaluate_with_samples(loaded, policies, checked_samples(samples), shipped_model_form(),
                                                    step_progress(progress, "policies planned"),
-                                                   world_progress(progress), draw_data, checked_jobs(jobs));
+                                                   world_progress(progress), draw_data, checked_world_jobs(jobs));
   std::ostringstream table;
   print_results_table(results, table);
   return {results_to_json(results).dump(), table.str()};
@@ -119,7 +113,7 @@ DocumentAndTable simulate_here(const std::string& text, const std::string& file,
   sim::SimulateSettings settings;
   settings.policies = policies;
   settings.draw_data = draw_data;
-  settings.world_jobs = checked_jobs(jobs);
+  settings.world_jobs = checked_world_jobs(jobs);
   settings.trace_file = trace;
   settings.progress = step_progress(progress, "iterations simulated");
   settings.world_progress = world_progress(progress);
@@ -176,7 +170,7 @@ bool read_exactly(int fd, char* data, std::size_t size) {
 DocumentAndTable simulate(const std::string& text, const std::string& file, int samples, std::optional<int> iterations,
                           const std::vector<std::string>& policies, bool draw_data, int jobs, const std::string& trace,
                           const ProgressSink& progress) {
-  checked_jobs(jobs);  // before the fork: the caller's error, raised here
+  checked_world_jobs(jobs);  // before the fork: the caller's error, raised here
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) throw std::runtime_error("simulate: cannot create a pipe");
   std::fflush(nullptr);

@@ -80,9 +80,7 @@ void add_uncertainty_options(boost::program_options::options_description& option
 
 int world_jobs_option(const boost::program_options::variables_map& vm) {
   if (!vm.count("jobs")) return default_jobs();
-  const int jobs = vm["jobs"].as<int>();
-  if (jobs < 1) throw InputError("--jobs: must be at least 1, got " + std::to_string(jobs));
-  return jobs;
+  return checked_world_jobs(vm["jobs"].as<int>());
 }
 
 bool draw_data_option(const boost::program_options::variables_map& vm) {

@@ -61,6 +61,14 @@ TEST_F(CliTest, JsonAndCsvFilesAreDeterministic) {
   EXPECT_EQ(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')), rows + 1);
 }
 
+TEST_F(CliTest, PlanAndSimulateRefuseFewerThanOneJob) {
+  for (const char* command : {"plan", "simulate"}) {
+    const CliRun run = run_lcsim(std::string(command) + " '" + kDefaultScenario + "' -n 1 --samples 2 --jobs 0");
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_TRUE(contains(run.output, "--jobs: must be at least 1, got 0")) << run.output;
+  }
+}
+
 TEST_F(CliTest, SampledWorldsAreDeterministicAndKeepTheNominalFigures) {
   const std::string base = "plan '" + kDefaultScenario + "' -n 2 --quiet ";
   for (const char* name : {"a", "b"}) {

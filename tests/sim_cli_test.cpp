@@ -102,8 +102,8 @@ TEST_F(SimCliTest, AllFlowsGivesTheSameResultsAsClosedForm) {
   for (int k = 0; k < 2; ++k) {
     const auto json = dir_ / ("r" + std::to_string(k) + ".json");
     const auto trace = dir_ / ("t" + std::to_string(k) + ".json");
-    const CliRun run = run_lcsim("simulate '" + scenario + "' -n 2 --samples 3 --quiet --json '" + json.string() + "' --trace '" +
-                                 trace.string() + "'" + (k == 1 ? " --all-flows" : ""));
+    const CliRun run = run_lcsim("simulate '" + scenario + "' -n 2 --samples 3 --quiet --json '" + json.string() +
+                                 "' --trace '" + trace.string() + "'" + (k == 1 ? " --all-flows" : ""));
     ASSERT_EQ(run.exit_code, 0) << run.output;
     results[k] = file_bytes(json) + file_bytes(trace);
   }

@@ -411,4 +411,9 @@ int checked_samples(int samples) {
   return samples;
 }
 
+int checked_world_jobs(int jobs) {
+  if (jobs < 1) throw InputError("--jobs: must be at least 1, got " + std::to_string(jobs));
+  return jobs;
+}
+
 }  // namespace lcsim

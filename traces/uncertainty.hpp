@@ -119,4 +119,7 @@ std::vector<std::vector<WorldFigures>> estimate_worlds(const LoadedScenario& loa
 /// --samples: in [1, kMaxSamples]; InputError naming the option otherwise.
 int checked_samples(int samples);
 
+/// --jobs of plan and simulate (sampled worlds at a time): at least 1; InputError naming the option otherwise.
+int checked_world_jobs(int jobs);
+
 }  // namespace lcsim
