@@ -343,16 +343,18 @@ double CostModel::compute_seconds(std::span<const SequenceShare> work, const Par
   check_span(layers);
   const double tokens = local_tokens(work);
   if (tokens <= 0) return 0;
+  check_degree(scheme.tp, "tp");
   const LayerMix mix = layer_mix(scheme, layers);
-  const auto layer = [&](bool checkpointed, LayerGrad grad) {
-    return layer_seconds(work, scheme.tp, scheme.recompute, checkpointed, grad);
+  // `count` layers of one kind, asked of the cost model only when there are any (the LM head alone has none).
+  const auto layer = [&](int count, bool checkpointed, LayerGrad grad) {
+    return count > 0 ? count * layer_seconds(work, scheme.tp, scheme.recompute, checkpointed, grad) : 0.0;
   };
-  double seconds = mix.checkpointed_full * layer(true, LayerGrad::Full) +
-                   (mix.full - mix.checkpointed_full) * layer(false, LayerGrad::Full);
+  double seconds = layer(mix.checkpointed_full, true, LayerGrad::Full) +
+                   layer(mix.full - mix.checkpointed_full, false, LayerGrad::Full);
   if (mix.activations > 0)
-    seconds += mix.checkpointed_activations * layer(true, LayerGrad::Activations) +
-               (mix.activations - mix.checkpointed_activations) * layer(false, LayerGrad::Activations);
-  if (mix.none > 0) seconds += mix.none * layer(false, LayerGrad::None);
+    seconds += layer(mix.checkpointed_activations, true, LayerGrad::Activations) +
+               layer(mix.activations - mix.checkpointed_activations, false, LayerGrad::Activations);
+  if (mix.none > 0) seconds += layer(mix.none, false, LayerGrad::None);
   // The LM head: forward plus a backward of twice its FLOPs (once when frozen: no weight gradient).
   if (with_head) {
     const ElementwiseBytes loss = head_elementwise_bytes_per_token();

@@ -184,7 +184,7 @@ std::string ValidationReport::summary() const {
 
 ValidationReport validate_plan(const IterationPlan& plan, std::span<const Sequence> batch, const CostModel& cost) {
   ValidationReport report;
-  report.issues = Checker(plan, batch, cost).run();
+  report.issues = check_plan_structure(plan, batch, cost);
   report.peak_bytes = estimate_peak_bytes(plan, cost);
   const double capacity = cost.capacity_bytes();
   for (std::size_t g = 0; g < report.peak_bytes.size(); ++g) {
@@ -195,6 +195,11 @@ ValidationReport validate_plan(const IterationPlan& plan, std::span<const Sequen
     }
   }
   return report;
+}
+
+std::vector<PlanIssue> check_plan_structure(const IterationPlan& plan, std::span<const Sequence> batch,
+                                            const CostModel& cost) {
+  return Checker(plan, batch, cost).run();
 }
 
 std::vector<Sequence> plan_sequences(const IterationPlan& plan) {

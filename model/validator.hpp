@@ -37,6 +37,10 @@ struct ValidationReport {
 };
 
 ValidationReport validate_plan(const IterationPlan& plan, std::span<const Sequence> batch, const CostModel& cost);
+/// validate_plan's structural issues alone (every kind but OutOfMemory), in the same order: what planning checks of
+/// each plan. It skips the peak-memory estimate, which the iteration program's replay gives the results.
+std::vector<PlanIssue> check_plan_structure(const IterationPlan& plan, std::span<const Sequence> batch,
+                                            const CostModel& cost);
 
 /// The sequences a plan places, in placement order: what a re-batching policy's plan is validated against.
 std::vector<Sequence> plan_sequences(const IterationPlan& plan);

@@ -167,14 +167,16 @@ struct ShareCost {
             bool with_head) {
     if (shares.empty()) return;
     empty = false;
-    const auto layer = [&](LayerGrad grad) {
+    // Only the kinds of layer the stage has: most stages checkpoint none, and each kind is a cost-model query.
+    const auto layer = [&](LayerGrad grad, int layers, int checkpointed) {
       Layer l;
-      l.plain = cost.layer_seconds(shares, scheme.tp, scheme.recompute, false, grad);
-      l.checkpointed = cost.layer_seconds(shares, scheme.tp, scheme.recompute, true, grad);
+      if (layers > checkpointed) l.plain = cost.layer_seconds(shares, scheme.tp, scheme.recompute, false, grad);
+      if (checkpointed > 0) l.checkpointed = cost.layer_seconds(shares, scheme.tp, scheme.recompute, true, grad);
       return l;
     };
-    if (stage.full > 0) full = layer(LayerGrad::Full);
-    if (stage.activations > 0) activations = layer(LayerGrad::Activations);
+    if (stage.full > 0) full = layer(LayerGrad::Full, stage.full, stage.checkpointed_full);
+    if (stage.activations > 0)
+      activations = layer(LayerGrad::Activations, stage.activations, stage.checkpointed_activations);
     if (stage.none > 0) no_grad = cost.layer_seconds(shares, scheme.tp, scheme.recompute, false, LayerGrad::None);
     if (with_head) head = cost.compute_seconds(shares, scheme, 0, true);
     if (scheme.pp > 1) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "tests/policy_test_fixtures.hpp"
 
@@ -143,6 +144,26 @@ TEST(ValidatorPlan, OutOfMemoryNamesGpuAndPeak) {
   EXPECT_TRUE(mentions(report, Kind::OutOfMemory, "GPU 0: estimated peak 0.00 GiB exceeds the usable 0.00 GiB"));
   EXPECT_DOUBLE_EQ(report.peak_bytes[0], 960);
   EXPECT_DOUBLE_EQ(report.peak_bytes[1], 480);
+}
+
+TEST(ValidatorPlan, StructureCheckIsTheReportLessItsMemory) {
+  // What planning checks: the same structural issues in the same order, and no memory verdict (the replay's).
+  IterationPlan plan = good_plan();
+  plan.replicas[1].micro_batches[0].placements = {on_rank(1, 10, 1), on_rank(9, 4, 0)};
+  const CostModel small = tiny_cost(2, 2, tiny_profile(), 500, 4);
+  const ValidationReport report = validate_plan(plan, kBatch, small);
+  ASSERT_TRUE(report.out_of_memory()) << report.summary();
+  std::vector<PlanIssue> structural;
+  std::copy_if(report.issues.begin(), report.issues.end(), std::back_inserter(structural),
+               [](const PlanIssue& i) { return i.kind != Kind::OutOfMemory; });
+  const std::vector<PlanIssue> checked = check_plan_structure(plan, kBatch, small);
+  ASSERT_EQ(checked.size(), structural.size());
+  ASSERT_GE(checked.size(), 3u);  // sequence 3 missing, 1 duplicated, 9 unknown
+  for (std::size_t i = 0; i < checked.size(); ++i) {
+    EXPECT_EQ(checked[i].kind, structural[i].kind);
+    EXPECT_EQ(checked[i].message, structural[i].message);
+  }
+  EXPECT_TRUE(check_plan_structure(good_plan(), kBatch, small).empty());
 }
 
 TEST(ValidatorPlan, SummaryListsEveryIssue) {

@@ -14,12 +14,9 @@ namespace lcsim {
 namespace {
 
 /// Structural issues only: an out-of-memory plan is a result to report, not a policy bug.
-std::string structural_summary(const ValidationReport& report) {
+std::string structural_summary(const std::vector<PlanIssue>& issues) {
   std::string out;
-  for (const auto& issue : report.issues) {
-    if (issue.kind == PlanIssue::Kind::OutOfMemory) continue;
-    out += (out.empty() ? "" : "; ") + issue.message;
-  }
+  for (const auto& issue : issues) out += (out.empty() ? "" : "; ") + issue.message;
   return out;
 }
 
@@ -90,14 +87,15 @@ PolicyPlans plan_policy(const LoadedScenario& loaded, const PolicySpec& spec, Po
                           std::to_string(out.plans.size()) + " plans for " + std::to_string(loaded.batches.size()) +
                           " batches");
     for (std::size_t i = 0; i < out.plans.size(); ++i) {
-      const std::string summary = structural_summary(validate_plan(out.plans[i], loaded.batches[i], *loaded.cost));
+      const std::string summary =
+          structural_summary(check_plan_structure(out.plans[i], loaded.batches[i], *loaded.cost));
       if (!summary.empty()) invalid_plan(spec, i, summary);
     }
   } else {
     check_window_cover(spec, loaded.batches, out.plans);
     for (std::size_t i = 0; i < out.plans.size(); ++i) {
       const std::string summary =
-          structural_summary(validate_plan(out.plans[i], plan_sequences(out.plans[i]), *loaded.cost));
+          structural_summary(check_plan_structure(out.plans[i], plan_sequences(out.plans[i]), *loaded.cost));
       if (!summary.empty()) invalid_plan(spec, i, summary);
     }
   }
