@@ -63,7 +63,7 @@ def run_once(binary, gpus, extra):
     return figures, (wall, rss_mib)
 
 
-def plot(path, sizes, best, process):
+def plot(path, sizes, best, process, iterations_run=None):
     """Whole process and per-iteration CPU time against GPUs, log-log, one line per policy."""
     import matplotlib
 
@@ -72,7 +72,7 @@ def plot(path, sizes, best, process):
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     left.plot(sizes, [process[g][0] for g in sizes], marker="o", color="black")
-    iterations = {g: scenario_iterations(g) for g in sizes}
+    iterations = {g: iterations_run or scenario_iterations(g) for g in sizes}
     left.set_title("whole `lcsim simulate` process")
     for g in sizes:
         left.annotate(f"{iterations[g]} it.", (g, process[g][0]), textcoords="offset points", xytext=(4, -10),
@@ -103,12 +103,18 @@ def main():
     parser.add_argument("--lcsim", default=os.path.join(ROOT, "build", "sim", "lcsim"), help="the lcsim binary")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     parser.add_argument("--plot", metavar="PNG", help="also draw whole-process and per-iteration cost (matplotlib)")
+    parser.add_argument("--iterations", type=int, metavar="N",
+                        help="simulate N iterations at every size (lcsim simulate -n N) instead of each scenario's "
+                             "own (10, and 2 at 16,384 GPUs): the first iteration also touches its program's memory "
+                             "for the first time, so per-iteration growth compares like with like only at one N")
     parser.add_argument("--all-flows", action="store_true",
                         help="simulate every collective as flows (lcsim simulate --all-flows): these scenarios have "
                              "no contention, so by default every collective is timed in closed form")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.iterations is not None and args.iterations < 1:
+        parser.error("--iterations must be at least 1")
     sizes = sorted(set(args.sizes))
     for gpus in sizes:
         if not os.path.exists(scenario_of(gpus)):
@@ -121,7 +127,10 @@ def main():
     for round_index in range(args.rounds):
         for gpus in sizes:
             print(f"\rround {round_index + 1}/{args.rounds}, {gpus} GPUs   ", end="", file=sys.stderr, flush=True)
-            figures, whole = run_once(args.lcsim, gpus, ["--all-flows"] if args.all_flows else [])
+            extra = ["--all-flows"] if args.all_flows else []
+            if args.iterations is not None:
+                extra += ["-n", str(args.iterations)]
+            figures, whole = run_once(args.lcsim, gpus, extra)
             for policy, figure in figures.items():
                 key = (gpus, policy)
                 if best[key] is None or figure[0] < best[key][0]:
@@ -132,6 +141,8 @@ def main():
 
     rows = []
     mode = ", every collective as flows" if args.all_flows else ""
+    if args.iterations is not None:
+        mode += f", {args.iterations} iterations at every size"
     print(f"best of {args.rounds} interleaved rounds{mode}; cpu ms/iter = build + run of one iteration")
     print(f"{'policy':<10} {'GPUs':>5} {'cpu ms/iter':>12} {'x prev':>7} {'build ms':>9} {'run ms':>8} "
           f"{'x prev':>7} {'us/GPU':>7}")
@@ -153,12 +164,13 @@ def main():
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"schema": "lcsim-scale-bench/2", "rounds": args.rounds, "all_flows": args.all_flows,
+                       "iterations": args.iterations,
                        "figures": rows,
                        "process": [{"gpus": g, "wall_s": process[g][0], "peak_rss_mib": process[g][1]}
                                    for g in sizes]}, out, indent=2)
             out.write("\n")
     if args.plot:
-        plot(args.plot, sizes, best, process)
+        plot(args.plot, sizes, best, process, args.iterations)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ open(calls, "w").write(str(n + 1))
 assert sys.argv[3:5] == ["--samples", "1"], sys.argv  # the sampled worlds are not the simulator's cost
 ds = {32: 1.0, 64: 2.0, 256: 8.4, 1024: 33.6, 4096: 134.4}[gpus] * (3 if gpus == 1024 and n == 0 else 1)
 ds *= 10 if "--all-flows" in sys.argv[5:] else 1  # flows everywhere: slower
+if "-n" in sys.argv[5:]:  # more iterations share the first one's first touch of memory: cheaper per iteration
+    ds /= int(sys.argv[sys.argv.index("-n") + 1])
 print("policy  mean s  wall ms/iter  cpu ms/iter  build ms/iter")
 print(f"deepspeed  2.2  {ds:.2f}  {ds:.2f}  {ds / 2:.2f}")
 print(f"skrull  1.1  {gpus / 256:.2f}  {gpus / 256:.2f}  0.00")
@@ -59,6 +61,24 @@ class ScaleBenchTest(unittest.TestCase):
         ds = {row["gpus"]: row for row in data["figures"] if row["policy"] == "deepspeed"}
         self.assertEqual(ds[256]["cpu_ms_per_iteration"], 84.0)
         self.assertIn("every collective as flows", proc.stdout)
+
+    def test_iterations_are_passed_to_lcsim_at_every_size_and_recorded(self):
+        proc, data = self.run_bench(FAKE_LCSIM, "--rounds", "1", "--iterations", "4")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(data["iterations"], 4)
+        ds = {row["gpus"]: row for row in data["figures"] if row["policy"] == "deepspeed"}
+        self.assertEqual(ds[256]["cpu_ms_per_iteration"], 2.1)  # 8.4 / 4
+        self.assertEqual(ds[64]["cpu_ms_per_iteration"], 0.5)
+        self.assertIn("4 iterations at every size", proc.stdout)
+        proc, data = self.run_bench(FAKE_LCSIM, "--rounds", "1")
+        self.assertIsNone(data["iterations"])
+        ds = {row["gpus"]: row for row in data["figures"] if row["policy"] == "deepspeed"}
+        self.assertEqual(ds[256]["cpu_ms_per_iteration"], 8.4)  # each scenario's own iterations: no -n
+
+    def test_refuses_fewer_than_one_iteration(self):
+        proc, _ = self.run_bench(FAKE_LCSIM, "--iterations", "0")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("--iterations must be at least 1", proc.stderr)
 
     def test_sizes_and_whole_process_figures(self):
         proc, data = self.run_bench(FAKE_LCSIM, "--rounds", "1", "--sizes", "4096", "32")
