@@ -6,6 +6,8 @@
 #include <set>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/files.hpp"
 
 namespace lcsim {

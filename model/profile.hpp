@@ -8,7 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+// The declarations only: nearly every file includes this header, and the full JSON header costs each 2 s to parse.
+#include <nlohmann/json_fwd.hpp>
 
 #include "model/cluster.hpp"
 

@@ -5,6 +5,8 @@
 #include <set>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
 #include "base/errors.hpp"
 #include "base/files.hpp"
 #include "base/json_reader.hpp"

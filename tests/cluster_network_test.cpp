@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "model/cost_model.hpp"
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"

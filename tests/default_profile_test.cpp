@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
 #include "calibrate/host/default_profile.hpp"

@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
 #include "model/topology.hpp"

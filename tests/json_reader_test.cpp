@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "base/errors.hpp"
 #include "base/files.hpp"
 #include "base/json_reader.hpp"

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
 #include "model/profile.hpp"

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "base/errors.hpp"
 #include "model/profile.hpp"
 #include "policies/hydraulis/hydraulis_view.hpp"
