@@ -119,6 +119,11 @@ def main():
     for gpus in sizes:
         if not os.path.exists(scenario_of(gpus)):
             parser.error(f"--sizes {gpus}: no scenario {scenario_of(gpus)}")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401  (checked before the runs, not after them)
+        except ImportError:
+            parser.error("--plot needs matplotlib (Debian: python3-matplotlib), which this Python lacks")
     if not os.access(args.lcsim, os.X_OK):
         parser.error(f"no lcsim binary at {args.lcsim} (build it first: tools/setup.sh)")
 

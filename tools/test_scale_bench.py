@@ -80,6 +80,23 @@ class ScaleBenchTest(unittest.TestCase):
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("--iterations must be at least 1", proc.stderr)
 
+    def test_plot_without_matplotlib_is_refused_before_any_run(self):
+        with tempfile.TemporaryDirectory() as shadow:
+            os.makedirs(os.path.join(shadow, "matplotlib"))
+            with open(os.path.join(shadow, "matplotlib", "__init__.py"), "w") as out:
+                out.write("raise ImportError('no matplotlib here')\n")
+            with tempfile.TemporaryDirectory() as scratch:
+                fake = os.path.join(scratch, "lcsim")
+                with open(fake, "w") as out:
+                    out.write(FAKE_LCSIM)
+                os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+                proc = subprocess.run([sys.executable, TOOL, "--lcsim", fake, "--plot", os.path.join(scratch, "x.png")],
+                                      capture_output=True, text=True,
+                                      env={**os.environ, "FAKE_DIR": scratch, "PYTHONPATH": shadow})
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                self.assertIn("--plot needs matplotlib", proc.stderr)
+                self.assertFalse(any(name.startswith("calls-") for name in os.listdir(scratch)))  # nothing ran
+
     def test_sizes_and_whole_process_figures(self):
         proc, data = self.run_bench(FAKE_LCSIM, "--rounds", "1", "--sizes", "4096", "32")
         self.assertEqual(proc.returncode, 0, proc.stderr)
