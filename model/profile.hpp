@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-// The declarations only: nearly every file includes this header, and the full JSON header costs each 2 s to parse.
+// The declarations only: nearly every file includes this header, and the full JSON header is slow to parse.
 #include <nlohmann/json_fwd.hpp>
 
 #include "model/cluster.hpp"

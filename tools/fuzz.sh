@@ -31,8 +31,8 @@ fuzz_one() {
   case $t in
     # Not scenarios/validation: the 200 KB catalogue only meets the loader's first refusal, and as the largest seed
     # it set libFuzzer's input size, halving the target's executions.
-    scenario) find "${seeds[$t]}" -path "${seeds[$t]}/validation" -prune -o -type f \( -name '*.json' -o -name '*.txt' \) \
-                -exec cp --backup=numbered -t "$corpus" {} + ;;
+    scenario) find "${seeds[$t]}" -path "${seeds[$t]}/validation" -prune \
+                -o -type f \( -name '*.json' -o -name '*.txt' \) -exec cp --backup=numbered -t "$corpus" {} + ;;
     profile) find "${seeds[$t]}" -name '*.json' ! -name '*.measurements.json' -exec cp -t "$corpus" {} + ;;
     measurements) find "${seeds[$t]}" -name '*.measurements.json' -exec cp -t "$corpus" {} + ;;
     *) find "${seeds[$t]}" -type f \( -name '*.json' -o -name '*.txt' \) -exec cp --backup=numbered -t "$corpus" {} + ;;
@@ -45,7 +45,10 @@ fuzz_one() {
 
 for t in "${targets[@]}"; do
   rm -f "$build/fuzz-$t.rc"
-  [[ -x "$build/fuzz/${t}_fuzz" ]] || { echo "fuzz.sh: $build/fuzz/${t}_fuzz is not built (see the header of this script)" >&2; exit 2; }
+  if [[ ! -x "$build/fuzz/${t}_fuzz" ]]; then
+    echo "fuzz.sh: $build/fuzz/${t}_fuzz is not built (see the header of this script)" >&2
+    exit 2
+  fi
 done
 # The targets are independent single-threaded processes: run them $jobs at a time (one per core by default), so
 # the smoke run costs ceil(targets / jobs) * SECONDS of wall time, each target still fuzzed for SECONDS.
