@@ -589,6 +589,44 @@ TEST(ScenarioLoader, TruncateToContextCutsLongSequencesAndSaysHowMany) {
   EXPECT_NO_THROW(scenario_from_json(sampled, kFile));
 }
 
+// A loader cuts a document as it reads it, so a token budget counts the cut lengths: a 7000-token document is 4096
+// tokens of its batch. Cutting after the batches were formed left that batch 2904 tokens short.
+TEST(ScenarioLoader, TruncateToContextCutsBeforeTheTokenBudgetIsCounted) {
+  const ScratchDir scratch;
+  const auto& dir = scratch.path;
+  write_file(dir / "lens.txt", "3000\n7000\n3000\n100\n5000\n4000\n4000\n100\n");
+  Json doc = minimal();
+  doc["dataset"] = Json{{"trace", (dir / "lens.txt").string()}, {"shuffle", false}, {"truncate_to_context", true}};
+  doc["training"].erase("global_batch_sequences");
+  doc["training"]["tokens_per_iteration"] = 8192;
+  doc["training"]["iterations"] = 2;
+  doc["training"]["context_length_tokens"] = 4096;
+  const LoadedScenario loaded = load_and_prepare(write_scenario(dir, doc));
+  EXPECT_EQ(loaded.batches[0], (GlobalBatch{{0, 3000}, {1, 4096}}));
+  EXPECT_EQ(loaded.batches[1], (GlobalBatch{{2, 3000}, {3, 100}, {4, 4096}}));
+  EXPECT_TRUE(contains(loaded.dataset_label, "2 sequences truncated to the context length of 4096 tokens"));
+
+  // Sampled data: every batch is closed by a sequence that did not fit, and no sequence is longer than the window,
+  // so every batch holds more than the budget less one window.
+  Json sampled = minimal();
+  sampled["dataset"] = Json{{"distribution", "chatqa2-long-sft"}, {"truncate_to_context", true}};
+  sampled["training"].erase("global_batch_sequences");
+  sampled["training"]["tokens_per_iteration"] = 65536;
+  sampled["training"]["iterations"] = 20;
+  sampled["training"]["context_length_tokens"] = 16384;
+  const LoadedScenario drawn = load_and_prepare(write_scenario(dir, sampled));
+  ASSERT_EQ(drawn.batches.size(), 20u);
+  for (const auto& batch : drawn.batches) {
+    Tokens held = 0;
+    for (const auto& s : batch) {
+      EXPECT_LE(s.tokens, 16384);
+      held += s.tokens;
+    }
+    EXPECT_GT(held, 65536 - 16384);
+    EXPECT_LE(held, 65536);
+  }
+}
+
 TEST(ScenarioLoader, TraceShuffleIsSeededPermutation) {
   const ScratchDir scratch;
   const auto& dir = scratch.path;

@@ -58,7 +58,32 @@ std::size_t window_sequences(const std::vector<GlobalBatch>& batches) {
   return n;
 }
 
-std::vector<GlobalBatch> sample_batches(const Scenario& s, std::uint64_t data_seed) {
+/// dataset.truncate_to_context: a data loader cuts a document to the window as it reads it, before any batch is
+/// formed, so a token budget counts the tokens that train (a 200K document is 32K of a 32K-window batch, not 200K).
+class Truncation {
+ public:
+  explicit Truncation(const Scenario& s) : limit_(s.dataset.truncate_to_context ? s.training.context_length : 0) {}
+
+  /// Cuts sequences[first...] to the window, remembering which positions were cut.
+  void apply(std::vector<Sequence>& sequences, std::size_t first) {
+    if (limit_ == 0) return;
+    for (std::size_t i = first; i < sequences.size(); ++i)
+      if (sequences[i].tokens > limit_) {
+        sequences[i].tokens = limit_;
+        cut_.push_back(i);
+      }
+  }
+  /// Sequences cut among the first `prefix` (the window the batches kept).
+  std::size_t cut_within(std::size_t prefix) const {
+    return static_cast<std::size_t>(std::count_if(cut_.begin(), cut_.end(), [&](std::size_t i) { return i < prefix; }));
+  }
+
+ private:
+  Tokens limit_;
+  std::vector<std::size_t> cut_;
+};
+
+std::vector<GlobalBatch> sample_batches(const Scenario& s, std::uint64_t data_seed, Truncation& truncation) {
   std::vector<MixComponent> mix;
   for (const auto& c : s.dataset.components) mix.push_back({&named_distribution(c.distribution), c.weight});
   const std::string name = s.dataset.components.size() == 1 ? s.dataset.components.front().distribution : "mix";
@@ -67,8 +92,9 @@ std::vector<GlobalBatch> sample_batches(const Scenario& s, std::uint64_t data_se
 
   if (t.global_batch_sequences > 0) {
     const std::size_t count = iterations * static_cast<std::size_t>(t.global_batch_sequences);
-    const Dataset data = sample_dataset(name, mix, count, data_seed);
-    std::vector<GlobalBatch> batches = cut_global_batches(data.sequences(), t, false);
+    std::vector<Sequence> sequences = sample_dataset(name, mix, count, data_seed).sequences();
+    truncation.apply(sequences, 0);
+    std::vector<GlobalBatch> batches = cut_global_batches(sequences, t, false);
     if (batches.size() != iterations)
       throw std::logic_error("cut_global_batches made " + std::to_string(batches.size()) + " batches of " +
                              std::to_string(count) + " sequences; expected " + std::to_string(iterations));
@@ -87,13 +113,15 @@ std::vector<GlobalBatch> sample_batches(const Scenario& s, std::uint64_t data_se
     if (closed < iterations && sequences.size() > static_cast<std::size_t>(kMaxWindowSequences)) window_too_large(s, 0);
     const std::uint64_t seed = chunk == 0 ? data_seed : Rng(data_seed).split(chunk).next();
     const Dataset part = sample_dataset(name, mix, kChunkSequences, seed, static_cast<std::int64_t>(sequences.size()));
-    for (const auto& seq : part.sequences()) {
-      if (!sequences.empty() && held + seq.tokens > t.tokens_per_iteration) {
+    const std::size_t first = sequences.size();
+    sequences.insert(sequences.end(), part.sequences().begin(), part.sequences().end());
+    truncation.apply(sequences, first);
+    for (std::size_t i = first; i < sequences.size(); ++i) {
+      if (i > 0 && held + sequences[i].tokens > t.tokens_per_iteration) {
         ++closed;
         held = 0;
       }
-      held += seq.tokens;
-      sequences.push_back(seq);
+      held += sequences[i].tokens;
     }
   }
   std::vector<GlobalBatch> batches = cut_global_batches(sequences, t, false);
@@ -103,7 +131,8 @@ std::vector<GlobalBatch> sample_batches(const Scenario& s, std::uint64_t data_se
   return batches;
 }
 
-std::vector<GlobalBatch> trace_batches(const Scenario& s, std::optional<std::uint64_t> bootstrap_seed) {
+std::vector<GlobalBatch> trace_batches(const Scenario& s, std::optional<std::uint64_t> bootstrap_seed,
+                                       Truncation& truncation) {
   const Dataset data = load_length_trace(s.dataset.trace_path);
   std::vector<Sequence> sequences = data.sequences();
   if (bootstrap_seed) {
@@ -120,6 +149,7 @@ std::vector<GlobalBatch> trace_batches(const Scenario& s, std::optional<std::uin
     Rng rng(s.seed);
     rng.shuffle(sequences);
   }
+  truncation.apply(sequences, 0);
   std::vector<GlobalBatch> batches = cut_global_batches(sequences, s.training, false);
   const auto iterations = static_cast<std::size_t>(s.training.iterations);
   if (batches.size() < iterations)
@@ -146,21 +176,6 @@ PlanningContext LoadedScenario::planning_context(const PolicySpec* policy) const
 
 namespace {
 
-/// dataset.truncate_to_context: cut sequences to the context length and say how many were cut.
-void truncate_to_context(const Scenario& scenario, std::vector<GlobalBatch>& batches, std::string& dataset_label) {
-  if (!scenario.dataset.truncate_to_context) return;
-  const Tokens context = scenario.training.context_length;
-  std::size_t truncated = 0;
-  for (auto& batch : batches)
-    for (auto& seq : batch)
-      if (seq.tokens > context) {
-        seq.tokens = context;
-        ++truncated;
-      }
-  dataset_label += ", " + std::to_string(truncated) + " sequences truncated to the context length of " +
-                   std::to_string(context) + " tokens";
-}
-
 /// Ring attention times its transfers with the profile's send_recv fits: on NVLink, and on InfiniBand when a CP
 /// group can span nodes. Refused here, naming both files, rather than at the first sharded micro-batch.
 void check_ring_fits(const Profile& profile, const Scenario& scenario, const std::string& file) {
@@ -181,16 +196,20 @@ void check_ring_fits(const Profile& profile, const Scenario& scenario, const std
 std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& dataset_label,
                                          std::optional<std::uint64_t> world_data_seed) {
   std::vector<GlobalBatch> batches;
+  Truncation truncation(scenario);
   if (!scenario.dataset.trace_path.empty()) {
     dataset_label =
         "trace " + scenario.dataset.trace_path +
         (scenario.dataset.shuffle ? " (shuffled, seed " + std::to_string(scenario.seed) + ")" : " (file order)");
-    batches = trace_batches(scenario, world_data_seed);
+    batches = trace_batches(scenario, world_data_seed, truncation);
   } else {
     dataset_label = synthetic_label(scenario);
-    batches = sample_batches(scenario, world_data_seed.value_or(scenario.seed));
+    batches = sample_batches(scenario, world_data_seed.value_or(scenario.seed), truncation);
   }
-  truncate_to_context(scenario, batches, dataset_label);
+  if (scenario.dataset.truncate_to_context)
+    dataset_label += ", " + std::to_string(truncation.cut_within(window_sequences(batches))) +
+                     " sequences truncated to the context length of " +
+                     std::to_string(scenario.training.context_length) + " tokens";
   return batches;
 }
 
