@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -204,6 +205,38 @@ Dataset sample_dataset(std::string name, const std::vector<MixComponent>& compon
     sequences.push_back({first_id + static_cast<std::int64_t>(i), samplers[pick].sample()});
   }
   return Dataset(std::move(name), std::move(sequences));
+}
+
+namespace {
+
+/// The length at cumulative share p in [0, 1) of `d`: the inverse of LengthSampler's draw (bin, then log-uniform).
+Tokens length_quantile(const LengthDistribution& d, double p) {
+  std::size_t bin = 0;
+  while (p >= d.share[bin]) ++bin;
+  const Tokens low = bin == 0 ? d.shortest : d.upper[bin - 1] + 1;
+  const Tokens high = d.upper[bin];
+  const double below = bin == 0 ? 0.0 : d.share[bin - 1];
+  const double within = (p - below) / (d.share[bin] - below);
+  const double a = static_cast<double>(low);
+  const double b = static_cast<double>(high + 1);
+  return std::clamp(static_cast<Tokens>(a * std::exp(within * std::log(b / a))), low, high);
+}
+
+}  // namespace
+
+std::vector<Tokens> distribution_lengths(const std::vector<MixComponent>& components, std::size_t count) {
+  if (components.empty() || count == 0)
+    throw std::invalid_argument("distribution_lengths: needs a component and a positive count");
+  double total_weight = 0;
+  for (const auto& c : components) total_weight += c.weight;
+  std::vector<Tokens> lengths;
+  for (const auto& c : components) {
+    const auto m = std::max<std::size_t>(
+        1, static_cast<std::size_t>(std::llround(static_cast<double>(count) * c.weight / total_weight)));
+    for (std::size_t i = 0; i < m; ++i)
+      lengths.push_back(length_quantile(*c.distribution, (static_cast<double>(i) + 0.5) / static_cast<double>(m)));
+  }
+  return lengths;
 }
 
 }  // namespace lcsim

@@ -48,9 +48,9 @@ class Dataset {
 struct LengthDistribution {
   std::string name;
   Tokens shortest = 1;
-  std::vector<Tokens> upper;   ///< strictly increasing bin upper bounds; the last is the longest sequence
-  std::vector<double> share;   ///< cumulative share at each upper bound, increasing, last == 1
-  std::string source;          ///< where the numbers come from
+  std::vector<Tokens> upper;  ///< strictly increasing bin upper bounds; the last is the longest sequence
+  std::vector<double> share;  ///< cumulative share at each upper bound, increasing, last == 1
+  std::string source;         ///< where the numbers come from
 };
 
 /// The built-in distributions: wikipedia, lmsyschat1m, chatqa2-long-sft (Skrull Table 1), tulu3, longcite,
@@ -80,5 +80,9 @@ struct MixComponent {
 /// `count` sequences with ids first_id.. drawn from the weighted mixture `components`.
 Dataset sample_dataset(std::string name, const std::vector<MixComponent>& components, std::size_t count,
                        std::uint64_t seed, std::int64_t first_id = 0);
+
+/// The mixture itself as about `count` lengths, without sampling noise: component c contributes
+/// max(1, round(count w_c / sum w)) lengths at its quantiles (i + 1/2) / m_c, ascending within each component.
+std::vector<Tokens> distribution_lengths(const std::vector<MixComponent>& components, std::size_t count);
 
 }  // namespace lcsim

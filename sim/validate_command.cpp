@@ -78,7 +78,9 @@ std::string validate_help() {
           "fitted -- the profile it runs with set a parameter from it -- or not expressible, with the reason),\n"
           "published and predicted figures, signed error, whether the ordering holds (the same policy wins, the\n"
           "trend runs the same way) and whether it is within tolerance; then the held-out MAPE. Exit 0 when every\n"
-          "run ran, however large the errors: accuracy is a reported number. Catalogue format: docs/validation.md.\n\n"
+          "run ran, however large the errors: accuracy is a reported number. A measured entry whose policy now\n"
+          "plans other iterations than the hardware ran (its file's plan labels) fails the command: re-measure it\n"
+          "or pin the policy's options. Catalogue format: docs/validation.md.\n\n"
        << validate_options();
   return text.str();
 }
@@ -253,6 +255,8 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
   out << "not expressible: " << summary.not_expressible << "; failed: " << summary.failed << "\n";
   for (const auto& o : outcomes)
     if (!o.entry->not_expressible.empty()) out << "  " << o.entry->id << ": " << o.entry->not_expressible << "\n";
+  for (const auto& o : outcomes)
+    if (!o.failed.empty()) out << "  " << o.entry->id << " failed: " << o.failed << "\n";
 }
 
 // ---- 80% intervals (traces/validation_intervals.hpp) ----
@@ -513,6 +517,8 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
           const std::size_t run = run_of_point.at({e, i});
           if (!run_failure[run].empty())
             p.failed = run_failure[run];
+          else if (std::string drift = plan_drift(*e, results[run]); !drift.empty())
+            p.failed = std::move(drift);
           else
             p = predict_from_results(*e, e->points[i], results[run]);
         }
@@ -552,6 +558,13 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
     print_interval_summary(interval_summary, out);
   }
 
+  // A measured entry that no longer predicts the plans that ran is a stale catalogue, not an accuracy figure.
+  std::string drifted;
+  for (const auto& o : outcomes)
+    if (!o.entry->measured.empty() && o.failed.find(kPlanDrift) != std::string::npos) drifted += "\n  " + o.entry->id;
+  if (!drifted.empty())
+    throw PlanningError(catalogue_file +
+                        ": measured entries no longer predict the plans that ran (see above):" + drifted);
   if (any_failed) {
     work.keep();
     std::string failures;

@@ -1,12 +1,17 @@
 // The hydraulis policy end to end: plans, the plan mapping, determinism, options.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+#include <numeric>
+
 #include "base/errors.hpp"
 #include "model/estimate.hpp"
 #include "model/validator.hpp"
 #include "policies/hydraulis/dispatch.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"
 #include "policies/hydraulis/hydraulis_view.hpp"
+#include "policies/hydraulis/proposal.hpp"
 #include "program/estimate.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
@@ -205,6 +210,41 @@ TEST(HydraulisPolicy, ExplicitStrategiesAndTheFallback) {
   EXPECT_THROW(hydraulis(nlohmann::json::parse(R"({"strategies": [[{"tp": 8, "pp": 1, "count": 3}]]})"))
                    ->plan(s.context, s.batches),
                InputError);
+}
+
+// Sec. 7 proposes from the whole dataset: given its lengths, the candidates are the proposal over them, weighted as
+// one mean iteration of the window; "proposal_from": "window" reads the planned window alone.
+TEST(HydraulisPolicy, TheProposalReadsTheWholeDatasetUnlessToldTheWindow) {
+  Bench s(3, 60000, 3);
+  const auto& d = named_distribution("github");
+  std::vector<Tokens> dataset = distribution_lengths({{&d, 1.0}}, 1 << 14);
+  for (auto& t : dataset) t = std::min(t, s.context.training.context_length);
+  s.context.dataset_lengths = std::make_shared<const std::vector<Tokens>>(dataset);
+  std::vector<Tokens> window;
+  for (const auto& batch : s.batches)
+    for (const auto& seq : batch) window.push_back(seq.tokens);
+  const auto tokens = [](const std::vector<Tokens>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+  const SchemeSpace space(s.cost, 16, SpaceOptions{});
+  const ProposalOptions options;
+  ASSERT_LE(*std::max_element(window.begin(), window.end()), *std::max_element(dataset.begin(), dataset.end()));
+
+  auto from_dataset = hydraulis();
+  EXPECT_TRUE(from_dataset->plans_from_dataset());
+  from_dataset->plan(s.context, s.batches);
+  const double iterations = tokens(dataset) / (tokens(window) / 3.0);
+  EXPECT_EQ(dynamic_cast<const HydraulisPolicy&>(*from_dataset).candidates(),
+            propose_strategies(dataset, iterations, space, options).strategies);
+
+  auto from_window = hydraulis({{"proposal_from", "window"}});
+  EXPECT_FALSE(from_window->plans_from_dataset());
+  from_window->plan(s.context, s.batches);
+  EXPECT_EQ(dynamic_cast<const HydraulisPolicy&>(*from_window).candidates(),
+            propose_strategies(window, 3.0, space, options).strategies);
+  EXPECT_NE(dynamic_cast<const HydraulisPolicy&>(*from_window).candidates(),
+            dynamic_cast<const HydraulisPolicy&>(*from_dataset).candidates());
+  EXPECT_FALSE(
+      hydraulis(nlohmann::json::parse(R"({"strategies": [[{"tp": 1, "pp": 1, "count": 16}]]})"))->plans_from_dataset());
+  EXPECT_THROW(hydraulis({{"proposal_from", "trace"}}), InputError);
 }
 
 TEST(HydraulisPolicy, OptionsAreChecked) {

@@ -589,6 +589,31 @@ TEST(ScenarioLoader, TruncateToContextCutsLongSequencesAndSaysHowMany) {
   EXPECT_NO_THROW(scenario_from_json(sampled, kFile));
 }
 
+// A policy that plans from the whole dataset (Hydraulis' proposal) gets it: every length of a trace, cut as the
+// window is; the others get nothing to carry.
+TEST(ScenarioLoader, TheWholeDatasetGoesToAPolicyThatPlansFromIt) {
+  const ScratchDir scratch;
+  const auto& dir = scratch.path;
+  write_file(dir / "lens.txt", "100\n5000\n300\n7000\n200\n");
+  Json doc = minimal();
+  doc["dataset"] = Json{{"trace", (dir / "lens.txt").string()}, {"shuffle", false}, {"truncate_to_context", true}};
+  doc["training"]["global_batch_sequences"] = 2;
+  doc["training"]["iterations"] = 1;
+  doc["training"]["context_length_tokens"] = 4096;
+  EXPECT_EQ(load_and_prepare(write_scenario(dir, doc)).dataset_lengths, nullptr);
+  doc["policies"] = Json::array({Json{{"kind", "deepspeed"}}, Json{{"kind", "hydraulis"}}});
+  const LoadedScenario loaded = load_and_prepare(write_scenario(dir, doc));
+  ASSERT_NE(loaded.dataset_lengths, nullptr);
+  EXPECT_EQ(*loaded.dataset_lengths, (std::vector<Tokens>{100, 4096, 300, 4096, 200}));
+  EXPECT_EQ(loaded.planning_context().dataset_lengths, loaded.dataset_lengths);
+  // A named distribution: its quantile points, as many as kDistributionLengths, none past the window.
+  doc["dataset"] = Json{{"distribution", "chatqa2-long-sft"}, {"truncate_to_context", true}};
+  const LoadedScenario sampled = load_and_prepare(write_scenario(dir, doc));
+  ASSERT_NE(sampled.dataset_lengths, nullptr);
+  EXPECT_EQ(sampled.dataset_lengths->size(), std::size_t{1} << 17);
+  EXPECT_EQ(*std::max_element(sampled.dataset_lengths->begin(), sampled.dataset_lengths->end()), 4096);
+}
+
 // A loader cuts a document as it reads it, so a token budget counts the cut lengths: a 7000-token document is 4096
 // tokens of its batch. Cutting after the batches were formed left that batch 2904 tokens short.
 TEST(ScenarioLoader, TruncateToContextCutsBeforeTheTokenBudgetIsCounted) {

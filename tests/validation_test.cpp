@@ -285,6 +285,40 @@ TEST(ValidationCatalogue, AMeasuredEntryTakesItsFigureFromTheMeasuredRun) {
   EXPECT_NE(catalogue_error(measured_entry(oom)).find("no measured mean_iteration_s"), std::string::npos);
 }
 
+// A measured entry tests the model on the plans that ran: a policy change that plans other iterations must be
+// caught, not compared against hardware that ran something else.
+TEST(ValidationCatalogue, AMeasuredEntryRefusesAPredictionOfOtherPlans) {
+  const MeasuredFile measured(Json{{"policies",
+                                    {{{"name", "deepspeed"}, {"mean_iteration_s", 2.0}, {"speedup_vs_baseline", 1.0}},
+                                     {{"name", "skrull"},
+                                      {"mean_iteration_s", 1.25},
+                                      {"speedup_vs_baseline", 1.6},
+                                      {"iterations", {{{"label", "batch 0: a"}}, {{"label", "batch 1: b"}}}}}}}});
+  const auto catalogue =
+      catalogue_of({measured_entry(measured, {{"quantity", "speedup"}, {"reference", "deepspeed"}})});
+  const ValidationEntry& entry = catalogue.entries[0];
+  ASSERT_EQ(entry.measured_plans.count("skrull"), 1u);
+  EXPECT_EQ(entry.measured_plans.at("skrull"), (std::vector<std::string>{"batch 0: a", "batch 1: b"}));
+  EXPECT_EQ(entry.measured_plans.count("deepspeed"), 0u);  // its file records no iterations: nothing to compare
+
+  const auto predicted = [](const std::string& second) {
+    return Json{{"policies",
+                 {{{"name", "deepspeed"}, {"tokens_per_s", 1.0}},
+                  {{"name", "skrull"},
+                   {"tokens_per_s", 2.0},
+                   {"iterations", {{{"label", "batch 0: a"}}, {{"label", second}}}}}}}};
+  };
+  EXPECT_EQ(plan_drift(entry, predicted("batch 1: b")), "");
+  const std::string drift = plan_drift(entry, predicted("batch 1: c"));
+  EXPECT_EQ(drift.rfind(kPlanDrift, 0), 0u);
+  EXPECT_NE(drift.find("plans \"batch 1: c\" where \"batch 1: b\" ran"), std::string::npos);
+  Json shorter = predicted("batch 1: b");
+  shorter["policies"][1]["iterations"].erase(1);
+  EXPECT_NE(plan_drift(entry, shorter).find("plans 1 iterations, 2 were measured"), std::string::npos);
+  // A published entry has no measured plans to drift from.
+  EXPECT_EQ(plan_drift(catalogue_of({entry_json({})}).entries[0], predicted("batch 1: c")), "");
+}
+
 TEST(ValidationMaths, MeasuredEntriesAreSummarizedApartFromThePapers) {
   const MeasuredFile measured;
   const auto catalogue =

@@ -175,6 +175,37 @@ TEST(WorkloadDatasetTest, MixtureWeightsAreRespected) {
   EXPECT_NE(dataset.sequences(), sample_dataset("mix", {{&short_d, 4.5}, {&long_d, 0.5}}, 100'000, 18).sequences());
 }
 
+// The distribution without sampling noise: lengths at the quantiles (i + 1/2) / m of the sampler's own law.
+TEST(WorkloadDatasetTest, DistributionLengthsAreTheQuantilesOfTheSamplersLaw) {
+  // One bin [1, 1023], log-uniform on [1, 1024): the quantile at p is floor(1024^p). With m = 4 the points are
+  // p = 1/8, 3/8, 5/8, 7/8: 1024^(1/8) = 2.38, 1024^(3/8) = 13.45, 1024^(5/8) = 76.1, 1024^(7/8) = 430.5.
+  const LengthDistribution one{"test", 1, {1023}, {1.0}, "test"};
+  EXPECT_EQ(distribution_lengths({{&one, 1.0}}, 4), (std::vector<Tokens>{2, 13, 76, 430}));
+  // Empty bins hold no point; the bin edges are exact ([10, 10] holds 30%, (20, 21] 70%).
+  const LengthDistribution edges{"edges", 10, {10, 20, 21}, {0.3, 0.3, 1.0}, "test"};
+  const auto e = distribution_lengths({{&edges, 1.0}}, 10);
+  EXPECT_EQ(std::count(e.begin(), e.end(), 10), 3);
+  EXPECT_EQ(std::count(e.begin(), e.end(), 21), 7);
+  // A mixture: each component its weight's share of the points (at least one), on its own support.
+  const LengthDistribution short_d{"short", 10, {20}, {1.0}, "test"};
+  const LengthDistribution long_d{"long", 1000, {2000}, {1.0}, "test"};
+  const auto mix = distribution_lengths({{&short_d, 4.5}, {&long_d, 0.5}}, 1000);
+  ASSERT_EQ(mix.size(), 1000u);
+  EXPECT_EQ(std::count_if(mix.begin(), mix.end(), [](Tokens t) { return t <= 20; }), 900);
+  EXPECT_EQ(distribution_lengths({{&short_d, 1e6}, {&long_d, 1.0}}, 100).size(), 101u);
+  // The same law the sampler draws: a million draws of wikipedia have the quantile points' mean within 1%.
+  const auto& wiki = named_distribution("wikipedia");
+  const auto points = distribution_lengths({{&wiki, 1.0}}, 1 << 17);
+  const auto drawn = draw(wiki, kSamples, 3);
+  const auto mean = [](const std::vector<Tokens>& v) {
+    double sum = 0;
+    for (Tokens t : v) sum += static_cast<double>(t);
+    return sum / static_cast<double>(v.size());
+  };
+  EXPECT_NEAR(mean(points) / mean(drawn), 1.0, 0.01);
+  EXPECT_NEAR(share_below(points, 4 * K), share_below(drawn, 4 * K), 0.005);
+}
+
 TEST(WorkloadDatasetTest, InvalidMixturesAreInputErrors) {
   const auto& d = named_distribution("tulu3");
   EXPECT_THROW(sample_dataset("m", {}, 10, 1), InputError);

@@ -83,9 +83,14 @@ class Truncation {
   std::vector<std::size_t> cut_;
 };
 
-std::vector<GlobalBatch> sample_batches(const Scenario& s, std::uint64_t data_seed, Truncation& truncation) {
+std::vector<MixComponent> mixture(const Scenario& s) {
   std::vector<MixComponent> mix;
   for (const auto& c : s.dataset.components) mix.push_back({&named_distribution(c.distribution), c.weight});
+  return mix;
+}
+
+std::vector<GlobalBatch> sample_batches(const Scenario& s, std::uint64_t data_seed, Truncation& truncation) {
+  const std::vector<MixComponent> mix = mixture(s);
   const std::string name = s.dataset.components.size() == 1 ? s.dataset.components.front().distribution : "mix";
   const TrainingConfig& t = s.training;
   const auto iterations = static_cast<std::size_t>(t.iterations);
@@ -171,10 +176,30 @@ PlanningContext LoadedScenario::planning_context(const PolicySpec* policy) const
   context.training = scenario.training;
   context.layout = policy && policy->layout ? *policy->layout : scenario.layout;
   context.seed = scenario.seed;
+  context.dataset_lengths = dataset_lengths;
   return context;
 }
 
 namespace {
+
+/// Lengths a named distribution is represented by for a policy that plans from the whole dataset: a share of
+/// 1e-5 still holds a length.
+constexpr std::size_t kDistributionLengths = std::size_t{1} << 17;
+
+/// The whole dataset's lengths (LoadedScenario::dataset_lengths): every length of a trace, or the named
+/// distribution without sampling noise; cut to the window as the batches are.
+std::vector<Tokens> whole_dataset_lengths(const Scenario& s) {
+  std::vector<Tokens> lengths;
+  if (!s.dataset.trace_path.empty()) {
+    const Dataset trace = load_length_trace(s.dataset.trace_path);
+    for (const auto& seq : trace.sequences()) lengths.push_back(seq.tokens);
+  } else {
+    lengths = distribution_lengths(mixture(s), kDistributionLengths);
+  }
+  if (s.dataset.truncate_to_context)
+    for (auto& t : lengths) t = std::min(t, s.training.context_length);
+  return lengths;
+}
 
 /// Ring attention times its transfers with the profile's send_recv fits: on NVLink, and on InfiniBand when a CP
 /// group can span nodes. Refused here, naming both files, rather than at the first sharded micro-batch.
@@ -236,8 +261,10 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
     check_run_size(s, "--iterations");
   }
   // Build every policy once, so that bad options are reported now, even for policies --policy leaves out.
+  bool plans_from_dataset = false;
   for (const auto& spec : s.policies) {
     const std::unique_ptr<Policy> policy = make_policy(spec);
+    plans_from_dataset = plans_from_dataset || policy->plans_from_dataset();
     if (!spec.layout) continue;
     const std::string where = file + ": " + spec.path + ".parallel: ";
     if (!policy->plans_under_layout())
@@ -257,6 +284,8 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
       std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
                                   CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning});
   loaded.batches = prepare_batches(s, loaded.dataset_label);
+  if (plans_from_dataset)
+    loaded.dataset_lengths = std::make_shared<const std::vector<Tokens>>(whole_dataset_lengths(s));
   return loaded;
 }
 

@@ -21,6 +21,8 @@ struct LoadedScenario {
   std::vector<GlobalBatch> batches;
   /// "synthetic <name> (sampled, seed N)" or "trace <file> (...)": says where the lengths come from.
   std::string dataset_label;
+  /// The dataset's lengths (PlanningContext::dataset_lengths) when a policy of the scenario plans from them.
+  std::shared_ptr<const std::vector<Tokens>> dataset_lengths;
 
   /// What `policy` plans under: the cost model, training, seed, and the policy's own layout when its entry sets
   /// "parallel", else the scenario's.

@@ -154,6 +154,7 @@ LoadedScenario load_world(const LoadedScenario& nominal, int world, bool draw_da
     out.batches = nominal.batches;
     out.dataset_label = nominal.dataset_label;
   }
+  out.dataset_lengths = nominal.dataset_lengths;  // another draw of the window, from the same dataset
   return out;
 }
 

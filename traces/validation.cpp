@@ -178,7 +178,7 @@ const Json* find_policy(const Json& results, const std::string& label) {
 /// A measured entry's figure: the policy's mean iteration seconds, its speedup over the run's baseline, or its
 /// per-iteration peak memory (mean over iterations, GB), from a committed `lcsim-gpu live --json` file of the
 /// point's scenario.
-PublishedFigure read_measured(JsonObjectReader& reader, const ValidationEntry& entry) {
+PublishedFigure read_measured(JsonObjectReader& reader, ValidationEntry& entry) {
   const std::string& file = entry.measured;
   const auto fail = [&](const std::string& what) { reader.fail("measured", file + ": " + what); };
   if (entry.quantity != ValidationQuantity::IterationSeconds && entry.quantity != ValidationQuantity::Speedup &&
@@ -196,6 +196,14 @@ PublishedFigure read_measured(JsonObjectReader& reader, const ValidationEntry& e
     fail("measured scenario '" + results.value("scenario", "") + "', but the entry predicts " + point.scenario);
   const Json* policy = find_policy(results, point.policy);
   if (!policy) fail("no policy '" + point.policy + "'");
+  for (const std::string& label : point_labels(point)) {
+    const Json* measured = find_policy(results, label);
+    if (!measured || !measured->contains("iterations") || !measured->at("iterations").is_array()) continue;
+    std::vector<std::string> labels;
+    for (const Json& it : measured->at("iterations"))
+      if (it.is_object() && it.contains("label") && it.at("label").is_string()) labels.push_back(it.at("label"));
+    if (!labels.empty()) entry.measured_plans[label] = std::move(labels);
+  }
   if (entry.quantity == ValidationQuantity::PeakGB) {
     // As a prediction's peak_GB: the mean over iterations of each iteration's largest per-GPU peak.
     const Json& iterations = policy->contains("iterations") ? policy->at("iterations") : Json();
@@ -483,6 +491,25 @@ std::vector<std::string> point_labels(const ValidationPoint& point) {
   for (const auto& r : point.reference)
     if (std::find(labels.begin(), labels.end(), r) == labels.end()) labels.push_back(r);
   return labels;
+}
+
+std::string plan_drift(const ValidationEntry& entry, const Json& results) {
+  for (const auto& [label, measured] : entry.measured_plans) {
+    const Json* policy = find_policy(results, label);
+    const Json* iterations = policy && policy->contains("iterations") ? &policy->at("iterations") : nullptr;
+    std::vector<std::string> now;
+    if (iterations && iterations->is_array())
+      for (const Json& it : *iterations) now.push_back(it.is_object() ? it.value("label", "") : "");
+    const std::string stale = kPlanDrift + entry.measured + " measured it: policy '" + label + "' ";
+    if (now.size() != measured.size())
+      return stale + "plans " + std::to_string(now.size()) + " iterations, " + std::to_string(measured.size()) +
+             " were measured (re-measure it, or set the policy's options to the plan that ran)";
+    for (std::size_t i = 0; i < now.size(); ++i)
+      if (now[i] != measured[i])
+        return stale + "plans \"" + now[i] + "\" where \"" + measured[i] +
+               "\" ran (re-measure it, or set the policy's options to the plan that ran)";
+  }
+  return {};
 }
 
 PointPrediction predict_from_results(const ValidationEntry& entry, const ValidationPoint& point, const Json& results) {

@@ -2,6 +2,7 @@
 // The validation catalogue: published figures lcsim's predictions are checked against (`lcsim validate`).
 // Format and semantics: docs/validation.md. This header holds the catalogue types, the strict reader, the runs an
 // entry needs, and the maths (combined prediction, signed error, ordering) -- everything but running lcsim.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -85,6 +86,9 @@ struct ValidationEntry {
   /// Non-empty: a measured entry. The figure is a committed measured results file (mode "live", this path resolved
   /// against the catalogue's folder) rather than a paper; `published` holds the figure read from it.
   std::string measured;
+  /// Measured entries: the iteration labels (each plan's strategy) of the point's policies as the run measured
+  /// them, where the file records them. A prediction of other plans would not test the model on what ran.
+  std::map<std::string, std::vector<std::string>> measured_plans;
   /// Non-empty: lcsim cannot express the figure yet (says why); nothing is run.
   std::string not_expressible;
   std::string published_text;  ///< not expressible entries: the published figure as the catalogue gives it
@@ -121,6 +125,14 @@ struct PointPrediction {
   std::optional<bool> yes;
   std::string failed;
 };
+
+/// How PointPrediction::failed begins when a measured entry's run planned other iterations than the hardware ran.
+inline constexpr const char* kPlanDrift = "the plan changed since ";
+
+/// Why a measured entry's nominal run does not predict the plans that ran (empty when it does, and for other
+/// entries): the first iteration whose plan label differs from the one the measured file records, or another
+/// iteration count. Begins with kPlanDrift.
+std::string plan_drift(const ValidationEntry& entry, const nlohmann::json& results);
 
 /// The prediction of one policy quantity read from a results document (lcsim-results/1) of the point's run.
 PointPrediction predict_from_results(const ValidationEntry& entry, const ValidationPoint& point,

@@ -27,6 +27,10 @@ struct PlanningContext {
   TrainingConfig training;
   ParallelLayout layout;
   std::uint64_t seed = 0;
+  /// The lengths of the dataset the window is drawn from (a named distribution without sampling noise, or every
+  /// length of a trace; truncated as the window is), for a policy that plans from the whole dataset's distribution
+  /// (plans_from_dataset()). Null for the others, and when a caller has only the window.
+  std::shared_ptr<const std::vector<Tokens>> dataset_lengths;
 };
 
 /// A setting `lcsim tune` may vary for a policy: a path in the scenario ("options.X" in the policy's options,
@@ -68,6 +72,9 @@ class Policy {
   /// a CPU-time limit, which counts every thread of the process) returns true, and its candidates are planned by
   /// `lcsim plan` child processes instead.
   virtual bool needs_own_process() const { return false; }
+  /// Whether plan() reads PlanningContext::dataset_lengths (Hydraulis' strategy proposal, Sec. 7), so the loader
+  /// prepares them.
+  virtual bool plans_from_dataset() const { return false; }
   /// The settings `lcsim tune` searches for this policy besides the parallel layout (none by default).
   virtual std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& /*context*/) const { return {}; }
 };

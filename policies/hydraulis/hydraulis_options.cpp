@@ -68,6 +68,12 @@ std::unique_ptr<Policy> make_hydraulis_policy(const PolicySpec& spec) {
   if (reader.has("length_step_tokens"))
     o.proposal.length_step = reader.integer_in("length_step_tokens", 1, std::int64_t{1} << 30);
   o.proposal.gpu_step = fraction(reader, "gpu_step", o.proposal.gpu_step);
+  if (reader.has("proposal_from")) {
+    const auto from = reader.required<std::string>("proposal_from");
+    if (from != "dataset" && from != "window")
+      reader.fail("proposal_from", "expected \"dataset\" or \"window\", got \"" + from + "\"");
+    o.proposal_from_dataset = from == "dataset";
+  }
   if (reader.has("proposal_precision")) o.proposal.precision = reader.positive("proposal_precision");
   if (reader.has("roundings_per_length"))
     o.proposal.roundings_per_length = static_cast<int>(reader.integer_in("roundings_per_length", 0, kMaxCount));

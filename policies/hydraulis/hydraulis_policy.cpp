@@ -157,7 +157,21 @@ std::vector<IterationPlan> HydraulisPolicy::plan(const PlanningContext& context,
     for (const auto& batch : batches)
       for (const auto& s : batch) window.push_back(s.tokens);
     const double iterations = static_cast<double>(std::max<std::size_t>(batches.size(), 1));
-    candidates_ = propose_strategies(window, iterations, space, options_.proposal).strategies;
+    const auto& dataset = context.dataset_lengths;
+    if (options_.proposal_from_dataset && dataset && !dataset->empty() && !window.empty()) {
+      // The paper proposes from the whole dataset (Sec. 7): its lengths, as many iterations' worth as they hold
+      // tokens at the window's mean tokens per iteration. A drawn length above the distribution's top quantile
+      // joins them, so that every sequence to run has a proposed strategy.
+      const auto tokens = [](const std::vector<Tokens>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+      const double per_iteration = tokens(window) / iterations;
+      std::vector<Tokens> lengths = *dataset;
+      const Tokens top = *std::max_element(lengths.begin(), lengths.end());
+      for (Tokens t : window)
+        if (t > top) lengths.push_back(t);
+      candidates_ = propose_strategies(lengths, tokens(lengths) / per_iteration, space, options_.proposal).strategies;
+    } else {
+      candidates_ = propose_strategies(window, iterations, space, options_.proposal).strategies;
+    }
   } else {
     candidates_ = explicit_candidates(options_, space);
   }

@@ -78,6 +78,9 @@ struct HydraulisOptions {
   double util_threshold = 0.85;
   bool serial_optimization = true;
   ProposalOptions proposal;
+  /// The proposal reads the whole dataset (the paper, Sec. 7), or only the planned window (lcsim before 2026-11-27;
+  /// option "proposal_from": "window", which the runs measured then still replay).
+  bool proposal_from_dataset = true;
   std::optional<Recompute> recompute;
   std::vector<std::vector<SchemeCount>> strategies;  ///< empty: use the proposal
   std::string where;                                 ///< "file: path.options" for messages
@@ -96,6 +99,8 @@ class HydraulisPolicy : public Policy {
   std::string kind() const override { return "hydraulis"; }
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
   bool plans_under_layout() const override { return false; }  // chooses its <TP, PP> strategies per iteration
+  /// The strategy proposal reads the whole dataset's distribution (Sec. 7), not only the window.
+  bool plans_from_dataset() const override { return options_.strategies.empty() && options_.proposal_from_dataset; }
   /// Exact packing solves MILPs with CBC under a time limit on the process's CPU time, which other threads would
   /// spend too.
   bool needs_own_process() const override { return options_.exact_packing; }
