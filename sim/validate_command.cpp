@@ -561,7 +561,7 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
   // A measured entry that no longer predicts the plans that ran is a stale catalogue, not an accuracy figure.
   std::string drifted;
   for (const auto& o : outcomes)
-    if (!o.entry->measured.empty() && o.failed.find(kPlanDrift) != std::string::npos) drifted += "\n  " + o.entry->id;
+    if (!o.entry->measured.empty() && o.failed.rfind(kPlanDrift, 0) == 0) drifted += "\n  " + o.entry->id;
   if (!drifted.empty())
     throw PlanningError(catalogue_file +
                         ": measured entries no longer predict the plans that ran (see above):" + drifted);

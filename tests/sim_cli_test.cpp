@@ -14,6 +14,7 @@
 
 #include "tests/command_run_support.hpp"
 #include "tests/scenario_test_support.hpp"
+#include "traces/scenario.hpp"
 
 namespace sim_cli_test {
 
@@ -120,8 +121,7 @@ TEST_P(ShippedScenario, Simulates) {
   // cap keeps the 40-batch WLB-LLM windows (docs/policies.md) to half their length under the sanitizers.
   constexpr int kMostIterations = 20;
   const std::string file = std::string(LCSIM_SOURCE_DIR) + "/scenarios/" + GetParam();
-  const nlohmann::json scenario = nlohmann::json::parse(std::ifstream(file));
-  const int iterations = scenario.at("training").value("iterations", 10);
+  const int iterations = lcsim::load_scenario(file).training.iterations;
   const auto json = dir_ / "r.json";
   const CliRun run =
       run_lcsim("simulate '" + file + "' --quiet --samples 1 --json '" + json.string() + "'" +

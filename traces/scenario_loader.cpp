@@ -64,11 +64,12 @@ class Truncation {
  public:
   explicit Truncation(const Scenario& s) : limit_(s.dataset.truncate_to_context ? s.training.context_length : 0) {}
 
+  /// A length as the loader reads it.
+  Tokens cut(Tokens tokens) const { return limit_ > 0 ? std::min(tokens, limit_) : tokens; }
   /// Cuts sequences[first...] to the window, remembering which positions were cut.
   void apply(std::vector<Sequence>& sequences, std::size_t first) {
-    if (limit_ == 0) return;
     for (std::size_t i = first; i < sequences.size(); ++i)
-      if (sequences[i].tokens > limit_) {
+      if (cut(sequences[i].tokens) < sequences[i].tokens) {
         sequences[i].tokens = limit_;
         cut_.push_back(i);
       }
@@ -136,10 +137,13 @@ std::vector<GlobalBatch> sample_batches(const Scenario& s, std::uint64_t data_se
   return batches;
 }
 
+/// `whole`, when given, receives every length of the trace as read (the whole dataset, loaded once for both).
 std::vector<GlobalBatch> trace_batches(const Scenario& s, std::optional<std::uint64_t> bootstrap_seed,
-                                       Truncation& truncation) {
+                                       Truncation& truncation, std::vector<Tokens>* whole) {
   const Dataset data = load_length_trace(s.dataset.trace_path);
   std::vector<Sequence> sequences = data.sequences();
+  if (whole)
+    for (const auto& seq : sequences) whole->push_back(seq.tokens);
   if (bootstrap_seed) {
     // As many sequences drawn with replacement, numbered anew: a plan must hold every id exactly once.
     Rng rng(*bootstrap_seed);
@@ -186,21 +190,6 @@ namespace {
 /// 1e-5 still holds a length.
 constexpr std::size_t kDistributionLengths = std::size_t{1} << 17;
 
-/// The whole dataset's lengths (LoadedScenario::dataset_lengths): every length of a trace, or the named
-/// distribution without sampling noise; cut to the window as the batches are.
-std::vector<Tokens> whole_dataset_lengths(const Scenario& s) {
-  std::vector<Tokens> lengths;
-  if (!s.dataset.trace_path.empty()) {
-    const Dataset trace = load_length_trace(s.dataset.trace_path);
-    for (const auto& seq : trace.sequences()) lengths.push_back(seq.tokens);
-  } else {
-    lengths = distribution_lengths(mixture(s), kDistributionLengths);
-  }
-  if (s.dataset.truncate_to_context)
-    for (auto& t : lengths) t = std::min(t, s.training.context_length);
-  return lengths;
-}
-
 /// Ring attention times its transfers with the profile's send_recv fits: on NVLink, and on InfiniBand when a CP
 /// group can span nodes. Refused here, naming both files, rather than at the first sharded micro-batch.
 void check_ring_fits(const Profile& profile, const Scenario& scenario, const std::string& file) {
@@ -216,26 +205,36 @@ void check_ring_fits(const Profile& profile, const Scenario& scenario, const std
   }
 }
 
-}  // namespace
-
-std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& dataset_label,
-                                         std::optional<std::uint64_t> world_data_seed) {
+/// prepare_batches, and when `whole` is given the whole dataset's lengths (LoadedScenario::dataset_lengths): every
+/// length of the trace, or the named distribution without sampling noise, cut to the window as the batches are.
+std::vector<GlobalBatch> prepare_window(const Scenario& scenario, std::string& dataset_label,
+                                        std::optional<std::uint64_t> world_data_seed, std::vector<Tokens>* whole) {
   std::vector<GlobalBatch> batches;
   Truncation truncation(scenario);
   if (!scenario.dataset.trace_path.empty()) {
     dataset_label =
         "trace " + scenario.dataset.trace_path +
         (scenario.dataset.shuffle ? " (shuffled, seed " + std::to_string(scenario.seed) + ")" : " (file order)");
-    batches = trace_batches(scenario, world_data_seed, truncation);
+    batches = trace_batches(scenario, world_data_seed, truncation, whole);
   } else {
     dataset_label = synthetic_label(scenario);
     batches = sample_batches(scenario, world_data_seed.value_or(scenario.seed), truncation);
+    if (whole) *whole = distribution_lengths(mixture(scenario), kDistributionLengths);
   }
+  if (whole)
+    for (auto& t : *whole) t = truncation.cut(t);
   if (scenario.dataset.truncate_to_context)
     dataset_label += ", " + std::to_string(truncation.cut_within(window_sequences(batches))) +
                      " sequences truncated to the context length of " +
                      std::to_string(scenario.training.context_length) + " tokens";
   return batches;
+}
+
+}  // namespace
+
+std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& dataset_label,
+                                         std::optional<std::uint64_t> world_data_seed) {
+  return prepare_window(scenario, dataset_label, world_data_seed, nullptr);
 }
 
 std::vector<std::string> scenario_input_files(const LoadedScenario& loaded) {
@@ -283,9 +282,9 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
   loaded.cost =
       std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
                                   CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning});
-  loaded.batches = prepare_batches(s, loaded.dataset_label);
-  if (plans_from_dataset)
-    loaded.dataset_lengths = std::make_shared<const std::vector<Tokens>>(whole_dataset_lengths(s));
+  std::vector<Tokens> whole;
+  loaded.batches = prepare_window(s, loaded.dataset_label, std::nullopt, plans_from_dataset ? &whole : nullptr);
+  if (plans_from_dataset) loaded.dataset_lengths = std::make_shared<const std::vector<Tokens>>(std::move(whole));
   return loaded;
 }
 
