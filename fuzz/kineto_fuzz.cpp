@@ -1,8 +1,8 @@
-// Fuzz target: the Kineto trace reader and the fits of lcsim-fit-trace (calibrate/host/kineto_*.hpp), on a trace
+// Fuzz target: the Kineto trace reader and the fits of lcsim-fit-trace (calibrate/kineto/kineto_*.hpp), on a trace
 // read, classified and fitted as the command does. Seeds: fuzz/seeds/kineto.
-#include "calibrate/host/default_profile.hpp"
-#include "calibrate/host/kineto_fit.hpp"
-#include "calibrate/host/kineto_kernels.hpp"
+#include "calibrate/fit/default_profile.hpp"
+#include "calibrate/kineto/kineto_fit.hpp"
+#include "calibrate/kineto/kineto_kernels.hpp"
 #include "fuzz/fuzz_input.hpp"
 #include "model/model.hpp"
 

@@ -1,8 +1,8 @@
-// Fuzz target: the measurements file of `lcsim-gpu fit` (calibrate/host/measurements.hpp), loaded and fitted into
+// Fuzz target: the measurements file of `lcsim-gpu fit` (calibrate/fit/measurements.hpp), loaded and fitted into
 // a profile as `fit` does. Seeds: the shipped calibrate/profiles/*.measurements.json.
-#include "calibrate/host/default_profile.hpp"
-#include "calibrate/host/measurements.hpp"
-#include "calibrate/host/profile_fit.hpp"
+#include "calibrate/fit/default_profile.hpp"
+#include "calibrate/fit/measurements.hpp"
+#include "calibrate/fit/profile_fit.hpp"
 #include "fuzz/fuzz_input.hpp"
 #include "model/model.hpp"
 

@@ -1,8 +1,8 @@
-// Fuzz target: a sweep slice's manifest (DIR/shard.json, traces/sweep_shard.hpp) as `lcsim sweep merge` reads it:
+// Fuzz target: a sweep slice's manifest (DIR/shard.json, studies/sweep_shard.hpp) as `lcsim sweep merge` reads it:
 // strict parsing, the slice set's checks, and its copy of the sweep file. Seeds: fuzz/seeds/sweep_shard.
-#include "fuzz/fuzz_input.hpp"
 #include "base/json_reader.hpp"
-#include "traces/sweep_shard.hpp"
+#include "fuzz/fuzz_input.hpp"
+#include "studies/sweep_shard.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return lcsim::fuzz::run_on_file(data, size, ".json", [](const std::string& file) {

@@ -1,6 +1,6 @@
 #pragma once
 // Least-squares fits shared by the policies' cost views (cost_view_support.hpp) and calibration
-// (calibrate/host/fit.hpp).
+// (calibrate/fit/fit.hpp).
 //
 // Fits minimise the squared *relative* error sum(((f(x) - y) / y)^2): the points span orders of magnitude (128 to
 // 256K tokens, 2 MB to 1 GB messages) and the quality figure lcsim reports is MAPE, so a short length must weigh

@@ -1,6 +1,6 @@
 #pragma once
 // Results of evaluating policies on a scenario, shared by `lcsim plan` (no contention) and
-// `lcsim simulate` (SimGrid). JSON schema in traces/results_io.hpp.
+// `lcsim simulate` (SimGrid). JSON schema in formats/results_io.hpp.
 #include <cstdint>
 #include <string>
 #include <vector>

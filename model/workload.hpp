@@ -20,7 +20,7 @@ struct Sequence {
 };
 
 /// The longest sequence lcsim accepts: 2^30 tokens, ~1000x the longest published context, and small enough that a
-/// run's token sums cannot overflow (at most 2e6 sequences, traces/scenario.hpp).
+/// run's token sums cannot overflow (at most 2e6 sequences, formats/scenario.hpp).
 inline constexpr Tokens kMaxSequenceTokens = Tokens{1} << 30;
 
 /// An ordered collection of sequences (epoch order).

@@ -1,5 +1,5 @@
 #pragma once
-// What running an iteration program yields, whoever runs it: the SimGrid executor (sim/executor.hpp), the
+// What running an iteration program yields, whoever runs it: the SimGrid executor (engine/executor.hpp), the
 // no-contention replay (program/replay.hpp) or live replay's composition of measured steps.
 #include <cstddef>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// An IterationProgram replayed on the host without contention: the SimGrid executor's semantics (sim/executor.hpp)
+// An IterationProgram replayed on the host without contention: the SimGrid executor's semantics (engine/executor.hpp)
 // with every collective and transfer taking exactly its cost-model time. A collective starts when its last member
 // is ready and ends latency + transfer later; a ComputeWithCollective's compute starts when its GPU is ready but at
 // most lead_s before the collective; a transfer starts when both sides have arrived and the receiver waits for it;

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <vector>
 
-#include "calibrate/host/default_profile.hpp"
-#include "calibrate/host/measurements.hpp"
-#include "calibrate/host/sweep.hpp"
+#include "calibrate/fit/default_profile.hpp"
+#include "calibrate/fit/measurements.hpp"
+#include "calibrate/measure/measurement_plan.hpp"
 #include "kernels/attention_tiles.hpp"
 #include "model/cost_model.hpp"
 

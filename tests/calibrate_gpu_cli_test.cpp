@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "calibrate/host/measurements.hpp"
+#include "calibrate/fit/measurements.hpp"
 #include "model/profile.hpp"
 #include "tests/calibrate_fixtures.hpp"
 #include "tests/command_run_support.hpp"

@@ -6,8 +6,8 @@
 
 #include <unistd.h>
 
-#include "calibrate/host/measurements.hpp"
 #include "base/errors.hpp"
+#include "calibrate/fit/measurements.hpp"
 #include "tests/calibrate_fixtures.hpp"
 
 namespace lcsim {

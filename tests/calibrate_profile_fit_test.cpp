@@ -7,8 +7,8 @@
 #include <cmath>
 #include <tuple>
 
-#include "calibrate/host/profile_fit.hpp"
 #include "base/errors.hpp"
+#include "calibrate/fit/profile_fit.hpp"
 #include "tests/calibrate_fixtures.hpp"
 
 namespace lcsim {

@@ -6,10 +6,10 @@
 #include <functional>
 #include <limits>
 
-#include "calibrate/host/gpu_kind.hpp"
+#include "base/random.hpp"
 #include "kernels/memory_tracker.hpp"
 #include "kernels/reference.hpp"
-#include "base/random.hpp"
+#include "model/gpu_kind.hpp"
 
 namespace lcsim {
 namespace calibrate_reference_test {

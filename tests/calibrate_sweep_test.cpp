@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "calibrate/host/sweep.hpp"
 #include "base/errors.hpp"
+#include "calibrate/measure/measurement_plan.hpp"
 
 namespace lcsim {
 namespace calibrate_sweep_test {

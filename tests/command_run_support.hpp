@@ -1,5 +1,5 @@
 #pragma once
-// Running the built binaries from tests: `lcsim` (sim/) and `lcsim-gpu` (calibrate/, built only with CUDA).
+// Running the built binaries from tests: `lcsim` and `lcsim-gpu` (cli/; lcsim-gpu built only with CUDA).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,9 +71,8 @@ inline CommandRun run_lcsim(const std::string& arguments) {
   return run_command("'" + std::string(LCSIM_BINARY) + "' " + arguments);
 }
 
-/// lcsim-gpu sits in <build>/calibrate, lcsim in <build>/sim.
-inline const std::filesystem::path kGpuBinary =
-    std::filesystem::path(LCSIM_BINARY).parent_path().parent_path() / "calibrate" / "lcsim-gpu";
+/// lcsim-gpu sits beside lcsim, in <build>/bin.
+inline const std::filesystem::path kGpuBinary = std::filesystem::path(LCSIM_BINARY).parent_path() / "lcsim-gpu";
 
 /// `lcsim-gpu ARGUMENTS` with no GPU visible, as on a machine without one.
 inline CommandRun run_lcsim_gpu(const std::string& arguments) {

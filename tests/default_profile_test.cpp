@@ -8,7 +8,7 @@
 
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
-#include "calibrate/host/default_profile.hpp"
+#include "calibrate/fit/default_profile.hpp"
 #include "policies/skrull/skrull_view.hpp"
 
 namespace lcsim {

@@ -11,9 +11,9 @@
 
 #include "base/check.hpp"
 #include "base/errors.hpp"
+#include "formats/scenario_loader.hpp"
+#include "studies/evaluation.hpp"
 #include "tests/policy_test_fixtures.hpp"
-#include "traces/evaluation.hpp"
-#include "traces/scenario_loader.hpp"
 
 namespace lcsim {
 namespace estimate_test {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "base/errors.hpp"
-#include "traces/evaluation.hpp"
-#include "traces/scenario_loader.hpp"
+#include "formats/scenario_loader.hpp"
+#include "studies/evaluation.hpp"
 
 namespace lcsim {
 namespace evaluation_test {

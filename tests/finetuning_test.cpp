@@ -7,13 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "formats/scenario_loader.hpp"
 #include "model/estimate.hpp"
 #include "model/finetuning.hpp"
 #include "policies/hydraulis/hydraulis_view.hpp"
 #include "policies/skrull/skrull_view.hpp"
 #include "tests/policy_test_fixtures.hpp"
 #include "tests/scenario_test_support.hpp"
-#include "traces/scenario_loader.hpp"
 
 namespace lcsim {
 namespace finetuning_test {

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "calibrate/host/fit.hpp"
 #include "base/errors.hpp"
+#include "calibrate/fit/fit.hpp"
 
 namespace lcsim {
 namespace fit_test {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "traces/evaluation.hpp"
+#include "studies/evaluation.hpp"
 
 namespace lcsim {
 namespace hbp_scenarios_test {

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "traces/evaluation.hpp"
-#include "traces/scenario_loader.hpp"
+#include "formats/scenario_loader.hpp"
+#include "studies/evaluation.hpp"
 
 namespace lcsim {
 namespace hydraulis_scenarios_test {

@@ -15,7 +15,7 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
 if(PYTHON)
   file(GLOB site ${WORK_DIR}/prefix/lib/python3*/dist-packages)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${site} --unset=LCSIM_BINARY ${PYTHON} -c
-                          "import lcsim, lcsim._paths as p; assert p.LCSIM_BINARY == '${WORK_DIR}/prefix/bin/lcsim', p.LCSIM_BINARY; print(lcsim.plan('scenarios/default.json', samples=1, iterations=1))"
+                          "import lcsim; print(lcsim.plan('scenarios/default.json', samples=1, iterations=1))"
                   WORKING_DIRECTORY ${SOURCE_DIR} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0 OR NOT out MATCHES "Results\\(plan: deepspeed 1.00x")
     message(FATAL_ERROR "the installed Python package failed (${rc}):\n${out}\n${err}")

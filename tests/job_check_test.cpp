@@ -1,4 +1,4 @@
-// `lcsim-gpu check-jobs` (calibrate/host/job_check.hpp) on the micro-batches an H200 measured on 2026-11-26: the
+// `lcsim-gpu check-jobs` (live/job_check.hpp) on the micro-batches an H200 measured on 2026-11-26: the
 // files read as written, today's prediction is the cost model's, and today's error stays within what the rebuilt
 // layer model reached (docs/measurements/h200-2026-11-26.md) -- a regression entry per micro-batch shape.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "base/errors.hpp"
-#include "calibrate/host/job_check.hpp"
+#include "live/job_check.hpp"
 
 namespace lcsim {
 namespace job_check_test {

@@ -8,14 +8,14 @@
 #include <fstream>
 
 #include "base/errors.hpp"
-#include "calibrate/host/default_profile.hpp"
-#include "calibrate/host/kineto_fit.hpp"
-#include "calibrate/host/kineto_kernels.hpp"
-#include "calibrate/host/profile_fit.hpp"
+#include "calibrate/fit/default_profile.hpp"
+#include "calibrate/fit/profile_fit.hpp"
+#include "calibrate/kineto/kineto_fit.hpp"
+#include "calibrate/kineto/kineto_kernels.hpp"
 #include "model/cost_model.hpp"
 #include "model/model.hpp"
+#include "studies/validation_catalogue.hpp"
 #include "tests/command_run_support.hpp"
-#include "traces/validation.hpp"
 
 namespace lcsim {
 namespace kineto_fit_test {
@@ -591,8 +591,7 @@ TEST(KinetoFit, GemmShapesAndCollectiveSizes) {
 
 // --- the command line ---
 
-const std::filesystem::path kFitTrace =
-    std::filesystem::path(LCSIM_BINARY).parent_path().parent_path() / "calibrate" / "lcsim-fit-trace";
+const std::filesystem::path kFitTrace = std::filesystem::path(LCSIM_BINARY).parent_path() / "lcsim-fit-trace";
 
 std::filesystem::path temp_dir() {
   const auto dir = std::filesystem::temp_directory_path() / ("lcsim-fit-trace-" + std::to_string(::getpid()));

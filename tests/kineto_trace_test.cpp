@@ -7,9 +7,9 @@
 #include <fstream>
 #include <set>
 
-#include "calibrate/host/kineto_kernels.hpp"
-#include "calibrate/host/kineto_trace.hpp"
 #include "base/errors.hpp"
+#include "calibrate/kineto/kineto_kernels.hpp"
+#include "calibrate/kineto/kineto_trace.hpp"
 
 namespace lcsim {
 namespace kineto_trace_test {

@@ -1,6 +1,7 @@
 // The layering the README draws: every #include "..." in lcsim's sources points down, never up or sideways.
-//   base <- model <- policies/core <- policies/{baselines, skrull, hydraulis, hbp, wlbllm} <- policies/registry.cpp
-//   policies <- program <- traces <- sim ;  program, traces, kernels <- calibrate
+//   base <- model <- policies/core <- policies/{baselines, skrull, hydraulis, hbp, flexsp, wlbllm} <- policies/
+//   policies <- program <- formats <- studies <- cli, python ;  program <- engine <- studies
+//   model <- kernels <- calibrate <- cli ;  studies, kernels <- live <- cli
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -19,8 +20,8 @@ namespace fs = std::filesystem;
 const fs::path kSource = LCSIM_SOURCE_DIR;
 
 // The folders whose sources are checked; tests/ may include anything.
-const std::vector<std::string> kLayerRoots{"base", "model",   "policies",  "program", "traces",
-                                           "sim",  "kernels", "calibrate", "python"};
+const std::vector<std::string> kLayerRoots{"base",    "model",   "policies", "program",   "formats", "engine",
+                                           "studies", "kernels", "live",     "calibrate", "cli",     "python"};
 
 const std::set<std::string> kAllPolicies{
     "base",         "model",           "policies/core",  "policies/baselines", "policies/skrull", "policies/hydraulis",
@@ -47,13 +48,22 @@ const std::map<std::string, std::set<std::string>> kMayInclude{
     // Above policies/, only the interface: a policy is reached through the registry (make_policy).
     // The iteration program: what each GPU does, for the estimate, the simulator and live replay alike.
     {"program", {"base", "model", "policies/core"}},
-    {"traces", {"base", "model", "policies/core", "program"}},
-    {"sim", {"base", "model", "policies/core", "program", "traces"}},
+    // Reading and writing files: scenarios, traces, results, timelines.
+    {"formats", {"base", "model", "policies/core", "program"}},
+    // The SimGrid engine executes programs; it knows no file format, experiment or command line.
+    {"engine", {"base", "model", "policies/core", "program"}},
+    // Experiments as functions: the evaluation loop, sampled worlds, simulation, validate, tune, sweep.
+    {"studies", {"base", "model", "policies/core", "program", "formats", "engine"}},
     {"kernels", {"base", "model"}},
+    // Measuring on GPUs, fitting profiles, importing PyTorch traces.
+    {"calibrate", {"base", "model", "kernels"}},
     // Live replay runs the iteration program on GPUs, reads scenarios and writes results and timelines.
-    {"calibrate", {"base", "model", "policies/core", "program", "traces", "kernels"}},
-    // The Python package's module binds the command line's layers; nothing includes it.
-    {"python", {"base", "model", "policies/core", "program", "traces", "sim"}},
+    {"live", {"base", "model", "policies/core", "program", "formats", "studies", "kernels"}},
+    // The front ends: parse options, call the layers below, print; nothing includes them.
+    {"cli",
+     {"base", "model", "policies/core", "program", "formats", "engine", "studies", "kernels", "calibrate", "live"}},
+    // The Python package's module binds studies/; nothing includes it.
+    {"python", {"base", "model", "policies/core", "program", "formats", "engine", "studies"}},
 };
 
 /// The layer of a path relative to the source root: policies/<folder> for a policy folder, "policies" for the
@@ -112,10 +122,25 @@ TEST(Layering, EveryIncludePointsDown) {
   }
 }
 
+// The SimGrid engine executes programs for whoever calls it: option parsing belongs to the front ends.
+TEST(Layering, TheEngineParsesNoCommandLine) {
+  std::size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(kSource / "engine")) {
+    if (!entry.is_regular_file() || entry.path().extension() == ".txt") continue;
+    ++files;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      EXPECT_EQ(line.find("boost/program_options"), std::string::npos) << entry.path() << ": " << line;
+      EXPECT_EQ(line.find("cli/"), std::string::npos) << entry.path() << ": " << line;
+    }
+  }
+  EXPECT_GE(files, 4u);
+}
+
 TEST(Layering, TheMapRefusesUpwardAndSidewaysIncludes) {
   EXPECT_EQ(violation("policies/hbp/hbp_policy.cpp", "policies/core/policy.hpp"), "");
   EXPECT_EQ(violation("policies/registry.cpp", "policies/skrull/skrull_policy.hpp"), "");
-  EXPECT_EQ(violation("sim/cli.cpp", "traces/scenario.hpp"), "");
+  EXPECT_EQ(violation("cli/cli.cpp", "formats/scenario.hpp"), "");
   EXPECT_EQ(violation("policies/hydraulis/packing_milp.cpp", "CbcModel.hpp"), "");  // not lcsim's
   EXPECT_NE(violation("model/estimate.cpp", "policies/skrull/skrull_view.hpp"), "");
   EXPECT_NE(violation("policies/baselines/megatron.cpp", "policies/hydraulis/hydraulis_policy.hpp"), "");
@@ -123,23 +148,23 @@ TEST(Layering, TheMapRefusesUpwardAndSidewaysIncludes) {
   EXPECT_NE(violation("policies/wlbllm/wlbllm_policy.cpp", "policies/hbp/hbp_view.hpp"), "");
   EXPECT_NE(violation("policies/baselines/four_d.cpp", "policies/wlbllm/wlbllm_view.hpp"), "");
   EXPECT_EQ(violation("policies/wlbllm/wlbllm_policy.cpp", "policies/baselines/four_d.hpp"), "");
-  EXPECT_NE(violation("traces/scenario.cpp", "sim/cli.hpp"), "");
-  EXPECT_NE(violation("traces/scenario.cpp", "policies/hbp/hbp_policy.hpp"), "");
-  EXPECT_NE(violation("kernels/gemm.cpp", "calibrate/host/fit.hpp"), "");
-  EXPECT_EQ(violation("calibrate/host/live_plan.hpp", "program/replay.hpp"), "");
-  EXPECT_NE(violation("calibrate/host/live_plan.hpp", "sim/executor.hpp"), "");
+  EXPECT_NE(violation("formats/scenario.cpp", "cli/cli.hpp"), "");
+  EXPECT_NE(violation("formats/scenario.cpp", "policies/hbp/hbp_policy.hpp"), "");
+  EXPECT_NE(violation("kernels/gemm.cpp", "calibrate/fit/fit.hpp"), "");
+  EXPECT_EQ(violation("live/live_plan.hpp", "program/replay.hpp"), "");
+  EXPECT_NE(violation("live/live_plan.hpp", "engine/executor.hpp"), "");
   EXPECT_NE(violation("model/estimate.cpp", "program/replay.hpp"), "");
-  EXPECT_NE(violation("program/estimate.cpp", "traces/timeline.hpp"), "");
-  EXPECT_NE(violation("program/replay.cpp", "sim/executor.hpp"), "");
-  EXPECT_NE(violation("sim/cli.cpp", "tests/sim_test_support.hpp"), "");
+  EXPECT_NE(violation("program/estimate.cpp", "formats/timeline.hpp"), "");
+  EXPECT_NE(violation("program/replay.cpp", "engine/executor.hpp"), "");
+  EXPECT_NE(violation("cli/cli.cpp", "tests/sim_test_support.hpp"), "");
   // The ground layers: model sits on base only, base on nothing of lcsim's.
   EXPECT_EQ(violation("model/cost_model.cpp", "base/errors.hpp"), "");
   EXPECT_NE(violation("model/validator.hpp", "policies/core/policy.hpp"), "");
   EXPECT_NE(violation("base/json_reader.cpp", "model/profile.hpp"), "");
   EXPECT_NE(violation("kernels/gemm.cpp", "policies/core/policy.hpp"), "");
-  EXPECT_EQ(violation("python/lcsim_module.cpp", "sim/simulate_scenario.hpp"), "");
-  EXPECT_NE(violation("sim/cli.cpp", "python/lcsim_module.hpp"), "");
-  EXPECT_NE(violation("python/lcsim_module.cpp", "calibrate/host/live_plan.hpp"), "");
+  EXPECT_EQ(violation("python/lcsim_module.cpp", "studies/simulate_scenario.hpp"), "");
+  EXPECT_NE(violation("cli/cli.cpp", "python/lcsim_module.hpp"), "");
+  EXPECT_NE(violation("python/lcsim_module.cpp", "live/live_plan.hpp"), "");
 }
 
 }  // namespace layering_test

@@ -9,7 +9,7 @@
 
 #include "base/errors.hpp"
 #include "base/files.hpp"
-#include "traces/length_trace.hpp"
+#include "formats/length_trace.hpp"
 
 namespace lcsim {
 namespace length_trace_test {

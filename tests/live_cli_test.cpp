@@ -1,12 +1,12 @@
-// The command line of `lcsim-gpu live` (calibrate/host/live_options.hpp) and, where the build has the binary, its
+// The command line of `lcsim-gpu live` (live/live_options.hpp) and, where the build has the binary, its
 // exits without a GPU: input errors before any GPU is touched, then the no-GPU error (CUDA_VISIBLE_DEVICES="").
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
-#include "calibrate/host/live_options.hpp"
 #include "base/errors.hpp"
+#include "live/live_options.hpp"
 #include "tests/command_run_support.hpp"
 
 namespace lcsim {

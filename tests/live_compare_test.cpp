@@ -1,11 +1,11 @@
-// Predicted vs measured maths of `lcsim-gpu live` (calibrate/host/live_compare.hpp), on hand-computed figures.
+// Predicted vs measured maths of `lcsim-gpu live` (live/live_compare.hpp), on hand-computed figures.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
-#include "calibrate/host/live_compare.hpp"
+#include "live/live_compare.hpp"
 
 namespace lcsim {
 namespace live_compare_test {

@@ -1,6 +1,6 @@
-// The predicted side of `lcsim-gpu live` (calibrate/host/live_predicted.hpp): `lcsim simulate --json` results of
+// The predicted side of `lcsim-gpu live` (live/live_predicted.hpp): `lcsim simulate --json` results of
 // the same scenario are accepted and anything that differs is refused naming the file and JSON path; --layers
-// scaling (traces/model_scaling.hpp).
+// scaling (studies/model_scaling.hpp).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,10 +10,10 @@
 
 #include <unistd.h>
 
-#include "calibrate/host/live_predicted.hpp"
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
-#include "traces/model_scaling.hpp"
+#include "live/live_predicted.hpp"
+#include "studies/model_scaling.hpp"
 
 namespace lcsim {
 namespace live_predicted_test {

@@ -1,4 +1,4 @@
-// The work list's compute descriptors (sim/iteration_program.hpp ComputeWork, collective calls, transfer bytes):
+// The work list's compute descriptors (program/iteration_program.hpp ComputeWork, collective calls, transfer bytes):
 // what `lcsim-gpu live` executes must be exactly what the plan placed on each GPU. Toy cost model of
 // policy_test_fixtures.hpp, and real Skrull / DeepSpeed plans of scenarios/live.
 #include <gtest/gtest.h>
@@ -10,10 +10,10 @@
 
 #include <unistd.h>
 
-#include "calibrate/host/live_plan.hpp"
 #include "base/errors.hpp"
-#include "model/estimate.hpp"
 #include "base/json_reader.hpp"
+#include "live/live_plan.hpp"
+#include "model/estimate.hpp"
 #include "program/iteration_program.hpp"
 #include "tests/policy_test_fixtures.hpp"
 

@@ -1,10 +1,10 @@
-// The no-contention replay of work lists (sim/program_replay.hpp): hand-built programs with hand-computed times,
+// The no-contention replay of work lists (program/replay.hpp): hand-built programs with hand-computed times,
 // the estimate (the same replay) for plans without overlap or pipelines, and the SimGrid executor on one node.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-#include "calibrate/host/live_plan.hpp"
+#include "live/live_plan.hpp"
 #include "model/estimate.hpp"
 #include "program/estimate.hpp"
 #include "program/replay.hpp"

@@ -1,4 +1,4 @@
-// `lcsim-gpu live`'s reports (calibrate/host/live_report.hpp) from a made-up measurement: the results file (schema
+// `lcsim-gpu live`'s reports (live/live_report.hpp) from a made-up measurement: the results file (schema
 // lcsim-results/2, mode live, predicted figures beside the measured ones, null for what was not measured), the
 // table (saying how the run was executed and where the prediction comes from) and the Chrome trace.
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 
 #include <unistd.h>
 
-#include "calibrate/host/live_report.hpp"
 #include "base/json_reader.hpp"
+#include "live/live_report.hpp"
 
 namespace lcsim {
 namespace live_report_test {

@@ -1,12 +1,12 @@
-// From work lists to what a GPU runs (calibrate/host/live_work.hpp) and the rank-serial composition
-// (calibrate/host/live_compose.hpp): hand-computed shapes, job de-duplication, NCCL arguments, composed times.
+// From work lists to what a GPU runs (live/live_work.hpp) and the rank-serial composition
+// (live/live_compose.hpp): hand-computed shapes, job de-duplication, NCCL arguments, composed times.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "calibrate/host/live_compose.hpp"
-#include "calibrate/host/live_work.hpp"
 #include "base/errors.hpp"
+#include "live/live_compose.hpp"
+#include "live/live_work.hpp"
 #include "program/replay.hpp"
 #include "tests/policy_test_fixtures.hpp"
 

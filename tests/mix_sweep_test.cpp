@@ -1,4 +1,4 @@
-// `lcsim-gpu bench-mix`'s host logic (calibrate/host/mix_sweep.hpp): the Skrull-shaped points, their predictions
+// `lcsim-gpu bench-mix`'s host logic (live/mix_plan.hpp): the Skrull-shaped points, their predictions
 // (the cost model's own), the report's mix-over-parts ratio and the results file, on the live scenario.
 #include <gtest/gtest.h>
 
@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calibrate/host/mix_sweep.hpp"
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
+#include "live/mix_plan.hpp"
 
 namespace lcsim {
 namespace mix_sweep_test {

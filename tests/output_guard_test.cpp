@@ -19,9 +19,9 @@
 
 #include "base/errors.hpp"
 #include "base/files.hpp"
-#include "calibrate/host/fit_command.hpp"
-#include "calibrate/host/live_options.hpp"
-#include "calibrate/host/measurements.hpp"
+#include "calibrate/fit/fit_command.hpp"
+#include "calibrate/fit/measurements.hpp"
+#include "live/live_options.hpp"
 #include "model/model.hpp"
 #include "tests/calibrate_fixtures.hpp"
 #include "tests/command_run_support.hpp"

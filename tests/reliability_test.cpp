@@ -17,12 +17,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calibrate/host/fit_command.hpp"
 #include "base/errors.hpp"
 #include "base/files.hpp"
+#include "calibrate/fit/fit_command.hpp"
+#include "formats/scenario.hpp"
+#include "studies/tune.hpp"
 #include "tests/command_run_support.hpp"
-#include "traces/scenario.hpp"
-#include "traces/tune.hpp"
 
 namespace reliability_test {
 
@@ -74,24 +74,27 @@ int processes_mentioning(const std::string& text) {
   return std::atoi(lcsim::testing::run_command("pgrep -f -c '" + pattern + "'").output.c_str());
 }
 
-TEST(Signals, SigtermToTuneStopsItsChildrenAndRemovesItsWorkFolder) {
+// The children are forks of the command: their command line is the parent's, --work DIR included, so a child left
+// running would mention DIR. Nothing is left in TMPDIR either.
+TEST(Signals, SigtermToTuneStopsItsChildrenAndLeavesNoTemporaryFolder) {
   const fs::path dir = fresh_dir("tune-signal");
-  const int status = interrupted_run({"tune", kSourceDir + "/scenarios/default.json", "--jobs", "2", "--quiet"}, dir,
-                                     dir / "log", SIGTERM, std::chrono::milliseconds(1500));
+  const int status = interrupted_run({"tune", kSourceDir + "/scenarios/default.json", "--jobs", "2", "--quiet",
+                                      "--work", (dir / "work").string()},
+                                     dir, dir / "log", SIGTERM, std::chrono::milliseconds(1500));
   EXPECT_EQ(status, 143) << read_file(dir / "log");
   EXPECT_TRUE(contains(read_file(dir / "log"), "interrupted by SIGTERM"));
   EXPECT_EQ(entries_named(dir, "lcsim-tune"), 0);
-  EXPECT_EQ(processes_mentioning(dir.string() + "/lcsim-tune"), 0);
+  EXPECT_EQ(processes_mentioning((dir / "work").string()), 0);
   fs::remove_all(dir);
 }
 
-TEST(Signals, SigintToValidateStopsItsChildrenAndRemovesItsWorkFolder) {
+TEST(Signals, SigintToValidateStopsItsChildrenAndLeavesNoTemporaryFolder) {
   const fs::path dir = fresh_dir("validate-signal");
-  const int status =
-      interrupted_run({"validate", "--jobs", "2", "--quiet"}, dir, dir / "log", SIGINT, std::chrono::milliseconds(800));
+  const int status = interrupted_run({"validate", "--jobs", "2", "--quiet", "--work", (dir / "work").string()}, dir,
+                                     dir / "log", SIGINT, std::chrono::milliseconds(800));
   EXPECT_EQ(status, 130) << read_file(dir / "log");
   EXPECT_EQ(entries_named(dir, "lcsim-validate"), 0);
-  EXPECT_EQ(processes_mentioning(dir.string() + "/lcsim-validate"), 0);
+  EXPECT_EQ(processes_mentioning((dir / "work").string()), 0);
   fs::remove_all(dir);
 }
 

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "base/errors.hpp"
-#include "traces/evaluation.hpp"
-#include "traces/results_io.hpp"
-#include "traces/scenario_loader.hpp"
+#include "formats/results_io.hpp"
+#include "formats/scenario_loader.hpp"
+#include "studies/evaluation.hpp"
 
 namespace lcsim {
 namespace results_io_test {

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "base/errors.hpp"
+#include "formats/scenario.hpp"
+#include "formats/scenario_loader.hpp"
 #include "tests/scenario_test_support.hpp"
-#include "traces/scenario.hpp"
-#include "traces/scenario_loader.hpp"
 
 namespace lcsim {
 namespace scenario_cp_attention_test {

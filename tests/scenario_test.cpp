@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "base/errors.hpp"
+#include "formats/scenario.hpp"
+#include "formats/scenario_loader.hpp"
+#include "studies/evaluation.hpp"
 #include "tests/scenario_test_support.hpp"
-#include "traces/evaluation.hpp"
-#include "traces/scenario.hpp"
-#include "traces/scenario_loader.hpp"
 
 namespace lcsim {
 namespace scenario_test {

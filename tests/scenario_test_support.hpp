@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "formats/scenario.hpp"
+#include "formats/scenario_loader.hpp"
 #include "tests/command_run_support.hpp"
-#include "traces/scenario.hpp"
-#include "traces/scenario_loader.hpp"
 
 namespace lcsim::testing {
 

@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "calibrate/host/default_profile.hpp"
-#include "calibrate/host/measurements.hpp"
-#include "calibrate/host/profile_fit.hpp"
+#include "calibrate/fit/default_profile.hpp"
+#include "calibrate/fit/measurements.hpp"
+#include "calibrate/fit/profile_fit.hpp"
 #include "model/model.hpp"
 #include "model/profile.hpp"
 

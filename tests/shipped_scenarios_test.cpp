@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "studies/evaluation.hpp"
 #include "tests/scenario_test_support.hpp"
-#include "traces/evaluation.hpp"
 
 namespace lcsim {
 namespace shipped_scenarios_test {

@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/scenario.hpp"
 #include "tests/command_run_support.hpp"
 #include "tests/scenario_test_support.hpp"
-#include "traces/scenario.hpp"
 
 namespace sim_cli_test {
 

@@ -1,6 +1,6 @@
 // Collectives as flows on the platform: alone they take the cost model's time, sharing links they stretch.
 // Each test starts its own SimGrid engine in a child process (sim_test_support.hpp).
-#include "sim/collectives.hpp"
+#include "engine/simgrid_collectives.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "sim/platform.hpp"
+#include "engine/platform.hpp"
 #include "tests/sim_test_support.hpp"
 
 namespace lcsim {

@@ -1,5 +1,5 @@
 // The SimGrid executor end to end. Each test runs one simulation in a child process (sim_test_support.hpp).
-#include "sim/executor.hpp"
+#include "engine/executor.hpp"
 
 #include <gtest/gtest.h>
 

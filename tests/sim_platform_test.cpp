@@ -1,6 +1,6 @@
 // What the platform is built for (flow groups, link uses) and its merged links: exact, and refused where a flow
 // was not declared. Tests that start SimGrid run it in a child process (sim_test_support.hpp).
-#include "sim/platform.hpp"
+#include "engine/platform.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,9 +13,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/executor.hpp"
+#include "engine/simgrid_collectives.hpp"
 #include "program/iteration_program.hpp"
-#include "sim/collectives.hpp"
-#include "sim/executor.hpp"
 #include "tests/sim_test_support.hpp"
 
 namespace lcsim {

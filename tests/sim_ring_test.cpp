@@ -6,11 +6,11 @@
 #include <sstream>
 #include <string>
 
+#include "engine/platform.hpp"
+#include "engine/simgrid_collectives.hpp"
 #include "model/estimate.hpp"
 #include "program/estimate.hpp"
 #include "program/iteration_program.hpp"
-#include "sim/collectives.hpp"
-#include "sim/platform.hpp"
 #include "tests/sim_test_support.hpp"
 
 namespace lcsim {

@@ -16,9 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/executor.hpp"
+#include "engine/simgrid_compat.hpp"
 #include "model/profile.hpp"
-#include "sim/executor.hpp"
-#include "sim/simgrid_compat.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::testing {

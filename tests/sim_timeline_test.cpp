@@ -1,5 +1,5 @@
 // Chrome trace timelines: valid JSON that Perfetto reads, one track group per GPU, idle gaps filled.
-#include "traces/timeline.hpp"
+#include "formats/timeline.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "formats/chrome_trace.hpp"
 #include "tests/policy_test_fixtures.hpp"
-#include "traces/chrome_trace.hpp"
 
 namespace lcsim {
 namespace sim_timeline_test {

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "base/errors.hpp"
+#include "studies/sweep_shard.hpp"
 #include "tests/command_run_support.hpp"
-#include "traces/sweep_shard.hpp"
 
 namespace lcsim {
 namespace sweep_shard_test {

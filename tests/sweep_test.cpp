@@ -9,8 +9,8 @@
 #include <string>
 
 #include "base/errors.hpp"
-#include "traces/scenario.hpp"
-#include "traces/sweep.hpp"
+#include "formats/scenario.hpp"
+#include "studies/sweep.hpp"
 
 namespace lcsim {
 namespace sweep_test {

@@ -10,10 +10,10 @@
 #include "base/files.hpp"
 #include "base/json_reader.hpp"
 #include "flat_profile_fixtures.hpp"
+#include "formats/scenario_loader.hpp"
 #include "model/cost_model.hpp"
 #include "model/topology.hpp"
-#include "traces/evaluation.hpp"
-#include "traces/scenario_loader.hpp"
+#include "studies/evaluation.hpp"
 
 namespace lcsim {
 namespace topology_test {

@@ -14,13 +14,13 @@
 
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
+#include "formats/scenario.hpp"
+#include "formats/scenario_loader.hpp"
+#include "studies/evaluation.hpp"
+#include "studies/sweep.hpp"
+#include "studies/tune.hpp"
+#include "studies/tune_candidate.hpp"
 #include "tests/command_run_support.hpp"
-#include "traces/evaluation.hpp"
-#include "traces/scenario.hpp"
-#include "traces/scenario_loader.hpp"
-#include "traces/sweep.hpp"
-#include "traces/tune.hpp"
-#include "traces/tune_candidate.hpp"
 
 namespace lcsim {
 namespace tune_test {
@@ -593,7 +593,8 @@ TEST(TuneCli, NoWiringBeatsOneNvlinkDomain) {
   fs::remove_all(dir);
 }
 
-TEST(TuneCli, APolicyThatNeedsItsOwnProcessIsPlannedInAChild) {
+// That the Runner plans such a candidate in a child process: tests/runner_test.cpp.
+TEST(TuneCli, APolicyThatNeedsItsOwnProcessIsEstimated) {
   const fs::path dir = fs::temp_directory_path() / ("lcsim-tune-own-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   // Hydraulis' exact packing gives CBC a limit on the process's CPU time: not for a thread of a busy process.
@@ -611,8 +612,7 @@ TEST(TuneCli, APolicyThatNeedsItsOwnProcessIsPlannedInAChild) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json results = Json::parse(testing::read_file(dir / "t.json"));
   EXPECT_TRUE(results["candidates"][1]["estimated"].get<bool>());
-  EXPECT_TRUE(fs::exists(dir / "work" / "candidate-00001.plan.json"));   // its `lcsim plan` child's results
-  EXPECT_FALSE(fs::exists(dir / "work" / "candidate-00000.plan.json"));  // estimated in process
+  EXPECT_TRUE(fs::exists(dir / "work" / "candidate-00001.json"));  // --work keeps each candidate's scenario
   fs::remove_all(dir);
 }
 

@@ -1,4 +1,4 @@
-// Sampled worlds and their intervals (traces/uncertainty.hpp): the maths on constructed world figures with known
+// Sampled worlds and their intervals (studies/uncertainty.hpp): the maths on constructed world figures with known
 // answers, the profile and dataset draws, determinism, and --samples 1 as the nominal run.
 #include <gtest/gtest.h>
 
@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "traces/evaluation.hpp"
-#include "traces/results_io.hpp"
-#include "traces/scenario_loader.hpp"
-#include "traces/uncertainty.hpp"
-#include "traces/validation_intervals.hpp"
+#include "formats/results_io.hpp"
+#include "formats/scenario_loader.hpp"
+#include "studies/evaluation.hpp"
+#include "studies/uncertainty.hpp"
+#include "studies/validation_intervals.hpp"
 
 namespace lcsim {
 namespace uncertainty_test {

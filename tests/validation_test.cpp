@@ -11,10 +11,10 @@
 #include <string>
 
 #include "base/errors.hpp"
+#include "formats/results_io.hpp"
+#include "studies/evaluation.hpp"
+#include "studies/validation_catalogue.hpp"
 #include "tests/command_run_support.hpp"
-#include "traces/evaluation.hpp"
-#include "traces/results_io.hpp"
-#include "traces/validation.hpp"
 
 namespace lcsim {
 namespace validation_test {

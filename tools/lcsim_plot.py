@@ -151,7 +151,7 @@ def caption_of(results):
     return f"{results.get('scenario', '')} ({results.get('mode', '')}) | {results.get('dataset', '')} | {label}"
 
 
-# The interval quantiles of a results field (lcsim-results/2, traces/results_io.hpp).
+# The interval quantiles of a results field (lcsim-results/2, formats/results_io.hpp).
 INTERVAL_OF = {"speedup_vs_baseline": "speedup", "mean_iteration_s": "iteration_s", "tokens_per_s": "tokens_per_s"}
 
 

@@ -146,7 +146,7 @@ def main(argv):
         print(f"measured_entries: {e}", file=sys.stderr)
         return 2
     print(f"copied to {target}; added {len(ids)} entries: {', '.join(ids)}")
-    print("next: build/sim/lcsim validate, and commit both")
+    print("next: build/bin/lcsim validate, and commit both")
     return 0
 
 

@@ -2,10 +2,10 @@
 """Turn docs/published-measurements/points.json into an lcsim-measurements/1 file for `lcsim-gpu fit`.
 
 The published H100 figures take the same road as a GPU run: this script only selects and converts them; the fit
-(calibrate/host/profile_fit.cpp) does the rest. Usage, from the repository root:
+(calibrate/fit/profile_fit.cpp) does the rest. Usage, from the repository root:
 
     tools/published_measurements.py > docs/published-measurements/h100-sxm.measurements.json
-    build-k/calibrate/lcsim-gpu fit --measurements docs/published-measurements/h100-sxm.measurements.json \
+    build-k/bin/lcsim-gpu fit --measurements docs/published-measurements/h100-sxm.measurements.json \
         --prior calibrate/profiles/h100-sxm-default.json --out calibrate/profiles/h100-sxm-published.json
 
 Selection (declared once, here and in docs/published-measurements/SOURCES.md; never tuned to a catalogue row):

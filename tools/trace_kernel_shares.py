@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """GPU kernel time per training step of a PyTorch profiler (Kineto) trace, by kernel family: GEMM, attention,
-collective and optimizer as calibrate/kineto_kernels.json names them, the loss (softmax / cross-entropy / NLL
+collective and optimizer as calibrate/kineto/kineto_kernels.json names them, the loss (softmax / cross-entropy / NLL
 kernels) apart, and the rest (element-wise, normalisation, copies). The last column is the rest over the GEMMs:
 the element-wise work a layer runs beside its GEMMs (docs/validation.md, "The element-wise floor").
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown rows of docs/validation.md's results table from `lcsim validate --json FILE`.
 
-    build/sim/lcsim validate --json /tmp/validation.json
+    build/bin/lcsim validate --json /tmp/validation.json
     tools/validation_table.py /tmp/validation.json > /tmp/rows.md
 
 One row per entry that has a prediction (not-expressible entries are listed by the command itself): id, source,

@@ -16,7 +16,6 @@ import copy
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from typing import List, Optional
@@ -77,18 +76,13 @@ class Policy:
         raise NotImplementedError(f"{type(self).__name__}.plan is not implemented")
 
 
-_python_kinds = set()
-
-
 def register_policy(kind, cls):
     """Makes ``kind`` a policy kind of this process, planned by instances of ``cls`` (a :class:`Policy` subclass).
     It plans and simulates beside the built-in policies in :func:`plan`, :func:`simulate`, :func:`sweep` and
-    :func:`tune` (which then run in this process, the ``lcsim`` command being unable to load it). A kind can be
-    registered once."""
+    :func:`tune`. A kind can be registered once."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise TypeError(f"register_policy: expected a subclass of lcsim.Policy, got {cls!r}")
     _lcsim.register_policy(str(kind), cls)
-    _python_kinds.add(str(kind))
 
 
 def models():
@@ -277,55 +271,6 @@ def simulate(scenario, *, samples=32, iterations=None, policies=(), fixed_data=F
     return Results(json.loads(document), table)
 
 
-# Sweeps, validation and tuning run many scenarios, each in a process of its own: the `lcsim` command line runs
-# them, as it does for its own users, and its JSON document comes back. The command is found beside the package
-# (_paths.py, written by the build) or by $LCSIM_BINARY.
-def _binary():
-    path = os.environ.get("LCSIM_BINARY")
-    if not path:
-        from . import _paths
-        path = _paths.LCSIM_BINARY
-    if not os.access(path, os.X_OK):
-        raise RuntimeError(f"the lcsim command is not at {path} (set LCSIM_BINARY)")
-    return path
-
-
-def _run_command(arguments, progress=None):
-    """Runs `lcsim ARGUMENTS --json FILE` and returns the document it wrote; exit 2 raises InputError, 3
-    PlanningError, anything else RuntimeError, each with the command's message. ``progress`` (a callable, or None)
-    receives the command's progress lines as they come (LCSIM_PROGRESS=lines)."""
-    with tempfile.TemporaryDirectory(prefix="lcsim-") as folder:
-        out = os.path.join(folder, "out.json")
-        env = dict(os.environ, LCSIM_PROGRESS="lines") if progress else None
-        with open(os.path.join(folder, "stdout"), "w+", encoding="utf-8") as stdout:
-            child = subprocess.Popen([_binary(), *arguments, "--json", out], stdout=stdout, stderr=subprocess.PIPE,
-                                     text=True, env=env)
-            kept = []
-            try:
-                for line in child.stderr:
-                    fields = line.rstrip("\n").split(" ", 3)
-                    if progress and len(fields) == 4 and fields[0] == "lcsim-progress":
-                        progress(int(fields[1]), int(fields[2]), fields[3])
-                    else:
-                        kept.append(line)
-            except BaseException:
-                child.kill()
-                child.wait()
-                raise
-            status = child.wait()
-            stdout.seek(0)
-            printed = stdout.read()
-        message = ("".join(kept).strip() or printed.strip()).removeprefix("lcsim: error: ")
-        if status == 2:
-            raise InputError(message)
-        if status == 3:
-            raise PlanningError(message)
-        if status != 0:
-            raise RuntimeError(f"lcsim {arguments[0]} exited with status {status}: {message}")
-        with open(out, encoding="utf-8") as f:
-            return json.load(f)
-
-
 class Document:
     """A command's JSON document: ``to_dict()``, and ``to_pandas()`` of its ``rows()``."""
 
@@ -378,74 +323,32 @@ class TuneResults(Document):
         return [dict(candidate) for candidate in self._document["candidates"]]
 
 
-def _names_python_kinds(policies):
-    """Whether a scenario's ``policies`` name a policy registered from Python in this process."""
-    return any(isinstance(entry, dict) and entry.get("kind") in _python_kinds for entry in policies)
-
-
-def _sweep_names_python_kinds(sweep_file):
-    """Whether the sweep's base scenario names a policy registered from Python in this process."""
-    if not _python_kinds:
-        return False
-    try:
-        with open(sweep_file, encoding="utf-8") as f:
-            base = json.load(f).get("base")
-        with open(os.path.join(os.path.dirname(os.path.abspath(sweep_file)), base), encoding="utf-8") as f:
-            return _names_python_kinds(json.load(f).get("policies", []))
-    except (OSError, ValueError, TypeError, AttributeError):
-        return False  # the run itself names what is wrong with the files
-
-
-def sweep(sweep_file, *, jobs=2, out=None, in_process=None, progress=True):
-    """``lcsim sweep SWEEP_FILE``: every point of the sweep, ``jobs`` processes at a time, by the ``lcsim`` command.
-
-    A sweep whose base scenario names a policy written in Python (:func:`register_policy`) runs in this process
-    instead, point after point (``in_process=True`` forces it, ``False`` refuses it): the same files in ``out`` (a
-    temporary folder by default) and the same merged document. ``progress`` as for :func:`plan`.
-    """
+def sweep(sweep_file, *, jobs=2, out=None, progress=True):
+    """``lcsim sweep SWEEP_FILE``: every point of the sweep, ``jobs`` at a time, in this process (simulations in
+    child processes of it), policies registered from Python included. Writes each point's scenario, results and log
+    into ``out`` (a temporary folder by default, removed afterwards) and returns the merged document.
+    ``progress`` as for :func:`plan`."""
     sweep_file = os.fspath(sweep_file)
-    if in_process is None:
-        in_process = _sweep_names_python_kinds(sweep_file)
+    progress = _progress(progress)
+    if out is not None:
+        return SweepResults(json.loads(_lcsim.sweep(sweep_file, os.fspath(out), int(jobs), progress)))
     with tempfile.TemporaryDirectory(prefix="lcsim-sweep-") as folder:
-        folder = folder if out is None else os.fspath(out)
-        if in_process:
-            return SweepResults(json.loads(_lcsim.sweep(sweep_file, folder, _progress(progress))))
-        return SweepResults(_run_command(["sweep", sweep_file, "--jobs", str(int(jobs)), "--out", folder,
-                                          "--quiet"], _progress(progress)))
+        return SweepResults(json.loads(_lcsim.sweep(sweep_file, folder, int(jobs), progress)))
 
 
 def validate(*, catalogue=None, only=(), samples=8, jobs=2, progress=True):
-    """``lcsim validate``: the catalogue's published and measured figures against lcsim's predictions.
-    ``progress`` as for :func:`plan`."""
-    arguments = ["validate", "--samples", str(int(samples)), "--jobs", str(int(jobs))]
-    if catalogue is not None:
-        arguments += ["--catalogue", os.fspath(catalogue)]
-    for entry in only:
-        arguments += ["--only", entry]
-    return ValidationResults(_run_command(arguments, _progress(progress)))
+    """``lcsim validate``: the catalogue's published and measured figures against lcsim's predictions, in this
+    process (simulations in child processes of it). ``progress`` as for :func:`plan`."""
+    document = _lcsim.validate(None if catalogue is None else os.fspath(catalogue), [str(e) for e in only],
+                               int(samples), int(jobs), _progress(progress))
+    return ValidationResults(json.loads(document))
 
 
-def tune(scenario, *, jobs=2, budget_s=None, in_process=None, progress=True):
-    """``lcsim tune``: each policy's best settings and layout for the scenario (a Scenario, path or dict).
-
-    A scenario that names a policy written in Python runs in this process instead of the ``lcsim`` command
-    (``in_process=True`` forces it): candidates estimated on ``jobs`` threads as the command does, its plan and
-    simulate steps run here one after another; the same document. ``progress`` as for :func:`plan` (by the
-    command).
-    """
+def tune(scenario, *, jobs=2, budget_s=None, progress=True):
+    """``lcsim tune``: each policy's best settings and layout for the scenario (a Scenario, path or dict), in this
+    process: candidates estimated on ``jobs`` threads, the most promising simulated in child processes of it,
+    policies registered from Python included. ``progress`` as for :func:`plan`."""
     s = _as_scenario(scenario)
-    if in_process is None:
-        in_process = _names_python_kinds(s.to_dict().get("policies", []))
-    with tempfile.TemporaryDirectory(prefix="lcsim-tune-") as folder:
-        path = os.path.join(folder, "scenario.json")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(_lcsim.with_absolute_paths(s._text(), s.file))  # its relative paths still resolve
-        if in_process:
-            out = os.path.join(folder, "tune.json")
-            _lcsim.tune(path, out, int(jobs), None if budget_s is None else float(budget_s))
-            with open(out, encoding="utf-8") as f:
-                return TuneResults(json.load(f))
-        arguments = ["tune", path, "--jobs", str(int(jobs)), "--quiet"]
-        if budget_s is not None:
-            arguments += ["--budget-s", str(budget_s)]
-        return TuneResults(_run_command(arguments, _progress(progress)))
+    document = _lcsim.tune(s._text(), s.file, int(jobs), None if budget_s is None else float(budget_s),
+                           _progress(progress))
+    return TuneResults(json.loads(document))

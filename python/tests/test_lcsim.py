@@ -10,7 +10,7 @@ import pytest
 import lcsim
 
 SOURCE = os.environ.get("LCSIM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-BINARY = os.environ.get("LCSIM_BINARY", os.path.join(SOURCE, "build", "sim", "lcsim"))
+BINARY = os.environ.get("LCSIM_BINARY", os.path.join(SOURCE, "build", "bin", "lcsim"))
 DEFAULT = os.path.join(SOURCE, "scenarios", "default.json")
 
 
@@ -160,9 +160,10 @@ def test_sweep_validate_and_tune_run_the_command_line(tmp_path):
     assert all(r["policy"] == "deepspeed" for r in tuned.rows())
 
 
-def test_the_package_knows_where_the_command_is():
-    from lcsim import _paths
-    assert os.access(_paths.LCSIM_BINARY, os.X_OK)
+def test_the_package_starts_no_process_of_its_own():
+    """Sweeps, validation and tuning run in this process through the engine's Runner: no subprocess module."""
+    source = open(os.path.join(SOURCE, "python", "lcsim", "__init__.py"), encoding="utf-8").read()
+    assert "subprocess" not in source and "Popen" not in source
 
 
 def test_progress_reports_like_the_command_line_and_can_be_silenced(capfd):

@@ -8,10 +8,10 @@
 
 #include <string>
 
+#include "formats/scenario_loader.hpp"
 #include "program/estimate.hpp"
 #include "program/iteration_program.hpp"
-#include "traces/evaluation.hpp"
-#include "traces/scenario_loader.hpp"
+#include "studies/evaluation.hpp"
 
 namespace lcsim::program {
 namespace {

@@ -1,0 +1,289 @@
+// `lcsim validate`: every entry of a catalogue of published figures, predicted by `lcsim plan|simulate` runs (one
+// process per distinct run, --jobs at a time) or by the cost model directly, and compared with the paper.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "base/files.hpp"
+#include "base/json_reader.hpp"
+#include "cli/cli.hpp"
+#include "cli/command_options.hpp"
+#include "cli/progress.hpp"
+#include "formats/results_io.hpp"
+#include "formats/scenario_loader.hpp"
+#include "studies/interrupts.hpp"
+#include "studies/sweep.hpp"
+#include "studies/uncertainty.hpp"
+#include "studies/validate.hpp"
+#include "studies/validation_catalogue.hpp"
+#include "studies/validation_intervals.hpp"
+
+namespace lcsim {
+namespace {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr const char* kValidateUsage = "Usage: lcsim validate [options]\n";
+
+po::options_description validate_options() {
+  po::options_description options("Options", 110, 60);
+  options.add_options()              //
+      ("help,h", "print this help")  //
+      ("catalogue,c", po::value<std::string>()->value_name("FILE"),
+       "catalogue of published figures (default: scenarios/validation/catalogue.json of the source tree)")  //
+      ("json", po::value<std::string>()->value_name("FILE"),
+       "write every entry, its points and the summary (schema lcsim-validation/3) to FILE")         //
+      ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per entry to FILE")  //
+      ("jobs,j", po::value<int>()->default_value(default_jobs())->value_name("N"),
+       "runs at once (plans on threads, simulations in child processes); results do not depend on it")  //
+      ("profile", po::value<std::vector<std::string>>()->composing()->value_name("FILE"),
+       "run every scenario whose cluster has this profile's GPU kind with FILE instead of its own profile "
+       "(repeatable, one per GPU kind); an entry is fitted when the profile it runs with lists it in "
+       "provenance.fitted_on")  //
+      ("only", po::value<std::vector<std::string>>()->composing()->value_name("ID"),
+       "validate only the entry with this id (repeatable)")  //
+      ("work", po::value<std::string>()->value_name("DIR"),
+       "write every run's scenario, results and log into DIR (default: none; a failed run's error is in the "
+       "message)")  //
+      ("samples", po::value<int>()->default_value(8)->value_name("N"),
+       "sampled worlds per run (lcsim plan|simulate --samples): each held-out entry gets an 80% interval, and "
+       "the summary its coverage and median width (docs/uncertainty.md); 1: no intervals")  //
+      ("write-model-form", po::value<std::string>()->value_name("FILE"),
+       "write each quantity family's model-form log sigma over the whole catalogue to FILE (schema "
+       "lcsim-model-form/1; the shipped one is scenarios/validation/model-form.json)")  //
+      ("quiet,q", "do not print the table");
+  return options;
+}
+
+std::string validate_help() {
+  std::ostringstream text;
+  text << kValidateUsage
+       << "\nChecks lcsim's predictions against the figures the Skrull, Hydraulis and HBP papers publish, and against\n"
+          "lcsim's own runs on real GPUs (measured entries: a committed lcsim-gpu live --json file, summarized on a\n"
+          "line of their own). Each entry of the catalogue names its source, the scenarios (and changes to them)\n"
+          "it needs, the quantity (a speedup, a balance metric, OOM or not, a collective's time), and the figure.\n"
+          "Every distinct run is one plan (in this process) or simulation (in a child process). Prints, per entry:\n"
+          "status (held out,"
+          "fitted -- the profile it runs with set a parameter from it -- or not expressible, with the reason),\n"
+          "published and predicted figures, signed error, whether the ordering holds (the same policy wins, the\n"
+          "trend runs the same way) and whether it is within tolerance; then the held-out MAPE. Exit 0 when every\n"
+          "run ran, however large the errors: accuracy is a reported number. A measured entry whose policy now\n"
+          "plans other iterations than the hardware ran (its file's plan labels) fails the command: re-measure it\n"
+          "or pin the policy's options. Catalogue format: docs/validation.md.\n\n"
+       << validate_options();
+  return text.str();
+}
+
+std::string fixed(double value, int precision) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(precision) << value;
+  return s.str();
+}
+
+/// Three significant digits; seconds below 0.1 s in microseconds (collective latencies).
+std::string figure(double value, ValidationQuantity quantity) {
+  std::ostringstream s;
+  if (quantity == ValidationQuantity::CollectiveSeconds) {
+    s << std::setprecision(4) << value * 1e6 << "us";
+  } else {
+    s << std::fixed << std::setprecision(value < 0.1 ? 4 : value < 10 ? 3 : 2) << value;
+  }
+  return s.str();
+}
+
+std::string shown(const EntryOutcome& o, bool predicted) {
+  const ValidationEntry& e = *o.entry;
+  if (!predicted) {
+    std::ostringstream s;
+    s << std::setprecision(4);
+    const auto& f = e.published;
+    if (!e.published_text.empty()) return e.published_text;
+    if (e.combine == ValidationCombine::Each || (f.trend && e.points.front().published)) {
+      if (f.trend) s << (*f.trend == Trend::Increasing ? "rising " : "falling ");
+      for (std::size_t i = 0; i < e.points.size(); ++i)
+        s << (i ? " " : "") << figure(*e.points[i].published, e.quantity);
+      return s.str();
+    }
+    if (f.value) s << *f.value;
+    if (f.low) s << *f.low << "-" << *f.high;
+    if (f.yes) s << (*f.yes ? "OOM" : "fits");
+    if (f.trend) s << (*f.trend == Trend::Increasing ? "rising" : "falling");
+    return s.str();
+  }
+  if (!o.failed.empty()) return "failed";
+  if (o.predicted_yes) return *o.predicted_yes ? "OOM" : "fits";
+  if (o.predicted) return figure(*o.predicted, e.quantity);
+  std::string series;
+  for (const auto& p : o.points)
+    if (p.value) series += (series.empty() ? "" : " ") + figure(*p.value, e.quantity);
+  return series;
+}
+
+/// An entry's 80% interval as the table shows it: p10-p90 of its one figure, or how many of its per-point figures
+/// fall inside theirs; "-" without one (one world, or an entry that is not held out and numeric).
+std::string interval_cell(const EntryInterval* interval, ValidationQuantity quantity) {
+  if (interval == nullptr || interval->quantiles.empty()) return "-";
+  const std::string inside = interval->covered >= 1 ? " in" : interval->covered <= 0 ? " OUT" : "";
+  if (interval->quantiles.size() == 1)
+    return figure(interval->quantiles.front().p10, quantity) + "-" + figure(interval->quantiles.front().p90, quantity) +
+           inside;
+  return fixed(100 * interval->covered, 0) + "% of points in";
+}
+
+void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOutcome>& outcomes,
+                 const ValidationSummary& summary, const std::vector<EntryInterval>& intervals,
+                 const std::string& profile_note, std::ostream& out) {
+  out << "catalogue " << catalogue.file << " (" << outcomes.size() << " entries)\n";
+  if (!profile_note.empty()) out << "profiles  " << profile_note << "\n";
+  std::map<std::string, const EntryInterval*> interval_of;
+  for (const auto& interval : intervals) interval_of[interval.id] = &interval;
+  std::vector<std::vector<std::string>> rows = {
+      {"entry", "source", "status", "published", "predicted", "80% interval", "error", "ordering", "ok"}};
+  for (const auto& o : outcomes) {
+    const ValidationEntry& e = *o.entry;
+    const std::string status = entry_status(o) + (e.measured.empty() ? "" : ", measured");
+    const auto found = interval_of.find(e.id);
+    rows.push_back({e.id, e.source.paper + " " + e.source.where, status, shown(o, false), shown(o, true),
+                    interval_cell(found == interval_of.end() ? nullptr : found->second, e.quantity),
+                    o.error ? (*o.error >= 0 ? "+" : "") + fixed(100 * *o.error, 1) + "%" : "-",
+                    e.not_expressible.empty() && o.failed.empty() ? (o.ordering == OrderingVerdict::Held     ? "held"
+                                                                     : o.ordering == OrderingVerdict::Broken ? "BROKEN"
+                                                                                                             : "-")
+                                                                  : "-",
+                    e.not_expressible.empty() && o.failed.empty() ? (o.within_tolerance ? "yes" : "no") : "-"});
+  }
+  print_aligned_rows(rows, out);
+  out << "\nheld out: " << summary.held_out << " published entries; over the " << summary.held_out_numeric
+      << " with a numeric error, MAPE " << fixed(100 * summary.held_out_mape, 1) << "%, median "
+      << fixed(100 * summary.held_out_median_ape, 1) << "%; " << summary.held_out_within_tolerance << "/"
+      << summary.held_out << " within tolerance (and ordering)\n";
+  const HeldOutErrors& m = summary.measured;
+  if (m.entries > 0)
+    out << "measured: " << m.entries << " entries (real hardware); over the " << m.numeric
+        << " with a numeric error, MAPE " << fixed(100 * m.mape, 1) << "%, median " << fixed(100 * m.median_ape, 1)
+        << "%; " << m.within_tolerance << "/" << m.entries << " within tolerance (and ordering); ordering "
+        << m.ordering_held << "/" << m.ordering_checked << "\n";
+  const MeasuredRanking& r = summary.measured_ranking;
+  if (r.pairs + r.ties > 0) {
+    out << "ranking:  " << r.kept << "/" << r.pairs
+        << " pairs of policies of one measured run ranked as the hardware ranked them (" << r.ties
+        << " pairs measured within " << fixed(100 * kMeasuredRankingTie, 0) << "% of each other not judged)\n";
+    for (const BrokenRanking& b : r.broken)
+      out << "  BROKEN " << b.faster << " over " << b.slower << " in " << folder_and_name(b.run) << ": measured "
+          << fixed(b.measured_faster, 3) << "x against " << fixed(b.measured_slower, 3) << "x, predicted "
+          << fixed(b.predicted_faster, 3) << "x against " << fixed(b.predicted_slower, 3) << "x\n";
+  }
+  out << "ordering: " << summary.ordering_held << "/" << summary.ordering_checked
+      << " published entries keep the published ordering (who wins, which way a trend runs)\n";
+  out << "fitted:   " << summary.fitted << " entries (a free parameter was set from them; not in the MAPE)\n";
+  out << "not expressible: " << summary.not_expressible << "; failed: " << summary.failed << "\n";
+  for (const auto& o : outcomes)
+    if (!o.entry->not_expressible.empty()) out << "  " << o.entry->id << ": " << o.entry->not_expressible << "\n";
+  for (const auto& o : outcomes)
+    if (!o.failed.empty()) out << "  " << o.entry->id << " failed: " << o.failed << "\n";
+}
+
+// ---- 80% intervals (studies/validation_intervals.hpp) ----
+
+void print_interval_summary(const IntervalSummary& s, std::ostream& out) {
+  if (s.samples <= 1) return;
+  out << "intervals: 80% (p10-p90) over " << s.samples
+      << " sampled worlds, model form leave-one-out per quantity family (docs/uncertainty.md)\n";
+  out << "coverage: " << fixed(100 * s.coverage, 1) << "% (" << fixed(s.covered, 1) << " of " << s.entries
+      << " held-out numeric entries inside their interval, " << fixed(s.measured_covered, 1) << " of the "
+      << s.measured_entries << " measured ones; target 80%)\n";
+  out << "width:    median relative width (p90 - p10) / p50 " << fixed(s.median_relative_width, 3) << "\n";
+  out << "model form (whole catalogue, log sigma):";
+  for (const auto& [family, sigma] : s.families)
+    out << " " << to_string(family) << " " << fixed(sigma.log_sigma, 3) << " (" << sigma.entries << ")";
+  out << "\n";
+}
+
+/// --work DIR: each run's scenario, its results and its error, for a reader; nothing reads them back.
+void write_work_folder(const std::string& dir, const ValidationPlan& plan, const ValidationReport& report) {
+  std::error_code made;
+  fs::create_directories(dir, made);
+  if (made) throw InputError(dir + ": cannot create the work folder: " + made.message());
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    const RunOutcome& o = report.run_outcomes[i];
+    write_file_atomically((fs::path(dir) / validation_run_name(i, ".json")).string(),
+                          plan.runs[i].scenario.dump(2) + "\n");
+    if (o.status == kExitOk)
+      write_file_atomically((fs::path(dir) / validation_run_name(i, ".results.json")).string(),
+                            o.results.dump(2) + "\n");
+    write_file_atomically(
+        (fs::path(dir) / validation_run_name(i, ".log")).string(),
+        (o.warning.empty() ? "" : "lcsim: warning: " + o.warning + "\n") + (o.error.empty() ? "" : o.error + "\n"));
+  }
+}
+
+}  // namespace
+
+void run_validate_command(const std::vector<std::string>& args, std::ostream& out) {
+  const InterruptScope interrupts;  // Ctrl-C and SIGTERM reach the children, then the command stops
+  po::variables_map vm;
+  try {
+    // No positional argument: an empty description makes a stray one an error instead of being ignored.
+    po::store(po::command_line_parser(args).options(validate_options()).positional({}).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("validate: ") + e.what(), validate_help());
+  }
+  if (vm.count("help")) {
+    out << validate_help();
+    return;
+  }
+  ValidateSettings settings;
+  settings.jobs = vm["jobs"].as<int>();
+  if (settings.jobs < 1)
+    throw UsageError("validate: --jobs must be at least 1, got " + std::to_string(settings.jobs), validate_help());
+  settings.samples = vm["samples"].as<int>();
+  if (vm.count("catalogue")) settings.catalogue_file = vm["catalogue"].as<std::string>();
+  if (vm.count("profile")) settings.profile_files = vm["profile"].as<std::vector<std::string>>();
+  if (vm.count("only")) settings.only = vm["only"].as<std::vector<std::string>>();
+  const ValidationPlan plan = plan_validation(settings);
+
+  OutputGuard guard;
+  guard.add_inputs(validation_inputs(plan));
+  for (const auto& output : output_options(vm, {"json", "csv", "write-model-form"}))
+    guard.add_output(output.option, output.file);
+  if (vm.count("work")) {
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < plan.runs.size(); ++i)
+      for (const char* suffix : {".json", ".results.json", ".log"}) names.push_back(validation_run_name(i, suffix));
+    guard.add_folder("--work " + vm["work"].as<std::string>(), vm["work"].as<std::string>(), names);
+  }
+  guard.check();
+
+  LocalRunner runner;
+  const ValidationReport report =
+      run_validation(plan, runner, [](std::size_t done, std::size_t total) { print_progress(done, total, "runs"); });
+  if (vm.count("work")) write_work_folder(vm["work"].as<std::string>(), plan, report);
+
+  std::vector<std::string> written;
+  if (vm.count("json"))
+    write_output(vm["json"].as<std::string>(), validation_report_to_json(plan, report).dump(2) + "\n", written);
+  if (vm.count("write-model-form"))
+    write_output(vm["write-model-form"].as<std::string>(), validation_model_form_to_json(plan, report).dump(2) + "\n",
+                 written);
+  if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), validation_to_csv(report.outcomes), written);
+  std::string profile_note;
+  for (const auto& p : report.profile_labels) profile_note += (profile_note.empty() ? "" : "; ") + p;
+  if (!vm.count("quiet")) {
+    print_table(*plan.catalogue, report.outcomes, report.summary, report.intervals, profile_note, out);
+    print_interval_summary(report.interval_summary, out);
+  }
+  check_validation_report(plan, report);
+}
+
+}  // namespace lcsim

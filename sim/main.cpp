@@ -1,6 +1,0 @@
-// lcsim: the command line, with the built-in policies.
-#include "sim/cli.hpp"
-
-int main(int argc, char** argv) {
-  return lcsim::run_main(argc, argv);
-}

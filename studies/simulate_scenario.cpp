@@ -1,0 +1,231 @@
+#include "studies/simulate_scenario.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "base/errors.hpp"
+#include "base/files.hpp"
+#include "formats/results_io.hpp"
+#include "formats/timeline.hpp"
+#include "model/estimate.hpp"
+#include "model/metrics.hpp"
+#include "program/estimate.hpp"
+#include "program/outcome.hpp"
+#include "studies/evaluation.hpp"
+
+namespace lcsim::sim {
+namespace {
+
+std::vector<int> used_gpus(const IterationPlan& plan, int world) {
+  std::vector<char> used(static_cast<std::size_t>(world), 0);
+  for (const auto& replica : plan.replicas)
+    for (int g : replica.gpus)
+      if (g >= 0 && g < world) used[static_cast<std::size_t>(g)] = 1;
+  std::vector<int> out;
+  for (int g = 0; g < world; ++g)
+    if (used[static_cast<std::size_t>(g)]) out.push_back(g);
+  return out;
+}
+
+/// One policy's iteration from the simulation, in the results schema.
+IterationResult simulated_iteration(const IterationPlan& plan, std::size_t index,
+                                    const program::IterationOutcome& outcome, const CostModel& cost) {
+  const int world = cost.cluster().world_size();
+  program::check_finite(outcome);
+  IterationEstimate simulated;  // the simulated figures, in the shape compute_metrics reads
+  simulated.seconds = outcome.seconds;
+  simulated.busy_seconds = outcome.busy_seconds;
+  simulated.peak_bytes = outcome.peak_bytes;
+  simulated.propagation_end_s = outcome.propagation_end_s;
+  const double capacity = cost.capacity_bytes();
+  simulated.oom_gpus = static_cast<int>(
+      std::count_if(outcome.peak_bytes.begin(), outcome.peak_bytes.end(), [&](double b) { return b > capacity; }));
+  return iteration_result(plan, static_cast<int>(index), simulated, world);
+}
+
+std::string format(const char* spec, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, spec, value);
+  return text;
+}
+
+}  // namespace
+
+SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateSettings& settings) {
+  const CostModel& cost = *loaded.cost;
+  const int world = loaded.scenario.cluster.world_size();
+  if (world > kMaxSimulatedGpus)
+    throw InputError(loaded.scenario.file + ": cluster.nodes: " + std::to_string(loaded.scenario.cluster.nodes) +
+                     " nodes of " + std::to_string(loaded.scenario.cluster.gpus_per_node) + " GPUs are " +
+                     std::to_string(world) + " GPUs; lcsim simulate takes at most " +
+                     std::to_string(kMaxSimulatedGpus) +
+                     " (docs/robustness.md), `lcsim plan` estimates larger clusters");
+  SimulationReport report;
+  report.results = results_header(loaded, "simulate");
+  report.layers_per_block = settings.program.layers_per_block;
+  report.world_size = world;
+
+  std::vector<PolicyPlans> planned;
+  for (const PolicySpec* spec : select_policies(loaded.scenario, settings.policies))
+    planned.push_back(plan_policy(loaded, *spec));
+
+  // All plans of all policies, in order, and where each one belongs.
+  std::vector<const IterationPlan*> plans;
+  std::vector<std::pair<std::size_t, std::size_t>> owner;  // (policy, iteration)
+  for (std::size_t p = 0; p < planned.size(); ++p) {
+    PolicyResult result;
+    result.label = planned[p].spec->label;
+    result.kind = planned[p].kind;
+    result.planning_ms = planned[p].planning_ms;
+    report.results.policies.push_back(std::move(result));
+    report.extras.emplace_back();
+    for (std::size_t i = 0; i < planned[p].plans.size(); ++i) {
+      plans.push_back(&planned[p].plans[i]);
+      owner.emplace_back(p, i);
+    }
+  }
+
+  std::unique_ptr<TimelineWriter> timeline;
+  if (!settings.trace_file.empty())
+    timeline = std::make_unique<TimelineWriter>(settings.trace_file, loaded.scenario.cluster);
+
+  SimulationOptions options;
+  options.program = settings.program;
+  options.record_spans = timeline != nullptr;
+  options.exclusive_closed_form = settings.exclusive_closed_form;
+  std::size_t done = 0;
+  simulate(plans, cost, options, [&](program::IterationOutcome&& outcome) {
+    const auto [p, i] = owner[outcome.index];
+    const IterationPlan& plan = *plans[outcome.index];
+    PolicyResult& result = report.results.policies[p];
+    SimulatedPolicyExtras& extra = report.extras[p];
+    extra.wall_s += outcome.wall_s;
+    extra.cpu_s += outcome.cpu_s;
+    extra.build_cpu_s += outcome.build_cpu_s;
+    result.iterations.push_back(simulated_iteration(plan, i, outcome, cost));
+    std::vector<double> idle;
+    for (double busy : outcome.busy_seconds) idle.push_back(std::max(0.0, outcome.seconds - busy));
+    extra.idle_seconds.push_back(std::move(idle));
+    const std::vector<int> used = used_gpus(plan, world);
+    double busy_max = 0, busy_min = used.empty() ? 0 : outcome.busy_seconds[static_cast<std::size_t>(used[0])];
+    for (int g : used) {
+      busy_max = std::max(busy_max, outcome.busy_seconds[static_cast<std::size_t>(g)]);
+      busy_min = std::min(busy_min, outcome.busy_seconds[static_cast<std::size_t>(g)]);
+    }
+    extra.busy_max_mean_s += busy_max;
+    extra.busy_min_mean_s += busy_min;
+    if (timeline) timeline->add_iteration(result.label, i, plan, outcome);
+    if (settings.progress) settings.progress(++done, plans.size(), result.label);
+  });
+  if (timeline) timeline->close();
+
+  for (std::size_t p = 0; p < planned.size(); ++p) {
+    PolicyResult& result = report.results.policies[p];
+    SimulatedPolicyExtras& extra = report.extras[p];
+    summarize(result);
+    const auto n = static_cast<double>(std::max<std::size_t>(1, result.iterations.size()));
+    extra.busy_max_mean_s /= n;
+    extra.busy_min_mean_s /= n;
+    double estimate = 0;
+    program::Estimator estimator(cost);
+    for (const auto& plan : planned[p].plans) estimate += estimator.estimate(plan).seconds;
+    extra.estimate_mean_s = estimate / n;
+  }
+  apply_baseline(report.results);
+  return report;
+}
+
+nlohmann::ordered_json simulation_to_json(const SimulationReport& report) {
+  nlohmann::ordered_json j = results_to_json(report.results);
+  auto& policies = j["policies"];
+  for (std::size_t p = 0; p < report.extras.size(); ++p) {
+    auto& iterations = policies[p]["iterations"];
+    for (std::size_t i = 0; i < report.extras[p].idle_seconds.size(); ++i) {
+      // Same rounding as every other number of the file: identical runs write identical bytes.
+      nlohmann::ordered_json idle = nlohmann::ordered_json::array();
+      for (double s : report.extras[p].idle_seconds[i]) idle.push_back(std::strtod(format("%.9g", s).c_str(), nullptr));
+      iterations[i]["idle_s"] = std::move(idle);
+    }
+  }
+  return j;
+}
+
+void write_simulation_json(const SimulationReport& report, const std::string& file) {
+  write_file_atomically(file, simulation_to_json(report).dump(2) + "\n");
+}
+
+void print_simulation_table(const SimulationReport& report, std::ostream& out) {
+  const RunResults& r = report.results;
+  out << "scenario  " << r.scenario << " (" << r.scenario_file << ")\n";
+  out << "mode      simulate (SimGrid: " << report.world_size << " GPUs, "
+      << (report.layers_per_block > 0 ? std::to_string(report.layers_per_block) + " layer(s) per simulated block"
+                                      : std::string("each stage's layers folded into one block"))
+      << ")\n";
+  out << "dataset   " << r.dataset_label << '\n';
+  out << "baseline  " << r.baseline << '\n';
+  out << "profile   " << r.profile_label << '\n';
+
+  std::vector<std::vector<std::string>> rows;
+  const bool sampled = r.uncertainty.samples > 1;
+  std::vector<std::string> header{"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup"};
+  if (sampled) header.insert(header.end(), interval_headers().begin(), interval_headers().end());
+  for (const char* column :
+       {"busy max s", "busy min s", "OOM iters", "estimate s", "wall ms/iter", "cpu ms/iter", "build ms/iter"})
+    header.push_back(column);
+  rows.push_back(std::move(header));
+  for (std::size_t p = 0; p < r.policies.size(); ++p) {
+    const PolicyResult& pr = r.policies[p];
+    const SimulatedPolicyExtras& ex = report.extras[p];
+    const double iterations = static_cast<double>(std::max<std::size_t>(1, pr.iterations.size()));
+    std::vector<std::string> row{pr.label,
+                                 format("%.4f", pr.mean_iteration_s),
+                                 format("%.4f", pr.p50_iteration_s),
+                                 format("%.4f", pr.p99_iteration_s),
+                                 format("%.0f", pr.tokens_per_s),
+                                 format("%.2fx", pr.speedup_vs_baseline)};
+    if (sampled) {
+      const std::vector<std::string> cells = interval_cells(pr, r.baseline);
+      row.insert(row.end(), cells.begin(), cells.end());
+    }
+    for (std::string cell :
+         {format("%.4f", ex.busy_max_mean_s), format("%.4f", ex.busy_min_mean_s),
+          std::to_string(pr.oom_iterations) + "/" + std::to_string(pr.iterations.size()),
+          format("%.4f", ex.estimate_mean_s), format("%.3f", 1e3 * ex.wall_s / iterations),
+          format("%.3f", 1e3 * ex.cpu_s / iterations), format("%.3f", 1e3 * ex.build_cpu_s / iterations)})
+      row.push_back(std::move(cell));
+    rows.push_back(std::move(row));
+  }
+  print_aligned_rows(rows, out);
+  out << "speedup: tokens/s over " << r.baseline
+      << "'s; busy max/min: busiest and least busy GPU of the plan (compute + collectives; waits and pipeline\n"
+         "transfers are idle), mean over iterations; estimate s: the same programs without contention (lcsim plan);\n"
+         "wall ms/iter, cpu ms/iter: wall and CPU time to simulate one iteration -- build its program from the plan,\n"
+         "then run it (the CPU time is the wall time on a dedicated core); build ms/iter: the building part of the "
+         "CPU\n"
+         "time; none is written to files\n";
+  if (sampled)
+    out << "sampled worlds: the nominal world is simulated; worlds 1..N-1 are the estimate's, scaled to it: "
+           "t_sim(w) = t_sim(0) t_est(w) / t_est(0)\n";
+  print_uncertainty_lines(r, out);
+}
+
+void attach_sampled_worlds(SimulationReport& report, const LoadedScenario& loaded, const SimulateSettings& settings,
+                           int samples, const ModelForm& model_form) {
+  RunResults& results = report.results;
+  std::vector<std::vector<WorldFigures>> worlds(results.policies.size());
+  for (std::size_t p = 0; p < results.policies.size(); ++p) worlds[p].push_back(world_figures(results.policies[p]));
+  if (samples > 1) {
+    const auto estimated = estimate_worlds(loaded, settings.policies, samples, settings.world_progress,
+                                           settings.draw_data, settings.world_jobs);
+    if (estimated.size() != worlds.size()) throw std::logic_error("simulate: sampled worlds of other policies");
+    for (std::size_t p = 0; p < worlds.size(); ++p)
+      for (int w = 1; w < samples; ++w)
+        worlds[p].push_back(transfer_world(worlds[p][0], estimated[p][0], estimated[p][static_cast<std::size_t>(w)]));
+  }
+  attach_intervals(results, worlds, sampled_sources(loaded, settings.draw_data),
+                   model_form.for_profile(loaded.profile));
+}
+
+}  // namespace lcsim::sim
