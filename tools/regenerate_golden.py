@@ -39,7 +39,7 @@ DOCS = ['README.md'] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.pat
 MASKED = '<masked>'
 BLOCK_OPEN = re.compile(r'^<!-- golden: (.*?) -->$')
 BLOCK_CLOSE = '<!-- /golden -->'
-INLINE = re.compile(r'<!-- golden: (.*?) -->(.*?)<!-- /golden -->')
+INLINE = re.compile(r'(?<!`)<!-- golden: (.*?) -->(.*?)<!-- /golden -->')  # `...`: a marker shown, not used
 
 
 class Golden:
@@ -157,17 +157,23 @@ def render(doc, cache):
             cache[name] = Golden(path)
         return cache[name]
 
-    out, lines, i = [], open(os.path.join(ROOT, doc), encoding='utf-8').read().split('\n'), 0
+    out, lines, i, fenced = [], open(os.path.join(ROOT, doc), encoding='utf-8').read().split('\n'), 0, False
     while i < len(lines):
         line = lines[i]
         where = f'{doc}:{i + 1}'
-        block = BLOCK_OPEN.match(line)
+        if line.startswith('```'):  # a marker inside a fenced block is an example, not a marker
+            fenced = not fenced
+        block = None if fenced else BLOCK_OPEN.match(line)
         if block:
             end = next((j for j in range(i + 1, len(lines)) if lines[j] == BLOCK_CLOSE), None)
             if end is None:
                 sys.exit(f'{where}: no {BLOCK_CLOSE} after this marker')
             out += [line, select(golden_of(block.group(1), where), block.group(1), where), BLOCK_CLOSE]
             i = end + 1
+            continue
+        if fenced:
+            out.append(line)
+            i += 1
             continue
         out.append(INLINE.sub(lambda m: f'<!-- golden: {m.group(1)} -->'
                               f'{select(golden_of(m.group(1), where), m.group(1), where)}<!-- /golden -->', line))
