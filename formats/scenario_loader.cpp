@@ -262,13 +262,13 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
   // Build every policy once, so that bad options are reported now, even for policies --policy leaves out.
   bool plans_from_dataset = false;
   for (const auto& spec : s.policies) {
-    const std::unique_ptr<Policy> policy = make_policy(spec);
-    plans_from_dataset = plans_from_dataset || policy->plans_from_dataset();
+    (void)make_policy(spec);
+    plans_from_dataset = plans_from_dataset || lcsim::plans_from_dataset(spec);
     if (!spec.layout) continue;
     const std::string where = file + ": " + spec.path + ".parallel: ";
-    if (!policy->plans_under_layout())
+    if (!policy_descriptor(spec).plans_under_layout)
       throw InputError(where + spec.kind + " chooses its own parallel strategies, so a layout would not be used");
-    if (const std::string refusal = policy->layout_refusal(*spec.layout); !refusal.empty())
+    if (const std::string refusal = layout_refusal(spec, *spec.layout); !refusal.empty())
       throw InputError(where + refusal);
   }
   loaded.profile = load_profile(s.profile_path);

@@ -51,7 +51,7 @@ bool needs_child(const RunRequest& request) {
   try {
     const Scenario scenario = scenario_from_json(request.scenario, request.file);
     return std::any_of(scenario.policies.begin(), scenario.policies.end(),
-                       [](const PolicySpec& spec) { return make_policy(spec)->needs_own_process(); });
+                       [](const PolicySpec& spec) { return needs_own_process(spec); });
   } catch (const std::exception&) {
     return false;
   }

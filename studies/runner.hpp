@@ -69,7 +69,7 @@ class Runner {
 };
 
 /// The Runner: plans on up to `jobs` threads of this process; simulations, and plans whose policies need a process
-/// of their own (Policy::needs_own_process), in up to `jobs` forked children, before the threads start.
+/// of their own (its descriptor's needs_own_process), in up to `jobs` forked children, before the threads start.
 class LocalRunner final : public Runner {
  public:
   /// `model_form`: the model-form term sampled worlds draw (the shipped one by default, as `lcsim plan`).

@@ -64,10 +64,10 @@ std::string knob_value(const TuneCandidate& c, std::size_t k) {
 }  // namespace
 
 std::vector<TuneKnob> default_policy_knobs(const Scenario& scenario, const PolicySpec& policy) {
-  // Each policy declares its own knobs (Policy::tune_knobs); building one only reads its options.
+  // Each policy kind declares its own knobs (its descriptor's tune_knobs).
   const TuneKnobContext context{scenario.training.context_length, scenario.training.bucket_size_tokens};
   std::vector<TuneKnob> knobs;
-  for (TuneKnobSpec& knob : make_policy(policy)->tune_knobs(context))
+  for (TuneKnobSpec& knob : tune_knobs(policy, context))
     knobs.push_back({std::move(knob.path), std::move(knob.values)});
   return knobs;
 }
@@ -110,7 +110,7 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
   for (const PolicySpec& policy : scenario.policies) {
     if (!labels.empty() && std::find(labels.begin(), labels.end(), policy.label) == labels.end()) continue;
     const auto own = spec.policies.find(policy.label);
-    std::size_t count = make_policy(policy)->plans_under_layout() ? layouts.size() : 1;
+    std::size_t count = policy_descriptor(policy).plans_under_layout ? layouts.size() : 1;
     for (const auto* list : {&spec.keys, own != spec.policies.end() ? &own->second : nullptr})
       if (list)
         for (const auto& k : *list)
@@ -149,12 +149,13 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
 
     std::size_t combinations = 1;
     for (const auto& k : knobs) combinations *= k.values.size();
-    const std::unique_ptr<Policy> instance = make_policy(policy);
     // A policy that chooses its own parallel strategies gets the scenario's layout only: the others would repeat it.
     const std::vector<ParallelLayout> own_layouts =
-        instance->plans_under_layout() ? layouts : std::vector<ParallelLayout>{policy.layout.value_or(scenario.layout)};
+        policy_descriptor(policy).plans_under_layout
+            ? layouts
+            : std::vector<ParallelLayout>{policy.layout.value_or(scenario.layout)};
     for (const ParallelLayout& layout : own_layouts) {
-      if (!instance->layout_refusal(layout).empty()) {
+      if (!layout_refusal(policy, layout).empty()) {
         space.refused[policy.label] += static_cast<int>(combinations);
         continue;
       }
@@ -195,8 +196,8 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
         try {
           const Scenario checked = scenario_from_json(doc, scenario.file);
           for (const auto& p : checked.policies) {
-            const auto made = make_policy(p);
-            if (p.label == policy.label) c.own_process = made->needs_own_process();
+            (void)make_policy(p);  // its options, checked
+            if (p.label == policy.label) c.own_process = needs_own_process(p);
           }
         } catch (const InputError& e) {
           ++space.refused[policy.label];
@@ -358,7 +359,7 @@ Json tuned_scenario(const Json& document, const Scenario& scenario, const TuneSp
                                  [&](const PolicySpec& p) { return p.label == c.policy; });
     LCSIM_CHECK(at != scenario.policies.end(), "a tune candidate's policy is one of the scenario's");
     Json entry = c.scenario.at("policies").at(0);  // the policy's entry with the candidate's options
-    const bool own_layout = make_policy(*at)->plans_under_layout() &&
+    const bool own_layout = policy_descriptor(*at).plans_under_layout &&
                             (c.layout.dp != scenario.layout.dp || c.layout.cp != scenario.layout.cp ||
                              c.layout.tp != scenario.layout.tp || c.layout.pp != scenario.layout.pp);
     if (own_layout)

@@ -37,7 +37,7 @@ struct TuneCandidate {
   ParallelLayout layout;
   std::vector<std::pair<std::string, nlohmann::json>> settings;  ///< knob path -> value, in knob order
   nlohmann::json scenario;   ///< the scenario document to run (paths absolute), only this policy and the baseline
-  bool own_process = false;  ///< the policy plans only in a process of its own (Policy::needs_own_process)
+  bool own_process = false;  ///< the policy plans only in a process of its own (its descriptor's needs_own_process)
 };
 
 /// The knobs a policy of `kind` is tuned over when the scenario's tune spec names none for it (docs/tune.md):

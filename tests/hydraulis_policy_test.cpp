@@ -36,14 +36,18 @@ struct Bench {
   }
 };
 
-std::unique_ptr<Policy> hydraulis(nlohmann::json options = nlohmann::json::object()) {
+PolicySpec hydraulis_spec(nlohmann::json options = nlohmann::json::object()) {
   PolicySpec spec;
   spec.kind = "hydraulis";
   spec.label = "hydraulis";
   spec.options = std::move(options);
   spec.file = "test.json";
   spec.path = "policies[0]";
-  return make_policy(spec);
+  return spec;
+}
+
+std::unique_ptr<Policy> hydraulis(nlohmann::json options = nlohmann::json::object()) {
+  return make_policy(hydraulis_spec(std::move(options)));
 }
 
 TEST(HydraulisPolicy, DispatchAndPackingBoundsNeverExceedTheEstimate) {
@@ -229,21 +233,21 @@ TEST(HydraulisPolicy, TheProposalReadsTheWholeDatasetUnlessToldTheWindow) {
   ASSERT_LE(*std::max_element(window.begin(), window.end()), *std::max_element(dataset.begin(), dataset.end()));
 
   auto from_dataset = hydraulis();
-  EXPECT_TRUE(from_dataset->plans_from_dataset());
+  EXPECT_TRUE(plans_from_dataset(hydraulis_spec()));  // its descriptor asks the loader for the dataset
   from_dataset->plan(s.context, s.batches);
   const double iterations = tokens(dataset) / (tokens(window) / 3.0);
   EXPECT_EQ(dynamic_cast<const HydraulisPolicy&>(*from_dataset).candidates(),
             propose_strategies(dataset, iterations, space, options).strategies);
 
   auto from_window = hydraulis({{"proposal_from", "window"}});
-  EXPECT_FALSE(from_window->plans_from_dataset());
+  EXPECT_FALSE(plans_from_dataset(hydraulis_spec({{"proposal_from", "window"}})));
   from_window->plan(s.context, s.batches);
   EXPECT_EQ(dynamic_cast<const HydraulisPolicy&>(*from_window).candidates(),
             propose_strategies(window, 3.0, space, options).strategies);
   EXPECT_NE(dynamic_cast<const HydraulisPolicy&>(*from_window).candidates(),
             dynamic_cast<const HydraulisPolicy&>(*from_dataset).candidates());
-  EXPECT_FALSE(
-      hydraulis(nlohmann::json::parse(R"({"strategies": [[{"tp": 1, "pp": 1, "count": 16}]]})"))->plans_from_dataset());
+  EXPECT_FALSE(plans_from_dataset(
+      hydraulis_spec(nlohmann::json::parse(R"({"strategies": [[{"tp": 1, "pp": 1, "count": 16}]]})"))));
   EXPECT_THROW(hydraulis({{"proposal_from", "trace"}}), InputError);
 }
 

@@ -53,7 +53,7 @@ TEST(TuneKnobs, EachPolicyDeclaresItsOwn) {
     spec.kind = kind;
     spec.label = kind;
     spec.options = std::move(options);
-    return make_policy(spec)->tune_knobs(context);
+    return tune_knobs(spec, context);
   };
   // Skrull and RR: BucketSize up to the context, the scenario's own included.
   for (const char* kind : {"skrull", "rr"}) {

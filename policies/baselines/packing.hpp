@@ -37,7 +37,7 @@ class PackingPolicy : public Policy {
   std::string kind() const override { return "packing"; }
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
   bool keeps_global_batches() const override { return false; }
-  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& context) const override {
+  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& context) const {
     return {{"options.packing_length_tokens", context_budgets(context.context_length)}};
   }
 

@@ -30,7 +30,7 @@ class SortedPolicy : public Policy {
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
   bool keeps_global_batches() const override { return false; }
   /// The micro-batch budget, for LongAlign's collator (micro_batch "budget") only.
-  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& context) const override {
+  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& context) const {
     if (one_sequence_per_micro_batch_) return {};
     return {{"options.micro_batch_tokens", context_budgets(context.context_length)}};
   }

@@ -29,7 +29,7 @@ struct PlanningContext {
   std::uint64_t seed = 0;
   /// The lengths of the dataset the window is drawn from (a named distribution without sampling noise, or every
   /// length of a trace; truncated as the window is), for a policy that plans from the whole dataset's distribution
-  /// (plans_from_dataset()). Null for the others, and when a caller has only the window.
+  /// (its descriptor's plans_from_dataset). Null for the others, and when a caller has only the window.
   std::shared_ptr<const std::vector<Tokens>> dataset_lengths;
 };
 
@@ -62,21 +62,6 @@ class Policy {
   /// Whether plan i holds exactly the sequences of batches[i] (the validator checks against that batch), or
   /// the plans together hold the window.
   virtual bool keeps_global_batches() const { return true; }
-  /// Whether plans depend on the scenario's parallel layout; false for a policy that chooses its own parallel
-  /// strategies and reads only the GPU count (`lcsim tune` then does not search layouts for it).
-  virtual bool plans_under_layout() const { return true; }
-  /// Why plan() would refuse `layout` (empty: it takes it), so a search can skip it without planning.
-  virtual std::string layout_refusal(const ParallelLayout& /*layout*/) const { return {}; }
-  /// Whether plan() must run in a process of its own. `lcsim tune` plans candidates on several threads, each
-  /// with its own Policy; a policy whose plan() reads or changes process-wide state (a solver with global state,
-  /// a CPU-time limit, which counts every thread of the process) returns true, and its candidates are planned by
-  /// `lcsim plan` child processes instead.
-  virtual bool needs_own_process() const { return false; }
-  /// Whether plan() reads PlanningContext::dataset_lengths (Hydraulis' strategy proposal, Sec. 7), so the loader
-  /// prepares them.
-  virtual bool plans_from_dataset() const { return false; }
-  /// The settings `lcsim tune` searches for this policy besides the parallel layout (none by default).
-  virtual std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& /*context*/) const { return {}; }
 };
 
 /// A policy as the scenario names it: `kind` from the registry, a `label` unique within the scenario (defaults
@@ -101,17 +86,51 @@ JsonObjectReader policy_options(const PolicySpec& spec);
 /// Option `key` as "none" | "selective" | "full", if present (Hydraulis and the static-packing baselines).
 std::optional<Recompute> read_recompute(JsonObjectReader& reader, std::string_view key);
 
+/// Builds a policy from its scenario entry: reads spec.options with policy_options(spec) (then finish()), throws
+/// InputError for bad options.
+using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicySpec& spec)>;
+
+/// What the runners need to know of a policy kind besides planning, registered with the kind: the tuner reads its
+/// knobs and the layouts it takes, the loader whether it plans from the whole dataset, the Runner whether it needs
+/// a process of its own. A function reads the policy's scenario entry (its options); an empty one gives the
+/// default (no knobs, every layout, the window only, any thread).
+struct PolicyDescriptor {
+  PolicyFactory make;
+  /// false: the policy chooses its own parallel strategies and reads only the GPU count (`lcsim tune` does not
+  /// search layouts for it, and a policy entry may not set "parallel").
+  bool plans_under_layout = true;
+  /// Why plan() would refuse `layout` (empty: it takes it), so a search can skip it without planning.
+  std::function<std::string(const PolicySpec&, const ParallelLayout&)> layout_refusal;
+  /// Whether plan() reads PlanningContext::dataset_lengths (Hydraulis' strategy proposal, Sec. 7), so the loader
+  /// prepares them.
+  std::function<bool(const PolicySpec&)> plans_from_dataset;
+  /// Whether plan() must run in a process of its own: it reads or changes process-wide state (a solver with global
+  /// state, a CPU-time limit, which counts every thread of the process), so it is never planned on a thread of a
+  /// busy process.
+  std::function<bool(const PolicySpec&)> needs_own_process;
+  /// The settings `lcsim tune` searches for this policy besides the parallel layout.
+  std::function<std::vector<TuneKnobSpec>(const PolicySpec&, const TuneKnobContext&)> tune_knobs;
+};
+
 /// Builds the policy; unknown kinds and bad options are InputError naming file and path.
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec);
 /// The built-in kinds, then the registered ones, in registration order.
 std::vector<std::string> policy_kinds();
 
-/// Builds a policy from its scenario entry: reads spec.options with policy_options(spec) (then finish()), throws
-/// InputError for bad options.
-using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicySpec& spec)>;
 /// Makes `kind` available to scenarios ("kind": "<kind>" in their policies). Call it before running a command
-/// (typically first thing in main(), then sim's run_main). Throws std::invalid_argument for an empty kind or
-/// one that is already taken. Not thread-safe: register before planning starts.
+/// (typically first thing in main(), then cli's run_main). Throws std::invalid_argument for an empty kind, no
+/// factory, or a kind that is already taken. Not thread-safe: register before planning starts.
+void register_policy(const std::string& kind, PolicyDescriptor descriptor);
+/// The same with the default descriptor: a policy that plans under the scenario's layout, from the window, on any
+/// thread, with no knobs of its own.
 void register_policy(const std::string& kind, PolicyFactory factory);
+
+/// The descriptor registered with spec.kind; InputError naming spec's file and path for an unknown kind.
+const PolicyDescriptor& policy_descriptor(const PolicySpec& spec);
+/// The descriptor's answers for the policy `spec` names (its defaults where it has no function).
+std::string layout_refusal(const PolicySpec& spec, const ParallelLayout& layout);
+bool plans_from_dataset(const PolicySpec& spec);
+bool needs_own_process(const PolicySpec& spec);
+std::vector<TuneKnobSpec> tune_knobs(const PolicySpec& spec, const TuneKnobContext& context);
 
 }  // namespace lcsim

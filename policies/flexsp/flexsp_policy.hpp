@@ -49,11 +49,11 @@ class FlexSpPolicy : public Policy {
   explicit FlexSpPolicy(FlexSpOptions options) : options_(std::move(options)) {}
   std::string kind() const override { return options_.heterogeneous ? "flexsp" : "flexsp-batchada"; }
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
-  bool plans_under_layout() const override { return false; }
-  bool needs_own_process() const override { return options_.exact; }
+  static constexpr bool kPlansUnderLayout = false;
+  bool needs_own_process() const { return options_.exact; }
   /// Recomputation trades the activations a group holds (so how many micro-batches a batch needs and which
   /// degrees hold its longest sequences) against recomputing them; FlexSP's paper checkpoints to fit 384K.
-  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& /*context*/) const override {
+  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& /*context*/) const {
     return {{"options.recompute", {nullptr, "none", "selective", "full"}}};
   }
 

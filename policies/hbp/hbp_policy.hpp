@@ -70,7 +70,7 @@ class HbpPolicy : public Policy {
   std::string kind() const override { return "hbp"; }
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
   bool keeps_global_batches() const override { return false; }
-  bool plans_under_layout() const override { return false; }  // picks its own SP degrees per group
+  static constexpr bool kPlansUnderLayout = false;  // picks its own SP degrees per group
 
   /// The groups (length, sp, gc) the last plan() call trained with, ascending.
   const std::vector<Strategy>& groups() const { return groups_; }

@@ -98,12 +98,12 @@ class HydraulisPolicy : public Policy {
   explicit HydraulisPolicy(HydraulisOptions options) : options_(std::move(options)) {}
   std::string kind() const override { return "hydraulis"; }
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
-  bool plans_under_layout() const override { return false; }  // chooses its <TP, PP> strategies per iteration
+  static constexpr bool kPlansUnderLayout = false;  // chooses its <TP, PP> strategies per iteration
   /// The strategy proposal reads the whole dataset's distribution (Sec. 7), not only the window.
-  bool plans_from_dataset() const override { return options_.strategies.empty() && options_.proposal_from_dataset; }
+  bool plans_from_dataset() const { return options_.strategies.empty() && options_.proposal_from_dataset; }
   /// Exact packing solves MILPs with CBC under a time limit on the process's CPU time, which other threads would
   /// spend too.
-  bool needs_own_process() const override { return options_.exact_packing; }
+  bool needs_own_process() const { return options_.exact_packing; }
 
   /// Filled by plan(): the candidates and per-iteration choices.
   const std::vector<Strategy>& candidates() const { return candidates_; }

@@ -16,9 +16,10 @@ class SkrullPolicy : public Policy {
   SkrullPolicy(Variant variant, bool rollback, int micro_batch_sequences);
   std::string kind() const override;
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
-  std::string layout_refusal(const ParallelLayout& layout) const override;
+  // The kind's descriptor reads these (policies/registry.cpp), as plan() does the refusal.
+  std::string layout_refusal(const ParallelLayout& layout) const;
   /// BucketSize (training.bucket_size_tokens) for Skrull and RR, up to the context.
-  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& context) const override;
+  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& context) const;
 
   Variant variant() const { return variant_; }
   bool rollback() const { return rollback_; }

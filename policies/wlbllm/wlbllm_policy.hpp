@@ -47,7 +47,7 @@ class WlbLlmPolicy : public Policy {
   std::string kind() const override { return "wlb-llm"; }
   std::vector<IterationPlan> plan(const PlanningContext& context, std::span<const GlobalBatch> batches) override;
   bool keeps_global_batches() const override { return false; }
-  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& context) const override;
+  std::vector<TuneKnobSpec> tune_knobs(const TuneKnobContext& context) const;
 
  private:
   WlbOptions options_;
