@@ -90,13 +90,14 @@ std::vector<ParallelLayout> tune_layouts(const Scenario& scenario, const TuneSpe
   return out;
 }
 
-TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, const TuneSpec& spec,
-                            const std::vector<std::string>& labels) {
-  TuneSpace space;
-  const std::vector<ParallelLayout> layouts = tune_layouts(scenario, spec);
-  const PolicySpec* baseline = nullptr;
-  for (const auto& p : scenario.policies)
-    if (p.label == scenario.baseline) baseline = &p;
+namespace {
+
+bool selected(const std::vector<std::string>& labels, const std::string& label) {
+  return labels.empty() || std::find(labels.begin(), labels.end(), label) != labels.end();
+}
+
+/// Every tune.policies label names a policy of the scenario.
+void check_tuned_labels(const Scenario& scenario, const TuneSpec& spec) {
   for (const auto& tuned : spec.policies) {
     const std::string& label = tuned.first;  // a named variable: clang 14 cannot capture a structured binding
     if (std::none_of(scenario.policies.begin(), scenario.policies.end(),
@@ -104,13 +105,16 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
       throw InputError(scenario.file + ": tune.policies." + label + ": the scenario has no policy labelled \"" + label +
                        "\"");
   }
+}
 
-  // The candidates are counted before any is built, so that a huge space is refused up front, as sweeps are.
+/// The candidates are counted before any is built, so that a huge space is refused up front, as sweeps are.
+void check_candidate_count(const Scenario& scenario, const TuneSpec& spec, std::size_t layouts,
+                           const std::vector<std::string>& labels) {
   std::size_t total = 0;
   for (const PolicySpec& policy : scenario.policies) {
-    if (!labels.empty() && std::find(labels.begin(), labels.end(), policy.label) == labels.end()) continue;
+    if (!selected(labels, policy.label)) continue;
     const auto own = spec.policies.find(policy.label);
-    std::size_t count = policy_descriptor(policy).plans_under_layout ? layouts.size() : 1;
+    std::size_t count = policy_descriptor(policy).plans_under_layout ? layouts : 1;
     for (const auto* list : {&spec.keys, own != spec.policies.end() ? &own->second : nullptr})
       if (list)
         for (const auto& k : *list)
@@ -124,18 +128,70 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
     throw InputError(scenario.file + ": tune: more than " + std::to_string(kMaxTuneCandidates) +
                      " candidates (layouts x the values of every free key, summed over the policies), the most a "
                      "search may have; narrow tune.layout, tune.keys or tune.policies");
+}
 
-  // A value the user made free that no candidate could take (a misspelt option, a value out of range) is an
-  // error, not a silently smaller search: by key, value and, for tune.policies, label.
-  struct ValueUse {
-    bool accepted = false;
-    std::string refusal;
-  };
+/// Combination `combo` of the knobs' values, the last knob varying fastest.
+std::vector<std::pair<std::string, Json>> knob_settings(const std::vector<TuneKnob>& knobs, std::size_t combo) {
+  std::vector<std::pair<std::string, Json>> settings;
+  std::size_t rest = combo;
+  for (std::size_t k = knobs.size(); k-- > 0;) {
+    settings.insert(settings.begin(), {knobs[k].path, knobs[k].values[rest % knobs[k].values.size()]});
+    rest /= knobs[k].values.size();
+  }
+  return settings;
+}
+
+/// The candidate's scenario: the layout as its "parallel", policy `pi` alone with the settings applied, beside
+/// the baseline.
+Json candidate_document(const Json& document, const Scenario& scenario, std::size_t pi, const PolicySpec* baseline,
+                        const TuneCandidate& c) {
+  const PolicySpec& policy = scenario.policies[pi];
+  Json doc = document;
+  doc.erase("tune");
+  doc.erase("paper_figures");
+  Json& parallel = doc["parallel"];
+  if (!parallel.is_object()) parallel = Json::object();
+  parallel["dp"] = c.layout.dp, parallel["cp"] = c.layout.cp, parallel["tp"] = c.layout.tp,
+  parallel["pp"] = c.layout.pp;
+  Json tuned = document.at("policies").at(pi);
+  tuned.erase("parallel");  // the candidate's layout is the scenario's "parallel" above
+  Json options = tuned.value("options", Json::object());
+  for (const auto& [path, value] : c.settings) set_knob(doc, options, path, value);
+  if (options.empty())
+    tuned.erase("options");
+  else
+    tuned["options"] = options;
+  doc["policies"] = Json::array({tuned});
+  if (baseline && baseline->label != policy.label)
+    doc["policies"].push_back(document.at("policies").at(static_cast<std::size_t>(baseline - &scenario.policies[0])));
+  doc["baseline"] = baseline ? baseline->label : policy.label;
+  return doc;
+}
+
+/// A value the user made free that no candidate could take (a misspelt option, a value out of range) is an
+/// error, not a silently smaller search: by key ("where\nvalue"), whether a candidate took it, else why not.
+struct ValueUse {
+  bool accepted = false;
+  std::string refusal;
+};
+
+}  // namespace
+
+TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, const TuneSpec& spec,
+                            const std::vector<std::string>& labels) {
+  TuneSpace space;
+  const std::vector<ParallelLayout> layouts = tune_layouts(scenario, spec);
+  const PolicySpec* baseline = nullptr;
+  for (const auto& p : scenario.policies)
+    if (p.label == scenario.baseline) baseline = &p;
+  check_tuned_labels(scenario, spec);
+  check_candidate_count(scenario, spec, layouts.size(), labels);
+
   std::map<std::string, ValueUse> uses;
   const auto use_key = [](const std::string& where, const Json& value) { return where + "\n" + value.dump(); };
   for (std::size_t pi = 0; pi < scenario.policies.size(); ++pi) {
     const PolicySpec& policy = scenario.policies[pi];
-    if (!labels.empty() && std::find(labels.begin(), labels.end(), policy.label) == labels.end()) continue;
+    if (!selected(labels, policy.label)) continue;
     std::vector<TuneKnob> knobs = spec.keys;
     const auto own = spec.policies.find(policy.label);
     const std::vector<TuneKnob> policy_knobs =
@@ -163,36 +219,13 @@ TuneSpace expand_tune_space(const Scenario& scenario, const Json& document, cons
         TuneCandidate c;
         c.policy = policy.label;
         c.layout = layout;
-        std::size_t rest = combo;
-        for (std::size_t k = knobs.size(); k-- > 0;) {
-          c.settings.insert(c.settings.begin(), {knobs[k].path, knobs[k].values[rest % knobs[k].values.size()]});
-          rest /= knobs[k].values.size();
-        }
-        Json doc = document;
-        doc.erase("tune");
-        doc.erase("paper_figures");
-        Json& parallel = doc["parallel"];
-        if (!parallel.is_object()) parallel = Json::object();
-        parallel["dp"] = layout.dp, parallel["cp"] = layout.cp, parallel["tp"] = layout.tp, parallel["pp"] = layout.pp;
-        Json tuned = document.at("policies").at(pi);
-        tuned.erase("parallel");  // the candidate's layout is the scenario's "parallel" above
-        Json options = tuned.value("options", Json::object());
-        for (const auto& [path, value] : c.settings) set_knob(doc, options, path, value);
-        if (options.empty())
-          tuned.erase("options");
-        else
-          tuned["options"] = options;
-        doc["policies"] = Json::array({tuned});
-        if (baseline && baseline->label != policy.label)
-          doc["policies"].push_back(
-              document.at("policies").at(static_cast<std::size_t>(baseline - &scenario.policies[0])));
-        doc["baseline"] = baseline ? baseline->label : policy.label;
+        c.settings = knob_settings(knobs, combo);
+        Json doc = candidate_document(document, scenario, pi, baseline, c);
         std::vector<std::string> used;
-        for (std::size_t k = 0; k < knobs.size(); ++k)
-          if (k < user_knobs)
-            used.push_back(
-                use_key((k < spec.keys.size() ? "tune.keys." : "tune.policies." + policy.label + ".") + knobs[k].path,
-                        c.settings[k].second));
+        for (std::size_t k = 0; k < user_knobs; ++k)
+          used.push_back(
+              use_key((k < spec.keys.size() ? "tune.keys." : "tune.policies." + policy.label + ".") + knobs[k].path,
+                      c.settings[k].second));
         try {
           const Scenario checked = scenario_from_json(doc, scenario.file);
           for (const auto& p : checked.policies) {
