@@ -9,7 +9,7 @@
 #include "base/files.hpp"
 #include "formats/results_io.hpp"
 #include "formats/timeline.hpp"
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "studies/evaluation.hpp"
 
 namespace lcsim {

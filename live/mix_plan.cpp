@@ -64,8 +64,8 @@ const char* mix_usage() {
          "      also run as its two parts alone, measured beside the cost model's prediction.\n";
 }
 
-MixSweepOptions parse_mix_options(const std::vector<std::string>& args) {
-  MixSweepOptions o;
+MixBenchOptions parse_mix_options(const std::vector<std::string>& args) {
+  MixBenchOptions o;
   std::vector<std::string> files;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -96,16 +96,16 @@ MixSweepOptions parse_mix_options(const std::vector<std::string>& args) {
   return o;
 }
 
-void check_mix_outputs(const MixSweepOptions& options, const std::vector<std::string>& inputs) {
+void check_mix_outputs(const MixBenchOptions& options, const std::vector<std::string>& inputs) {
   if (!options.json_file.empty()) check_output_files({{"--json", options.json_file}}, inputs);
 }
 
-MixSweep plan_mix_sweep(const MixSweepOptions& options) {
-  return plan_mix_sweep(load_and_prepare(options.scenario), options);
+MixPlan plan_mix_bench(const MixBenchOptions& options) {
+  return plan_mix_bench(load_and_prepare(options.scenario), options);
 }
 
-MixSweep plan_mix_sweep(LoadedScenario loaded, const MixSweepOptions& options) {
-  MixSweep sweep;
+MixPlan plan_mix_bench(LoadedScenario loaded, const MixBenchOptions& options) {
+  MixPlan sweep;
   sweep.loaded = std::move(loaded);
   const Scenario& s = sweep.loaded.scenario;
   sweep.cp = s.layout.cp;
@@ -157,7 +157,7 @@ MixSweep plan_mix_sweep(LoadedScenario loaded, const MixSweepOptions& options) {
 namespace {
 
 /// The measured sum of a mix's parts (the sharded point of its length and the local point of its shorts), or NaN.
-double parts_sum(const MixSweep& sweep, const std::vector<MixMeasurement>& measured, const MixPoint& mix) {
+double parts_sum(const MixPlan& sweep, const std::vector<MixMeasurement>& measured, const MixPoint& mix) {
   double sharded = kNaN, local = kNaN;
   for (std::size_t i = 0; i < sweep.points.size(); ++i) {
     const MixPoint& p = sweep.points[i];
@@ -169,7 +169,7 @@ double parts_sum(const MixSweep& sweep, const std::vector<MixMeasurement>& measu
 
 }  // namespace
 
-void print_mix_report(const MixSweep& sweep, const std::vector<MixMeasurement>& measured, const std::string& device,
+void print_mix_report(const MixPlan& sweep, const std::vector<MixMeasurement>& measured, const std::string& device,
                       std::ostream& out) {
   const Scenario& s = sweep.loaded.scenario;
   out << "scenario   " << s.name << " (" << s.file << ")\n"
@@ -192,7 +192,7 @@ void print_mix_report(const MixSweep& sweep, const std::vector<MixMeasurement>& 
   print_aligned_rows(rows, out);
 }
 
-Json mix_results_json(const MixSweep& sweep, const std::vector<MixMeasurement>& measured, const std::string& device) {
+Json mix_results_json(const MixPlan& sweep, const std::vector<MixMeasurement>& measured, const std::string& device) {
   const Scenario& s = sweep.loaded.scenario;
   Json points = Json::array();
   for (std::size_t i = 0; i < sweep.points.size(); ++i) {

@@ -18,7 +18,7 @@
 
 namespace lcsim {
 
-struct MixSweepOptions {
+struct MixBenchOptions {
   std::string scenario;
   std::vector<int> long_tokens{2048, 8192, 32768};  ///< the sharded sequence's full length
   std::vector<int> short_tokens{64, 256, 1024};     ///< each whole short sequence's length
@@ -29,10 +29,10 @@ struct MixSweepOptions {
 };
 
 /// Parses the arguments after `bench-mix`. InputError naming the option for anything wrong.
-MixSweepOptions parse_mix_options(const std::vector<std::string>& args);
+MixBenchOptions parse_mix_options(const std::vector<std::string>& args);
 const char* mix_usage();
 /// The output guard: --json may not be one of `inputs` (the scenario, its profile and trace). InputError.
-void check_mix_outputs(const MixSweepOptions& options, const std::vector<std::string>& inputs);
+void check_mix_outputs(const MixBenchOptions& options, const std::vector<std::string>& inputs);
 
 /// One micro-batch of the sweep. role: "mix" (k shorts + the sharded long one, one job), "local" (the k shorts
 /// alone), "sharded" (the long one alone).
@@ -45,7 +45,7 @@ struct MixPoint {
   double predicted_s = 0;  ///< CostModel::compute_seconds of the same shares and layers
 };
 
-struct MixSweep {
+struct MixPlan {
   LoadedScenario loaded;
   int cp = 1;
   std::vector<MixPoint> points;  ///< for each long length: the sharded one alone, then per (short, k) local and mix
@@ -53,8 +53,8 @@ struct MixSweep {
 
 /// Loads the scenario and builds the points. InputError when its CP degree is 1 (nothing is sharded), a long
 /// length is shorter than the CP degree, or a list is empty.
-MixSweep plan_mix_sweep(const MixSweepOptions& options);
-MixSweep plan_mix_sweep(LoadedScenario loaded, const MixSweepOptions& options);
+MixPlan plan_mix_bench(const MixBenchOptions& options);
+MixPlan plan_mix_bench(LoadedScenario loaded, const MixBenchOptions& options);
 
 /// What one point measured (medians; NaN when it ran out of memory).
 struct MixMeasurement {
@@ -65,10 +65,10 @@ struct MixMeasurement {
 };
 
 /// Per point: predicted, measured, error; for a mix, also its parts' measured sum and the mix's excess over it.
-void print_mix_report(const MixSweep& sweep, const std::vector<MixMeasurement>& measured, const std::string& device,
+void print_mix_report(const MixPlan& sweep, const std::vector<MixMeasurement>& measured, const std::string& device,
                       std::ostream& out);
 /// Schema "lcsim-mix-sweep/1": scenario, profile label, device, cp, and the points with both times.
-nlohmann::ordered_json mix_results_json(const MixSweep& sweep, const std::vector<MixMeasurement>& measured,
+nlohmann::ordered_json mix_results_json(const MixPlan& sweep, const std::vector<MixMeasurement>& measured,
                                         const std::string& device);
 
 }  // namespace lcsim

@@ -8,8 +8,8 @@
 // fastest pipeline's propagation latency, minus one.
 #include <vector>
 
-#include "model/estimate.hpp"
 #include "model/plan.hpp"
+#include "model/plan_demand.hpp"
 
 namespace lcsim {
 

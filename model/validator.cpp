@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 
 namespace lcsim {
 namespace {

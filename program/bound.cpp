@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 
 namespace lcsim::program {
 namespace {

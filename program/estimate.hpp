@@ -3,8 +3,8 @@
 // contention (program/replay.hpp). The simulator runs the same program with contention, and live replay the same
 // program on GPUs, so the three agree by construction wherever nothing shares a link.
 #include "model/cost_model.hpp"
-#include "model/estimate.hpp"
 #include "model/plan.hpp"
+#include "model/plan_demand.hpp"
 #include "program/iteration_program.hpp"
 
 namespace lcsim::program {

@@ -9,7 +9,7 @@
 
 #include "base/check.hpp"
 #include "base/errors.hpp"
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 
 namespace lcsim::program {
 

@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "base/errors.hpp"
-#include "model/estimate.hpp"
 #include "model/metrics.hpp"
+#include "model/plan_demand.hpp"
 #include "model/validator.hpp"
 #include "program/estimate.hpp"
 

@@ -3,7 +3,7 @@
 // and the validator's refusals.
 #include <gtest/gtest.h>
 
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "model/validator.hpp"
 #include "program/estimate.hpp"
 #include "tests/policy_test_fixtures.hpp"

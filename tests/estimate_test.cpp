@@ -1,7 +1,7 @@
 // Hand-worked estimates (the iteration program replayed without contention) on the toy cost model of
 // policy_test_fixtures.hpp (formulas and constants there).
-#include "model/estimate.hpp"
 #include "program/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "program/outcome.hpp"
 #include "program/replay.hpp"
 

@@ -10,8 +10,8 @@
 
 #include "base/errors.hpp"
 #include "formats/scenario_loader.hpp"
-#include "model/estimate.hpp"
 #include "model/finetuning.hpp"
+#include "model/plan_demand.hpp"
 #include "policies/skrull/skrull_view.hpp"
 #include "program/iteration_program.hpp"
 #include "tests/policy_test_fixtures.hpp"

@@ -3,10 +3,10 @@
 
 #include <map>
 
-#include "policies/baselines/hotspa.hpp"
 #include "base/errors.hpp"
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "model/validator.hpp"
+#include "policies/baselines/hotspa.hpp"
 #include "program/estimate.hpp"
 #include "tests/policy_test_fixtures.hpp"
 

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "base/errors.hpp"
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "model/validator.hpp"
 #include "policies/hydraulis/dispatch.hpp"
 #include "policies/hydraulis/hydraulis_policy.hpp"

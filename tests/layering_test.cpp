@@ -142,7 +142,7 @@ TEST(Layering, TheMapRefusesUpwardAndSidewaysIncludes) {
   EXPECT_EQ(violation("policies/registry.cpp", "policies/skrull/skrull_policy.hpp"), "");
   EXPECT_EQ(violation("cli/cli.cpp", "formats/scenario.hpp"), "");
   EXPECT_EQ(violation("policies/hydraulis/packing_milp.cpp", "CbcModel.hpp"), "");  // not lcsim's
-  EXPECT_NE(violation("model/estimate.cpp", "policies/skrull/skrull_view.hpp"), "");
+  EXPECT_NE(violation("model/plan_demand.cpp", "policies/skrull/skrull_view.hpp"), "");
   EXPECT_NE(violation("policies/baselines/megatron.cpp", "policies/hydraulis/hydraulis_policy.hpp"), "");
   EXPECT_NE(violation("policies/skrull/skrull_policy.cpp", "policies/hbp/hbp_view.hpp"), "");
   EXPECT_NE(violation("policies/wlbllm/wlbllm_policy.cpp", "policies/hbp/hbp_view.hpp"), "");
@@ -153,7 +153,7 @@ TEST(Layering, TheMapRefusesUpwardAndSidewaysIncludes) {
   EXPECT_NE(violation("kernels/gemm.cpp", "calibrate/fit/fit.hpp"), "");
   EXPECT_EQ(violation("live/live_plan.hpp", "program/replay.hpp"), "");
   EXPECT_NE(violation("live/live_plan.hpp", "engine/executor.hpp"), "");
-  EXPECT_NE(violation("model/estimate.cpp", "program/replay.hpp"), "");
+  EXPECT_NE(violation("model/plan_demand.cpp", "program/replay.hpp"), "");
   EXPECT_NE(violation("program/estimate.cpp", "formats/timeline.hpp"), "");
   EXPECT_NE(violation("program/replay.cpp", "engine/executor.hpp"), "");
   EXPECT_NE(violation("cli/cli.cpp", "tests/sim_test_support.hpp"), "");

@@ -13,7 +13,7 @@
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
 #include "live/live_plan.hpp"
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "program/iteration_program.hpp"
 #include "tests/policy_test_fixtures.hpp"
 

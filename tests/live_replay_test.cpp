@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "live/live_plan.hpp"
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "program/estimate.hpp"
 #include "program/replay.hpp"
 #include "tests/sim_test_support.hpp"

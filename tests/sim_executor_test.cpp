@@ -7,7 +7,7 @@
 #include <string>
 
 #include "base/errors.hpp"
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "model/profile.hpp"
 #include "program/estimate.hpp"
 #include "tests/sim_test_support.hpp"

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "base/errors.hpp"
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim {

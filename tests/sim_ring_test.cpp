@@ -8,7 +8,7 @@
 
 #include "engine/platform.hpp"
 #include "engine/simgrid_collectives.hpp"
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "program/estimate.hpp"
 #include "program/iteration_program.hpp"
 #include "tests/sim_test_support.hpp"

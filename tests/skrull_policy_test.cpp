@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "model/validator.hpp"
 #include "policies/skrull/objective.hpp"
 #include "policies/skrull/skrull_policy.hpp"

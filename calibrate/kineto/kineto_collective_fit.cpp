@@ -58,8 +58,7 @@ std::optional<CollectiveSize> collective_size(const KinetoCollective& c, std::st
 namespace trace_fit {
 namespace {
 
-std::optional<LinkClass> link_of(const KinetoCollective& c, const KinetoTrace& t, int gpus_per_node,
-                                 std::string& why) {
+std::optional<LinkClass> link_of(const KinetoCollective& c, const KinetoTrace& t, int gpus_per_node, std::string& why) {
   const int g = gpus_per_node;
   if (!c.ranks.empty()) {
     const int node = c.ranks.front() / g;
@@ -151,8 +150,7 @@ void apply_collectives(const CollectivesFit& fit, Profile& p) {
     if (!group.entry) continue;
     if (!replaced.count({group.op, group.link})) {
       // As a calibration does: a measured group size stands for its neighbours better than a derived prior.
-      std::erase_if(p.collectives,
-                    [&](const CollectiveFit& e) { return e.op == group.op && e.link == group.link; });
+      std::erase_if(p.collectives, [&](const CollectiveFit& e) { return e.op == group.op && e.link == group.link; });
       const std::string parameter = collective_parameter(group.op, group.link);
       std::erase_if(p.provenance.fitted_on, [&](const FittedOn& f) { return f.parameter == parameter; });
       replaced.insert({group.op, group.link});

@@ -65,8 +65,8 @@ void report_gemm_efficiency(const GemmFit& fit, FieldReport& report);
 struct AttentionFit {
   std::size_t ops = 0;  ///< attention ops with kernel time in the traces' steps
   int varlen = 0, no_shape = 0, no_causal = 0, backward = 0;
-  std::optional<CurveFit> efficiency;  ///< empty without a forward op with dense shapes
-  std::size_t forward_ops = 0;         ///< forward ops the curve's medians are over
+  std::optional<CurveFit> efficiency;         ///< empty without a forward op with dense shapes
+  std::size_t forward_ops = 0;                ///< forward ops the curve's medians are over
   std::vector<double> forward_s, backward_s;  ///< median kernel seconds per shape that has both
   int unpaired = 0;                           ///< backward ops without a forward op of their shape
   std::optional<ProportionalFit> backward_ratio;

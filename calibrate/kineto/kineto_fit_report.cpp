@@ -75,7 +75,11 @@ TraceFieldLine collective_line(const CollectiveGroupFit& group) {
     result += fixed(s.latency_us, 1) + " us + " + fixed(s.bus_GBps, 1) + " GB/s";
     if (std::isfinite(s.max_bytes)) result += " up to " + fixed(s.max_bytes / 1024, 0) + " KiB";
   }
-  return {field, true, points, count_held(group.points.size()), group.entry->fit_mape,
+  return {field,
+          true,
+          points,
+          count_held(group.points.size()),
+          group.entry->fit_mape,
           result + " (" + std::to_string(group.calls) +
               " calls, median per size; kernel time includes waiting for the slowest rank)"};
 }
@@ -103,9 +107,9 @@ void report_gemm_efficiency(const GemmFit& fit, FieldReport& report) {
     return;
   }
   const CurveFit& c = *fit.efficiency;
-  report.add(curve_line(field, c,
-                        curve_ends(c.curve) + " tokens (median over ops per token count; not used: " + skipped + ")" +
-                            scaled_text(c)));
+  report.add(curve_line(
+      field, c,
+      curve_ends(c.curve) + " tokens (median over ops per token count; not used: " + skipped + ")" + scaled_text(c)));
 }
 
 void report_attention(const AttentionFit& fit, FieldReport& report) {
@@ -114,9 +118,8 @@ void report_attention(const AttentionFit& fit, FieldReport& report) {
                               std::to_string(fit.no_shape) + " without dense q shapes, " +
                               std::to_string(fit.no_causal) + " without is_causal";
   if (!fit.efficiency) {
-    report.add(kept_line(field, "no forward SDPA/FlashAttention op with dense shapes among " +
-                                    std::to_string(fit.ops) + " attention ops: " + std::to_string(fit.backward) +
-                                    " backward, " + skipped));
+    report.add(kept_line(field, "no forward SDPA/FlashAttention op with dense shapes among " + std::to_string(fit.ops) +
+                                    " attention ops: " + std::to_string(fit.backward) + " backward, " + skipped));
   } else {
     const CurveFit& c = *fit.efficiency;
     report.add(curve_line(field, c,
@@ -131,10 +134,9 @@ void report_collectives(const CollectivesFit& fit, FieldReport& report) {
   for (const auto& [why, n] : fit.skipped)
     skipped_text += (skipped_text.empty() ? "" : ", ") + std::to_string(n) + " " + why;
   if (fit.groups.empty()) {
-    report.add(kept_line("collectives", fit.kernels == 0
-                                            ? "no NCCL kernels in the traces' steps"
-                                            : std::to_string(fit.kernels) + " NCCL kernels, none usable: " +
-                                                  skipped_text));
+    report.add(kept_line(
+        "collectives", fit.kernels == 0 ? "no NCCL kernels in the traces' steps"
+                                        : std::to_string(fit.kernels) + " NCCL kernels, none usable: " + skipped_text));
     return;
   }
   for (const CollectiveGroupFit& group : fit.groups) report.add(collective_line(group));
@@ -152,8 +154,8 @@ void report_elementwise_share(const ElementwiseShareFit& fit, const std::string&
         : fit.missing == Missing::HbmBandwidth
             ? "the prior's GPU '" + gpu + "' has no datasheet HBM bandwidth"
             : "no step with forward matmuls of recorded shapes and GEMM kernels" +
-                  (fit.no_layers ? " (" + std::to_string(fit.no_layers) + " whose matmuls do not add up to a layer of " +
-                                       model_name + ")"
+                  (fit.no_layers ? " (" + std::to_string(fit.no_layers) +
+                                       " whose matmuls do not add up to a layer of " + model_name + ")"
                                  : std::string());
     report.add(kept_line(field, why));
     report.add(kept_line(fixed_field, why));
@@ -174,23 +176,24 @@ void report_elementwise_share(const ElementwiseShareFit& fit, const std::string&
   const std::string how = " (joint fit per layer over steps, other - floor = k GEMM + fixed" + beyond + clamped + ")";
   report.add({field, true, fit.points, fit.held_out, fit.mape,
               fixed(fit.gemm_work_overhead, 3) + " of the layers' GEMM time" + how});
-  report.add({fixed_field, true, fit.points, fit.held_out, fit.mape,
-              fixed(fit.layer_overhead_us, 1) + " us a layer" + how});
+  report.add(
+      {fixed_field, true, fit.points, fit.held_out, fit.mape, fixed(fit.layer_overhead_us, 1) + " us a layer" + how});
 }
 
 void report_steps(const StepTimes& steps, FieldReport& report) {
   const std::string field = "framework per-step overhead";
   const TraceStepSummary& s = steps.summary;
   if (s.steps == 0) {
-    report.add(kept_line(field, "no ProfilerStep#N window with kernels (profile with a schedule and call prof.step())"));
+    report.add(
+        kept_line(field, "no ProfilerStep#N window with kernels (profile with a schedule and call prof.step())"));
     return;
   }
   // Traced times: the profiler's own CPU cost is in them, so the floor is fitted from untraced ones (issue floor).
   // Noted, not kept: it is neither counted as fitted nor listed among the prior's fields.
   report.lines.push_back({field, false, s.steps, 0, std::nullopt,
                           "measured while traced: GPU idle " + fixed(s.mean_gpu_idle_s * 1e3, 3) +
-                              " ms between kernels per step (busy " + fixed(s.mean_gpu_busy_s * 1e3, 3) +
-                              " ms; step " + fixed(s.mean_step_s * 1e3, 3) + " ms), recorded in the notes",
+                              " ms between kernels per step (busy " + fixed(s.mean_gpu_busy_s * 1e3, 3) + " ms; step " +
+                              fixed(s.mean_step_s * 1e3, 3) + " ms), recorded in the notes",
                           true});
 }
 
@@ -238,8 +241,8 @@ std::string provenance_notes(const std::vector<KinetoTrace>& traces, const Field
     if (l.held_out_mape) notes += " " + l.field + " " + fixed(*l.held_out_mape * 100, 1) + " %;";
   }
   if (steps.steps > 0) {
-    notes += " Measured step: " + fixed(steps.mean_step_s * 1e3, 3) + " ms mean over " +
-             std::to_string(steps.steps) + " ProfilerStep windows; GPU idle between kernels inside a step " +
+    notes += " Measured step: " + fixed(steps.mean_step_s * 1e3, 3) + " ms mean over " + std::to_string(steps.steps) +
+             " ProfilerStep windows; GPU idle between kernels inside a step " +
              "while traced (the profiler's CPU cost included; the CPU floor is layer_issue_us, fitted from " +
              "untraced steps): " + fixed(steps.mean_gpu_idle_s * 1e3, 3) + " ms per step.";
   }

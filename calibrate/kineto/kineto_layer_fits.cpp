@@ -75,8 +75,8 @@ std::vector<LayerPoint> layer_points(const std::vector<KinetoTrace>& traces, con
       continue;
     }
     const double floor_s =
-        s.tokens *
-        (layers * (layer_bytes.forward + layer_bytes.backward) + loss_bytes.forward + loss_bytes.backward) / rate;
+        s.tokens * (layers * (layer_bytes.forward + layer_bytes.backward) + loss_bytes.forward + loss_bytes.backward) /
+        rate;
     const double layer_gemm_s = s.gemm_s * layers * layer_flops / (layers * layer_flops + head_flops);
     points.push_back({s.tokens, floor_s / layers, layer_gemm_s / layers, s.elementwise_s / layers});
   }
@@ -86,8 +86,7 @@ std::vector<LayerPoint> layer_points(const std::vector<KinetoTrace>& traces, con
 /// Per layer, other - floor = k x GEMM + fixed over the points not held out (every 3rd by token count, as the
 /// calibration's curves); k alone, the median share, when they are all of one token count.
 void fit_share(std::vector<LayerPoint> points, ElementwiseShareFit& fit) {
-  std::sort(points.begin(), points.end(),
-            [](const LayerPoint& a, const LayerPoint& b) { return a.tokens < b.tokens; });
+  std::sort(points.begin(), points.end(), [](const LayerPoint& a, const LayerPoint& b) { return a.tokens < b.tokens; });
   std::vector<double> base, gemm, measured, shares;
   std::vector<const LayerPoint*> held;
   std::set<double> token_counts;

@@ -70,8 +70,8 @@ void run_calibrate(const CalibrateOptions& options, std::ostream& out) {
   kernels::GemmRunner gemm(stream.handle);
   std::size_t free_bytes = 0, total_bytes = 0;
   check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-  const SweepPlan plan =
-      plan_sweeps(model, {static_cast<double>(free_bytes), device.count, options.quick, options.seed});
+  const MeasurementPlan plan =
+      plan_measurements(model, {static_cast<double>(free_bytes), device.count, options.quick, options.seed});
 
   out << "lcsim-gpu calibrate --model " << model.name << (options.quick ? " --quick" : "") << "\n"
       << "device: " << device.name << " x" << device.count << " (" << device.gpu_kind << ", cc "

@@ -115,7 +115,7 @@ int rotation_sets(double bytes_per_set, double l2_bytes) {
   return static_cast<int>(std::clamp(std::ceil(3 * l2_bytes / bytes_per_set), 1.0, static_cast<double>(kMaxSets)));
 }
 
-SweepPlan plan_sweeps(const ModelConfig& model, const SweepOptions& options) {
+MeasurementPlan plan_measurements(const ModelConfig& model, const MeasurementOptions& options) {
   if (model.head_dim != 64 && model.head_dim != 128) {
     throw InputError("model " + model.name + ": head_dim " + std::to_string(model.head_dim) +
                      " is not supported by the attention kernels (64 or 128)");
@@ -125,7 +125,7 @@ SweepPlan plan_sweeps(const ModelConfig& model, const SweepOptions& options) {
   const bool quick = options.quick;
   const int stride = quick ? 4 : 2;
   const double budget = kMemoryShare * options.memory_bytes;
-  SweepPlan plan;
+  MeasurementPlan plan;
   plan.warmup = quick ? kQuickWarmup : kWarmup;
   plan.repetitions = quick ? kQuickRepetitions : kRepetitions;
   const auto fits = [&](double bytes, const std::string& what) {

@@ -12,7 +12,7 @@
 
 namespace lcsim {
 
-struct SweepOptions {
+struct MeasurementOptions {
   double memory_bytes = 0;  ///< device memory the measurements may use (free memory when the run starts)
   int gpus = 1;             ///< visible GPUs (collectives need >= 2)
   bool quick = false;       ///< fewer points and repetitions: a smoke run, not a profile to rely on
@@ -42,7 +42,7 @@ struct UlyssesPoint {
   int tokens_per_gpu = 0;
 };
 
-struct SweepPlan {
+struct MeasurementPlan {
   int warmup = 0;
   int repetitions = 0;
   std::vector<Tokens> gemm_tokens;
@@ -58,7 +58,7 @@ struct SweepPlan {
 
 /// Throws InputError for a model the GPU kernels cannot run (head_dim other than 64 or 128), memory_bytes <= 0 or
 /// gpus < 1.
-SweepPlan plan_sweeps(const ModelConfig& model, const SweepOptions& options);
+MeasurementPlan plan_measurements(const ModelConfig& model, const MeasurementOptions& options);
 
 /// Message sizes 1 KiB, 2 KiB, ... 1 GiB (every other one when quick), as nccl-tests -b 1K -e 1G -f 2.
 std::vector<double> collective_sizes(bool quick);

@@ -14,8 +14,8 @@
 namespace lcsim::gpu {
 
 void run_bench_mix(const std::vector<std::string>& args, std::ostream& out) {
-  const MixSweepOptions options = parse_mix_options(args);
-  const MixSweep sweep = plan_mix_sweep(options);
+  const MixBenchOptions options = parse_mix_options(args);
+  const MixPlan sweep = plan_mix_bench(options);
   check_mix_outputs(options, scenario_input_files(sweep.loaded));
   visible_gpus();
   cudaDeviceProp prop{};

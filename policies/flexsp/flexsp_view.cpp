@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "base/errors.hpp"
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "policies/core/cost_view_support.hpp"
 
 namespace lcsim::flexsp {

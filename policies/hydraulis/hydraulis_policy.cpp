@@ -8,7 +8,7 @@
 
 #include "base/errors.hpp"
 #include "base/random.hpp"
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "policies/hydraulis/dispatch.hpp"
 
 namespace lcsim::hydraulis {

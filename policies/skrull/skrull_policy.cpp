@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "model/estimate.hpp"
 #include "base/json_reader.hpp"
+#include "model/plan_demand.hpp"
 #include "policies/skrull/skrull_view.hpp"
 
 namespace lcsim::skrull {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 #include "policies/core/cost_view_support.hpp"
 
 namespace lcsim::wlbllm {

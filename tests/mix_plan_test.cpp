@@ -12,7 +12,7 @@
 #include "live/mix_plan.hpp"
 
 namespace lcsim {
-namespace mix_sweep_test {
+namespace mix_plan_test {
 
 const std::string kScenario = LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8-h200.json";
 
@@ -25,17 +25,17 @@ std::string refusal(const std::vector<std::string>& args) {
   return "";
 }
 
-MixSweep small_sweep() {
-  MixSweepOptions o;
+MixPlan small_sweep() {
+  MixBenchOptions o;
   o.scenario = kScenario;
   o.long_tokens = {8192};
   o.short_tokens = {256};
   o.shorts = {1, 4};
-  return plan_mix_sweep(o);
+  return plan_mix_bench(o);
 }
 
-TEST(MixSweep, PointsAreTheShardedLongOneTheShortsAndBothTogether) {
-  const MixSweep sweep = small_sweep();
+TEST(MixPlan, PointsAreTheShardedLongOneTheShortsAndBothTogether) {
+  const MixPlan sweep = small_sweep();
   EXPECT_EQ(sweep.cp, 8);
   ASSERT_EQ(sweep.points.size(), 5u);  // sharded; local 1, mix 1; local 4, mix 4
   const MixPoint& sharded = sweep.points[0];
@@ -67,8 +67,8 @@ TEST(MixSweep, PointsAreTheShardedLongOneTheShortsAndBothTogether) {
   EXPECT_GT(mix.predicted_s, std::max(local.predicted_s, sharded.predicted_s));
 }
 
-TEST(MixSweep, ReportAndFileSayHowTheMixComparesWithItsParts) {
-  const MixSweep sweep = small_sweep();
+TEST(MixPlan, ReportAndFileSayHowTheMixComparesWithItsParts) {
+  const MixPlan sweep = small_sweep();
   // sharded 1 ms; local 2 ms (k 1), 3 ms (k 4); mix 3.3 ms (k 1, 1.1x its parts), 4 ms (k 4, 1.0x).
   const double nan = std::nan("");
   const std::vector<MixMeasurement> measured{{1e-3, 4e-4, 6e-4, false},
@@ -94,7 +94,7 @@ TEST(MixSweep, ReportAndFileSayHowTheMixComparesWithItsParts) {
   EXPECT_TRUE(j["points"][4]["measured_s"]["whole"].is_null());
 }
 
-TEST(MixSweep, RefusesBadOptionsAndAnUnshardedScenario) {
+TEST(MixPlan, RefusesBadOptionsAndAnUnshardedScenario) {
   EXPECT_NE(refusal({}).find("expected one SCENARIO"), std::string::npos);
   EXPECT_NE(refusal({"s.json", "--long", "8192,x"}).find("--long: not an integer: '8192,x'"), std::string::npos);
   EXPECT_NE(refusal({"s.json", "--shorts", "0"}).find("at least 1"), std::string::npos);
@@ -103,14 +103,14 @@ TEST(MixSweep, RefusesBadOptionsAndAnUnshardedScenario) {
   EXPECT_NE(refusal({"s.json", "--json"}).find("missing value for --json"), std::string::npos);
   EXPECT_EQ(parse_mix_options({"s.json", "--warmup", "0"}).warmup, 0);
 
-  MixSweepOptions o;
+  MixBenchOptions o;
   o.long_tokens = {4};
-  EXPECT_THROW(plan_mix_sweep(load_and_prepare(kScenario), o), InputError);  // 4 tokens cannot shard 8 ways
+  EXPECT_THROW(plan_mix_bench(load_and_prepare(kScenario), o), InputError);  // 4 tokens cannot shard 8 ways
   nlohmann::json doc = parse_json_file(kScenario);
   doc["parallel"]["cp"] = 1;
   doc["parallel"]["dp"] = 8;
   try {
-    plan_mix_sweep(load_and_prepare(doc, kScenario), MixSweepOptions{});
+    plan_mix_bench(load_and_prepare(doc, kScenario), MixBenchOptions{});
     ADD_FAILURE() << "cp 1 accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("parallel.cp"), std::string::npos) << e.what();
@@ -118,5 +118,5 @@ TEST(MixSweep, RefusesBadOptionsAndAnUnshardedScenario) {
   EXPECT_THROW(check_mix_outputs(parse_mix_options({"s.json", "--json", "s.json"}), {"s.json"}), InputError);
 }
 
-}  // namespace mix_sweep_test
+}  // namespace mix_plan_test
 }  // namespace lcsim

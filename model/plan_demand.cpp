@@ -1,4 +1,4 @@
-#include "model/estimate.hpp"
+#include "model/plan_demand.hpp"
 
 #include <algorithm>
 #include <functional>

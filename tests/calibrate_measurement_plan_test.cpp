@@ -8,7 +8,7 @@
 #include "calibrate/measure/measurement_plan.hpp"
 
 namespace lcsim {
-namespace calibrate_sweep_test {
+namespace calibrate_measurement_plan_test {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -24,7 +24,7 @@ bool mentions(const std::vector<std::string>& lines, const std::string& part) {
 }
 
 TEST(CalibrateSweep, FullPlanOnOneGpuCoversTheDocumentedRanges) {
-  const auto plan = plan_sweeps(named_model("Qwen2.5-7B"), {80 * kGiB, 1, false, 1});
+  const auto plan = plan_measurements(named_model("Qwen2.5-7B"), {80 * kGiB, 1, false, 1});
   EXPECT_EQ(plan.warmup, 5);
   EXPECT_EQ(plan.repetitions, 20);
   EXPECT_EQ(plan.gemm_tokens, (std::vector<Tokens>{128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}));
@@ -51,7 +51,7 @@ TEST(CalibrateSweep, FullPlanOnOneGpuCoversTheDocumentedRanges) {
 }
 
 TEST(CalibrateSweep, EveryGroupSizeAndOpOnEightGpus) {
-  const auto plan = plan_sweeps(named_model("Qwen2.5-0.5B"), {80 * kGiB, 8, false, 1});
+  const auto plan = plan_measurements(named_model("Qwen2.5-0.5B"), {80 * kGiB, 8, false, 1});
   // Groups 2, 4, 8: four collectives each, plus send_recv between 2.
   ASSERT_EQ(plan.collectives.size(), 13u);
   int send_recv = 0;
@@ -107,7 +107,7 @@ TEST(CalibrateSweep, CompositionsFillTheBudgetExactly) {
 TEST(CalibrateSweep, PointsThatDoNotFitAreDroppedAndListed) {
   const auto& model = named_model("LLaMA3.1-70B");
   const double memory = 8 * kGiB;
-  const auto plan = plan_sweeps(model, {memory, 1, false, 1});
+  const auto plan = plan_measurements(model, {memory, 1, false, 1});
   EXPECT_LT(plan.gemm_tokens.size(), 9u);
   EXPECT_FALSE(plan.gemm_tokens.empty());
   for (Tokens t : plan.gemm_tokens) EXPECT_LE(estimate_gemm_bytes(model, t), 0.8 * memory);
@@ -119,8 +119,8 @@ TEST(CalibrateSweep, PointsThatDoNotFitAreDroppedAndListed) {
 }
 
 TEST(CalibrateSweep, QuickPlanIsASmallerSubset) {
-  const auto full = plan_sweeps(named_model("Qwen2.5-0.5B"), {80 * kGiB, 8, false, 1});
-  const auto quick = plan_sweeps(named_model("Qwen2.5-0.5B"), {80 * kGiB, 8, true, 1});
+  const auto full = plan_measurements(named_model("Qwen2.5-0.5B"), {80 * kGiB, 8, false, 1});
+  const auto quick = plan_measurements(named_model("Qwen2.5-0.5B"), {80 * kGiB, 8, true, 1});
   EXPECT_EQ(quick.gemm_tokens, (std::vector<Tokens>{128, 512, 2048, 8192, 32768}));
   EXPECT_EQ(quick.repetitions, 5);
   EXPECT_EQ(quick.layer_batches.size(), 5u);  // the 16-token sequence and the compositions of 4096 tokens
@@ -130,11 +130,11 @@ TEST(CalibrateSweep, QuickPlanIsASmallerSubset) {
 }
 
 TEST(CalibrateSweep, BadOptionsAreInputErrors) {
-  EXPECT_THROW(plan_sweeps(named_model("Qwen2.5-7B"), {0, 1, false, 1}), InputError);
-  EXPECT_THROW(plan_sweeps(named_model("Qwen2.5-7B"), {80 * kGiB, 0, false, 1}), InputError);
+  EXPECT_THROW(plan_measurements(named_model("Qwen2.5-7B"), {0, 1, false, 1}), InputError);
+  EXPECT_THROW(plan_measurements(named_model("Qwen2.5-7B"), {80 * kGiB, 0, false, 1}), InputError);
   ModelConfig odd = named_model("Qwen2.5-7B");
   odd.head_dim = 96;
-  EXPECT_THROW(plan_sweeps(odd, {80 * kGiB, 1, false, 1}), InputError);
+  EXPECT_THROW(plan_measurements(odd, {80 * kGiB, 1, false, 1}), InputError);
 }
 
 TEST(CalibrateSweep, RotationSetsExceedTheL2Cache) {
@@ -158,5 +158,5 @@ TEST(CalibrateSweep, MemoryEstimatesGrowWithTokensAndLayers) {
   EXPECT_GT(estimate_attention_bytes(m, 32768), 32768.0 * 2 * 4 * m.q_hidden());
 }
 
-}  // namespace calibrate_sweep_test
+}  // namespace calibrate_measurement_plan_test
 }  // namespace lcsim
