@@ -9,7 +9,7 @@
 
 #include "base/files.hpp"
 #include "formats/scenario_loader.hpp"
-#include "studies/uncertainty.hpp"
+#include "studies/sampled_worlds.hpp"
 
 namespace lcsim {
 

@@ -11,7 +11,7 @@
 #include "formats/results_io.hpp"
 #include "formats/scenario_loader.hpp"
 #include "studies/evaluation.hpp"
-#include "studies/uncertainty.hpp"
+#include "studies/sampled_worlds.hpp"
 
 namespace lcsim {
 namespace {

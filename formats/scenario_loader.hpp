@@ -42,7 +42,7 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
 std::vector<std::string> scenario_input_files(const LoadedScenario& loaded);
 
 /// The data window of a loaded scenario (already applied by load_and_prepare); exposed for tests.
-/// `world_data_seed` draws another data set of the same kind (a sampled world, studies/uncertainty.hpp): a named
+/// `world_data_seed` draws another data set of the same kind (a sampled world, studies/sampled_worlds.hpp): a named
 /// distribution sampled with that seed, or a bootstrap resample of the trace's sequences (same count).
 std::vector<GlobalBatch> prepare_batches(const Scenario& scenario, std::string& dataset_label,
                                          std::optional<std::uint64_t> world_data_seed = std::nullopt);

@@ -29,9 +29,9 @@
 #include "studies/child_process.hpp"
 #include "studies/interrupts.hpp"
 #include "studies/runner.hpp"
+#include "studies/sampled_worlds.hpp"
 #include "studies/sweep_run.hpp"
 #include "studies/tune_run.hpp"
-#include "studies/uncertainty.hpp"
 #include "studies/validate.hpp"
 
 namespace py = pybind11;

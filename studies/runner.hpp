@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "studies/uncertainty.hpp"
+#include "studies/sampled_worlds.hpp"
 
 namespace lcsim {
 

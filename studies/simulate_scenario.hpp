@@ -14,7 +14,7 @@
 #include "engine/executor.hpp"
 #include "formats/scenario_loader.hpp"
 #include "model/results.hpp"
-#include "studies/uncertainty.hpp"
+#include "studies/sampled_worlds.hpp"
 
 namespace lcsim::sim {
 

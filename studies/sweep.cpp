@@ -10,7 +10,7 @@
 #include "base/files.hpp"
 #include "base/json_reader.hpp"
 #include "formats/scenario.hpp"
-#include "studies/uncertainty.hpp"
+#include "studies/sampled_worlds.hpp"
 
 namespace lcsim {
 namespace {

@@ -9,8 +9,8 @@
 #include "base/errors.hpp"
 #include "formats/results_io.hpp"
 #include "formats/scenario_loader.hpp"
+#include "studies/sampled_worlds.hpp"
 #include "studies/sweep.hpp"
-#include "studies/uncertainty.hpp"
 
 namespace lcsim {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "base/random.hpp"
 #include "formats/results_io.hpp"
-#include "studies/uncertainty.hpp"
+#include "studies/sampled_worlds.hpp"
 
 namespace lcsim {
 namespace {

@@ -1,4 +1,4 @@
-// Sampled worlds and their intervals (studies/uncertainty.hpp): the maths on constructed world figures with known
+// Sampled worlds and their intervals (studies/sampled_worlds.hpp): the maths on constructed world figures with known
 // answers, the profile and dataset draws, determinism, and --samples 1 as the nominal run.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include "formats/results_io.hpp"
 #include "formats/scenario_loader.hpp"
 #include "studies/evaluation.hpp"
-#include "studies/uncertainty.hpp"
+#include "studies/sampled_worlds.hpp"
 #include "studies/validation_intervals.hpp"
 
 namespace lcsim {

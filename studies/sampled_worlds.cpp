@@ -1,4 +1,4 @@
-#include "studies/uncertainty.hpp"
+#include "studies/sampled_worlds.hpp"
 
 #include <algorithm>
 #include <cmath>
