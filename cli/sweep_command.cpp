@@ -222,6 +222,79 @@ void run_shard(const Sweep& sweep, const Json& sweep_document, const std::vector
       << " slices with `lcsim sweep merge`)\n";
 }
 
+/// The slice folders named on the command line, each with its manifest; checked to be slices 1..N of one sweep.
+std::vector<SweepShardFolder> read_slices(const std::vector<std::string>& folders) {
+  std::vector<SweepShardFolder> slices;
+  for (const auto& folder : folders) {
+    const std::string file = (fs::path(folder) / kSweepShardFile).string();
+    std::error_code error;
+    if (!fs::is_directory(folder, error)) throw InputError(folder + ": not a folder (expected a slice's --out DIR)");
+    if (!fs::exists(file, error))
+      throw InputError(folder + ": no " + std::string(kSweepShardFile) +
+                       ": not the folder of `lcsim sweep --shard K/N`, or its run did not finish");
+    slices.push_back({folder, shard_manifest_from_json(parse_json_file(file), file)});
+  }
+  check_sweep_shards(slices);
+  return slices;
+}
+
+/// Every point of the merged sweep, its scenario back from the slice that ran it (checked against the digest the
+/// slice recorded), the slice and the exit status.
+struct MergedPoints {
+  std::vector<SweepPoint> points;
+  std::vector<const SweepShardFolder*> owner;
+  std::vector<int> exit_status;
+};
+
+MergedPoints merged_points(const Sweep& sweep, const std::vector<SweepShardFolder>& slices) {
+  const SweepShardManifest& reference = slices.front().manifest;
+  MergedPoints m;
+  m.points.resize(static_cast<std::size_t>(reference.points_total));
+  m.owner.resize(m.points.size());
+  m.exit_status.resize(m.points.size());
+  for (const auto& slice : slices)
+    for (const auto& recorded : slice.manifest.points) {
+      const auto i = static_cast<std::size_t>(recorded.index);
+      const std::string file = sweep_point_path(slice.folder, i, ".json").string();
+      SweepPoint& point = m.points[i];
+      point.index = recorded.index;
+      point.coordinates = sweep_point_coordinates(sweep, i);
+      point.scenario = parse_json_file(file);
+      if (scenario_digest(point.scenario) != recorded.scenario_digest)
+        throw InputError(file + ": not the scenario that " + slice.folder + " ran for point " + std::to_string(i) +
+                         " (changed after the run?)");
+      m.owner[i] = &slice;
+      m.exit_status[i] = recorded.exit_status;
+    }
+  if (sweep_digest(reference.sweep, m.points) != reference.sweep_digest)
+    throw InputError(slices.front().folder + ": the points' scenarios do not make up the sweep its " + kSweepShardFile +
+                     " names (" + reference.sweep_digest + ")");
+  return m;
+}
+
+/// DIR as the one-machine run leaves it; a point's results name its scenario file, which is now DIR's.
+std::vector<SweepPointRun> copy_points(const MergedPoints& m, const fs::path& dir) {
+  std::vector<SweepPointRun> statuses;
+  for (std::size_t i = 0; i < m.points.size(); ++i) {
+    const fs::path from = m.owner[i]->folder;
+    write_sweep_point_scenario(dir, m.points[i]);
+    write_file_atomically(sweep_point_path(dir, i, ".log").string(),
+                          read_input_file(sweep_point_path(from, i, ".log").string(), kMaxResultsFileBytes));
+    if (m.exit_status[i] != 0) {
+      statuses.push_back({&m.points[i], m.exit_status[i], std::nullopt});
+      continue;
+    }
+    const std::string file = sweep_point_path(from, i, ".results.json").string();
+    nlohmann::ordered_json results = read_results_file(file);
+    if (!results.is_object() || !results.contains("scenario_file"))
+      throw InputError(file + ": not a results file (schema lcsim-results/1)");
+    results["scenario_file"] = sweep_point_path(dir, i, ".json").string();
+    write_file_atomically(sweep_point_path(dir, i, ".results.json").string(), results.dump(2) + "\n");
+    statuses.push_back({&m.points[i], m.exit_status[i], std::move(results)});
+  }
+  return statuses;
+}
+
 void run_merge_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description hidden;
   hidden.add_options()("dir", po::value<std::vector<std::string>>());
@@ -242,46 +315,14 @@ void run_merge_command(const std::vector<std::string>& args, std::ostream& out) 
   }
   if (!vm.count("dir")) throw UsageError("sweep merge: no slice folders given", merge_help());
 
-  std::vector<SweepShardFolder> slices;
-  for (const auto& folder : vm["dir"].as<std::vector<std::string>>()) {
-    const std::string file = (fs::path(folder) / kSweepShardFile).string();
-    std::error_code error;
-    if (!fs::is_directory(folder, error)) throw InputError(folder + ": not a folder (expected a slice's --out DIR)");
-    if (!fs::exists(file, error))
-      throw InputError(folder + ": no " + std::string(kSweepShardFile) +
-                       ": not the folder of `lcsim sweep --shard K/N`, or its run did not finish");
-    slices.push_back({folder, shard_manifest_from_json(parse_json_file(file), file)});
-  }
-  check_sweep_shards(slices);
-
+  const std::vector<SweepShardFolder> slices = read_slices(vm["dir"].as<std::vector<std::string>>());
   const SweepShardManifest& reference = slices.front().manifest;
   const Sweep sweep = sweep_from_json(reference.sweep, reference.sweep_file);
   if (sweep_point_count(sweep) != static_cast<std::size_t>(reference.points_total))
     throw InputError(slices.front().folder + ": " + kSweepShardFile + " counts " +
                      std::to_string(reference.points_total) + " points, its sweep has " +
                      std::to_string(sweep_point_count(sweep)));
-
-  // Every point's scenario back from the slice that ran it, checked against the digest the slice recorded.
-  std::vector<SweepPoint> points(static_cast<std::size_t>(reference.points_total));
-  std::vector<const SweepShardFolder*> owner(points.size());
-  std::vector<int> exit_status(points.size());
-  for (const auto& slice : slices)
-    for (const auto& recorded : slice.manifest.points) {
-      const auto i = static_cast<std::size_t>(recorded.index);
-      const std::string file = sweep_point_path(slice.folder, i, ".json").string();
-      SweepPoint& point = points[i];
-      point.index = recorded.index;
-      point.coordinates = sweep_point_coordinates(sweep, i);
-      point.scenario = parse_json_file(file);
-      if (scenario_digest(point.scenario) != recorded.scenario_digest)
-        throw InputError(file + ": not the scenario that " + slice.folder + " ran for point " + std::to_string(i) +
-                         " (changed after the run?)");
-      owner[i] = &slice;
-      exit_status[i] = recorded.exit_status;
-    }
-  if (sweep_digest(reference.sweep, points) != reference.sweep_digest)
-    throw InputError(slices.front().folder + ": the points' scenarios do not make up the sweep its " + kSweepShardFile +
-                     " names (" + reference.sweep_digest + ")");
+  const MergedPoints merged = merged_points(sweep, slices);
 
   const fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : default_out(sweep);
   for (const auto& slice : slices) {
@@ -300,33 +341,13 @@ void run_merge_command(const std::vector<std::string>& args, std::ostream& out) 
       for (const char* suffix : {".json", ".results.json", ".log"})
         guard.add_input(sweep_point_path(slice.folder, static_cast<std::size_t>(recorded.index), suffix).string());
   }
-  for (const auto& point : points) guard.add_inputs(scenario_document_files(point.scenario));
-  guard.add_folder("--out " + dir.string(), dir.string(), point_file_names(points));
+  for (const auto& point : merged.points) guard.add_inputs(scenario_document_files(point.scenario));
+  guard.add_folder("--out " + dir.string(), dir.string(), point_file_names(merged.points));
   guard.add_output("--csv", outputs.csv.string());
   guard.add_output("--json", outputs.json.string());
   guard.check();
   create_out(dir);
-
-  // DIR as the one-machine run leaves it; a point's results name its scenario file, which is now DIR's.
-  std::vector<SweepPointRun> statuses;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const fs::path from = owner[i]->folder;
-    write_sweep_point_scenario(dir, points[i]);
-    write_file_atomically(sweep_point_path(dir, i, ".log").string(),
-                          read_input_file(sweep_point_path(from, i, ".log").string(), kMaxResultsFileBytes));
-    if (exit_status[i] == 0) {
-      const std::string file = sweep_point_path(from, i, ".results.json").string();
-      nlohmann::ordered_json results = read_results_file(file);
-      if (!results.is_object() || !results.contains("scenario_file"))
-        throw InputError(file + ": not a results file (schema lcsim-results/1)");
-      results["scenario_file"] = sweep_point_path(dir, i, ".json").string();
-      write_file_atomically(sweep_point_path(dir, i, ".results.json").string(), results.dump(2) + "\n");
-      statuses.push_back({&points[i], exit_status[i], std::move(results)});
-    } else {
-      statuses.push_back({&points[i], exit_status[i], std::nullopt});
-    }
-  }
-  finish_sweep(sweep, statuses, dir, outputs.csv, outputs.json, vm.count("quiet") > 0, out);
+  finish_sweep(sweep, copy_points(merged, dir), dir, outputs.csv, outputs.json, vm.count("quiet") > 0, out);
 }
 
 }  // namespace
