@@ -15,8 +15,15 @@ In README.md and docs/*.md a block between
     <!-- /golden -->
 is a fenced copy of command N's '$' line (unless nocmd) and output (all of it, or the lines selected; raw: those
 lines unfenced, for a markdown table the command printed), and
-    <!-- golden: tests/golden/NAME.tesh re=REGEX [cmd=N] -->FIGURE<!-- /golden -->
-inside a line is REGEX's first match in that output (its first group if it has one).
+    <!-- golden: tests/golden/NAME.tesh re=REGEX [cmd=N] [min|max] [over=REGEX2 [over_file=F] [over_cmd=M]] [delta]
+         [fmt=SPEC] -->FIGURE<!-- /golden -->
+inside a line is REGEX's first match in that output (its first group if it has one), or a figure computed from it:
+    min, max       the smallest or largest figure over every match of REGEX, not the first
+    over=REGEX2    divided by REGEX2's first match in command M of F (default: the same file and command, or
+                   F's last command when over_file names one)
+    delta          minus 1 (a ratio as a gain: +28%)
+    fmt=SPEC       a Python format spec for the number (.2f, +.0%, .1%): needed with over and delta; without it a
+                   figure is printed as the output spells it
 
     tools/regenerate_golden.py --lcsim build/bin/lcsim            rerun every golden file, rewrite it and the docs
     tools/regenerate_golden.py --lcsim BIN --check [FILE.tesh...]  rerun and compare (a test); exit 1 with a diff
@@ -116,21 +123,74 @@ def run(golden, binaries):
     return outputs
 
 
-def select(golden, spec, where):
+BLOCK_OPTIONS = {'cmd', 'lines', 'grep', 'nocmd', 'raw'}
+FIGURE_OPTIONS = {'re', 'cmd', 'min', 'max', 'over', 'over_file', 'over_cmd', 'delta', 'fmt'}
+
+
+def output(golden, cmd, where):
+    """Command N's '$' line and output lines (N counts from 1; the last command when N is None)."""
+    index = int(cmd if cmd is not None else len(golden.commands)) - 1
+    if not 0 <= index < len(golden.commands):
+        sys.exit(f'{where}: {golden.path} has no command {index + 1}')
+    return golden.commands[index]
+
+
+def captures(regex, golden, lines, where):
+    """Every match of REGEX in the output (each its first group if it has one), in order; exits on none."""
+    found = [m.group(1) if m.groups() else m.group(0) for m in re.finditer(regex, '\n'.join(lines), re.M)]
+    if not found:
+        sys.exit(f'{where}: re={regex} matches nothing in {golden.path}')
+    return found
+
+
+def number(text, where):
+    try:
+        return float(text)
+    except ValueError:
+        sys.exit(f'{where}: {text!r} is not a number, and min, max, over, delta and fmt compute with numbers')
+
+
+def figure(golden, options, where, load):
+    """An inline figure: REGEX's first match in command N's output, or (min, max, over, delta, fmt) one computed
+    from the output's figures, so that a ratio or a range is generated like the figures it comes from."""
+    if 'min' in options and 'max' in options:
+        sys.exit(f'{where}: min and max together')
+    found = captures(options['re'], golden, output(golden, options.get('cmd'), where)[1], where)
+    text = found[0]
+    if 'min' in options or 'max' in options:
+        text = (min if 'min' in options else max)(found, key=lambda t: number(t, where))
+    if not {'over', 'delta', 'fmt'} & options.keys():
+        return text  # as the output spells it
+    if 'fmt' not in options:
+        sys.exit(f'{where}: over and delta need fmt=SPEC (a Python format spec: .2f, +.0%)')
+    value = number(text, where)
+    if 'over' in options:
+        other = load(options['over_file'], where) if 'over_file' in options else golden
+        cmd = options.get('over_cmd', None if 'over_file' in options else options.get('cmd'))
+        denominator = number(captures(options['over'], other, output(other, cmd, where)[1], where)[0], where)
+        if denominator == 0:
+            sys.exit(f'{where}: over={options["over"]} is 0 in {other.path}')
+        value /= denominator
+    if 'delta' in options:
+        value -= 1
+    try:
+        return format(value, options['fmt'])
+    except ValueError as error:
+        sys.exit(f'{where}: fmt={options["fmt"]}: {error}')
+
+
+def select(golden, spec, where, load):
     """The text a doc marker stands for: a fenced block, or (re=...) one inline figure."""
     options = {}
     for word in shlex.split(spec)[1:]:
         key, _, value = word.partition('=')
         options[key] = value
-    index = int(options.get('cmd', len(golden.commands))) - 1
-    if not 0 <= index < len(golden.commands):
-        sys.exit(f'{where}: {golden.path} has no command {index + 1}')
-    command, lines = golden.commands[index]
+    unknown = options.keys() - (FIGURE_OPTIONS if 're' in options else BLOCK_OPTIONS)
+    if unknown:
+        sys.exit(f'{where}: unknown option {", ".join(sorted(unknown))} (see tools/regenerate_golden.py --help)')
     if 're' in options:
-        match = re.search(options['re'], '\n'.join(lines), re.M)
-        if not match:
-            sys.exit(f'{where}: re={options["re"]} matches nothing in {golden.path}')
-        return match.group(1) if match.groups() else match.group(0)
+        return figure(golden, options, where, load)
+    command, lines = output(golden, options.get('cmd'), where)
     if 'lines' in options:
         chosen = []
         for part in options['lines'].split(','):
@@ -168,7 +228,7 @@ def render(doc, cache):
             end = next((j for j in range(i + 1, len(lines)) if lines[j] == BLOCK_CLOSE), None)
             if end is None:
                 sys.exit(f'{where}: no {BLOCK_CLOSE} after this marker')
-            out += [line, select(golden_of(block.group(1), where), block.group(1), where), BLOCK_CLOSE]
+            out += [line, select(golden_of(block.group(1), where), block.group(1), where, golden_of), BLOCK_CLOSE]
             i = end + 1
             continue
         if fenced:
@@ -176,7 +236,8 @@ def render(doc, cache):
             i += 1
             continue
         out.append(INLINE.sub(lambda m: f'<!-- golden: {m.group(1)} -->'
-                              f'{select(golden_of(m.group(1), where), m.group(1), where)}<!-- /golden -->', line))
+                              f'{select(golden_of(m.group(1), where), m.group(1), where, golden_of)}<!-- /golden -->',
+                              line))
         i += 1
     return '\n'.join(out)
 
