@@ -15,10 +15,11 @@ In README.md and docs/*.md a block between
     <!-- /golden -->
 is a fenced copy of command N's '$' line (unless nocmd) and output (all of it, or the lines selected; raw: those
 lines unfenced, for a markdown table the command printed), and
-    <!-- golden: tests/golden/NAME.tesh re=REGEX [cmd=N] [min|max] [over=REGEX2 [over_file=F] [over_cmd=M]] [delta]
+    <!-- golden: tests/golden/NAME.tesh re=REGEX [cmd=N] [min|max|count] [over=REGEX2 [over_file=F] [over_cmd=M]] [delta]
          [fmt=SPEC] -->FIGURE<!-- /golden -->
 inside a line is REGEX's first match in that output (its first group if it has one), or a figure computed from it:
     min, max       the smallest or largest figure over every match of REGEX, not the first
+    count          how many lines REGEX matches (a count over rows: "16 of 17 within tolerance")
     over=REGEX2    divided by REGEX2's first match in command M of F (default: the same file and command, or
                    F's last command when over_file names one)
     delta          minus 1 (a ratio as a gain: +28%)
@@ -124,7 +125,7 @@ def run(golden, binaries):
 
 
 BLOCK_OPTIONS = {'cmd', 'lines', 'grep', 'nocmd', 'raw'}
-FIGURE_OPTIONS = {'re', 'cmd', 'min', 'max', 'over', 'over_file', 'over_cmd', 'delta', 'fmt'}
+FIGURE_OPTIONS = {'re', 'cmd', 'min', 'max', 'count', 'over', 'over_file', 'over_cmd', 'delta', 'fmt'}
 
 
 def output(golden, cmd, where):
@@ -156,6 +157,8 @@ def figure(golden, options, where, load):
     if 'min' in options and 'max' in options:
         sys.exit(f'{where}: min and max together')
     found = captures(options['re'], golden, output(golden, options.get('cmd'), where)[1], where)
+    if 'count' in options:  # how many lines match: "16 of 17 within tolerance"
+        return str(len(found))
     text = found[0]
     if 'min' in options or 'max' in options:
         text = (min if 'min' in options else max)(found, key=lambda t: number(t, where))
