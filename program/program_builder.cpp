@@ -1,0 +1,172 @@
+// The builder's phases, work descriptors, collectives and gradient sync.
+#include "program/program_builder.hpp"
+
+namespace lcsim::program::detail {
+
+IterationProgram Builder::build() {
+  bool first = true;
+  const std::map<int, std::vector<int>> phases = replicas_by_phase(plan_);
+  std::vector<ModelSlice> held(program_.gpus.size());
+  for (const auto& [phase, replicas] : phases) {
+    double switch_s = 0;
+    double switch_params = 0;
+    // A strategy switch moves parameters only when some GPU is to hold another slice of the model: groups that
+    // change their CP degree alone (FlexSP) keep every GPU's parameters and ZeRO shards where they are.
+    bool moves = false;
+    for (int r : replicas) {
+      const Replica& rep = replica(r);
+      for (std::size_t i = 0; i < rep.gpus.size(); ++i) {
+        const ModelSlice slice = slice_of(rep.scheme, static_cast<int>(i));
+        ModelSlice& h = held[static_cast<std::size_t>(rep.gpus[i])];
+        moves = moves || h != slice;
+        h = slice;
+      }
+    }
+    if (!first) {
+      add_phase_barrier();
+      for (int r : moves ? replicas : std::vector<int>{}) {
+        const double s = cost_.switch_seconds(replica(r).scheme);
+        if (s > switch_s) switch_params = cost_.parameters_per_gpu(replica(r).scheme);
+        switch_s = std::max(switch_s, s);
+      }
+    }
+    first = false;
+    for (int r : replicas) {
+      const Replica& rep = replica(r);
+      // Stages differ when part of the model is frozen; GPUs are stage-major in the replica (Replica::gpu).
+      std::vector<double> static_bytes;
+      for (int stage = 0; stage < rep.scheme.pp; ++stage)
+        static_bytes.push_back(cost_.static_bytes(rep.scheme, shard_degree(cost_, rep.scheme), stage));
+      const std::size_t per_stage = rep.gpus.size() / static_cast<std::size_t>(rep.scheme.pp);
+      for (std::size_t i = 0; i < rep.gpus.size(); ++i) {
+        const int g = rep.gpus[i];
+        Step set{.type = Step::Type::SetStatic, .kind = WorkKind::Compute};
+        set.bytes = static_bytes[i / per_stage];
+        push(g, set);
+        if (switch_s > 0) {
+          push(g, compute(WorkKind::Switch, switch_s, r, -1,
+                          add_work(parameter_work(ComputeWork::Pass::Switch, switch_params))));
+        }
+      }
+      if (rep.scheme.pp == 1)
+        add_flat_replica(r);
+      else
+        add_pipelined_replica(r);
+    }
+    // One gradient sync and optimizer step per iteration, after the last phase (earlier phases accumulate).
+    if (phase == phases.rbegin()->first) add_gradient_sync(replicas);
+  }
+  return std::move(program_);
+}
+
+int Builder::add_work(ComputeWork work) {
+  if (!options_.describe_work) return -1;
+  program_.works.push_back(std::move(work));
+  return static_cast<int>(program_.works.size()) - 1;
+}
+
+int Builder::add_work(ComputeWork::Pass pass, const Shares& shares, const Ids& ids, const ParallelScheme& s,
+                      const Block& b, bool head_stage) {
+  if (shares.empty() || !options_.describe_work) return -1;
+  return add_work(ComputeWork{.pass = pass,
+                              .shares = shares,
+                              .sequence_ids = ids,
+                              .tp = s.tp,
+                              .layers = b.layers(),
+                              .checkpointed_layers = b.checkpointed(),
+                              .recompute = s.recompute,
+                              .lm_head = head_stage && b.last});
+}
+
+int Builder::add_work(ComputeWork::Pass pass, const Shares& local, const Ids& local_ids, const Shares& dist,
+                      const Ids& dist_ids, const ParallelScheme& s, const Block& b, bool head_stage) {
+  if (!options_.describe_work) return -1;
+  return add_work(pass, concat(local, dist), concat(local_ids, dist_ids), s, b, head_stage);
+}
+
+int Builder::add_collective(std::vector<int> gpus, LinkClass link, CollectiveTime time, WorkKind kind,
+                            std::vector<CollectiveCall> calls, double flow_scale) {
+  program_.collectives.push_back({std::move(gpus), link, time, kind, std::move(calls), flow_scale});
+  return static_cast<int>(program_.collectives.size()) - 1;
+}
+
+int Builder::add_calls(std::vector<int> gpus, const std::vector<CollectiveCall>& calls, WorkKind kind, bool half) {
+  const Topology topology = cost_.cluster().topology();
+  const LinkClass link = topology.link_class(gpus);
+  const CollectiveTime time = cost_.collective_time(calls, gpus);
+  // Only a fabric below the members' links slows their flows' bytes (a spread ring moves each NIC's share).
+  double flow_scale = 1.0;
+  if (link == LinkClass::InfiniBand && !calls.empty() && topology.kind().uplink_share() < 1.0)
+    flow_scale = std::min(1.0, topology.collective_path(calls.front().op, gpus).bandwidth_scale);
+  std::vector<CollectiveCall> described;  // the calls are for the live executor only
+  if (options_.describe_work) described = half ? halve(calls) : calls;
+  return add_collective(std::move(gpus), link, half ? halve(time) : time, kind, std::move(described), flow_scale);
+}
+
+void Builder::add_phase_barrier() {
+  std::vector<int> all(program_.gpus.size());
+  for (std::size_t g = 0; g < all.size(); ++g) all[g] = static_cast<int>(g);
+  const int c = add_collective(std::move(all), LinkClass::InfiniBand, {}, WorkKind::PhaseBarrier, {});
+  for (std::size_t g = 0; g < program_.gpus.size(); ++g)
+    push(static_cast<int>(g), join(c, WorkKind::PhaseBarrier, -1, -1));
+}
+
+void Builder::add_block_compute(int gpu, bool overlap, BlockWork local, BlockWork dist, BlockWork all,
+                                int cp_collective, int layers, WorkKind kind, int r, int m) {
+  if (overlap) {
+    if (cp_collective >= 0) {
+      Step s = join(cp_collective, WorkKind::CpAllToAll, r, m);
+      if (local.seconds > 0) {  // the step's kind names its compute part; the collective's names the communication
+        s.type = Step::Type::ComputeWithCollective;
+        s.kind = kind == WorkKind::Compute ? WorkKind::ComputeLocal : kind;
+        s.seconds = local.seconds;
+        s.lead_s = local.seconds / layers;
+        s.work = local.work;
+      }
+      push(gpu, s);
+    } else if (local.seconds > 0) {
+      push(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeLocal : kind, local.seconds, r, m, local.work));
+    }
+    if (dist.seconds > 0)
+      push(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeDist : kind, dist.seconds, r, m, dist.work));
+  } else {
+    if (all.seconds > 0) push(gpu, compute(kind, all.seconds, r, m, all.work));
+    if (cp_collective >= 0) push(gpu, join(cp_collective, WorkKind::CpAllToAll, r, m));
+  }
+}
+
+void Builder::mark_in_flight(int gpu, std::size_t first, double bytes) {
+  if (step_count(gpu) == first) return;
+  step_at(gpu, first).alloc_bytes += bytes;
+  step_at(gpu, step_count(gpu) - 1).free_bytes += bytes;
+}
+
+void Builder::add_gradient_sync(const std::vector<int>& replicas) {
+  for (const SliceGroup& group : slice_groups(plan_, replicas)) {
+    const ParallelScheme& scheme = replica(group.replica).scheme;
+    const int shards = shard_degree(cost_, scheme);
+    const double optimizer_s = cost_.optimizer_seconds(scheme, shards, group.stage);
+    // As optimizer_seconds: ZeRO 1-3 update the GPU's shard, ZeRO-0 every parameter it holds.
+    const double updated =
+        cost_.trained_parameters_per_gpu(scheme, group.stage) / (cost_.options().zero_stage >= 1 ? shards : 1);
+    std::vector<std::pair<int, WorkKind>> syncs;
+    for (const CollectiveCall& call : cost_.gradient_sync_calls(scheme, shards, group.stage)) {
+      const WorkKind kind = call.op == CollectiveOp::ReduceScatter ? WorkKind::GradReduceScatter
+                            : call.op == CollectiveOp::AllGather   ? WorkKind::GradAllGather
+                                                                   : WorkKind::GradAllReduce;
+      syncs.emplace_back(add_calls(group.gpus, {call}, kind), kind);
+    }
+    for (int g : group.gpus) {
+      // Reduce-scatter, optimizer step on the shard, all-gather; an all-reduce comes before the step.
+      for (const auto& [c, kind] : syncs)
+        if (kind != WorkKind::GradAllGather) push(g, join(c, kind, -1, -1));
+      if (optimizer_s > 0)
+        push(g, compute(WorkKind::Optimizer, optimizer_s, -1, -1,
+                        add_work(parameter_work(ComputeWork::Pass::Optimizer, updated))));
+      for (const auto& [c, kind] : syncs)
+        if (kind == WorkKind::GradAllGather) push(g, join(c, kind, -1, -1));
+    }
+  }
+}
+
+}  // namespace lcsim::program::detail
