@@ -25,6 +25,24 @@ std::vector<std::string> scenario_inputs(const LoadedScenario& loaded) {
   return scenario_input_files(loaded);
 }
 
+void reject_empty_values(const std::string& command, const po::variables_map& vm,
+                         const po::options_description& options, const std::string& help) {
+  for (const auto& [name, value] : vm) {
+    const po::option_description* described = options.find_nothrow(name, false);
+    if (described == nullptr || described->semantic()->max_tokens() == 0) continue;  // a switch holds no name
+    const auto* text = boost::any_cast<std::string>(&value.value());
+    const auto* texts = boost::any_cast<std::vector<std::string>>(&value.value());
+    const bool empty = (text && text->empty()) ||
+                       (texts && std::any_of(texts->begin(), texts->end(), [](const auto& s) { return s.empty(); }));
+    if (!empty) continue;
+    // The positional arguments' hidden names are not options the user wrote.
+    const std::string shown = name == "file" ? "the file argument" : name == "dir" ? "a folder argument" : "--" + name;
+    const bool folder = name == "dir" || name == "out" || name == "work";
+    throw UsageError(command + ": " + shown + (folder ? ": the folder name is empty" : ": the file name is empty"),
+                     help);
+  }
+}
+
 std::optional<FileCommand> parse_file_command(const std::string& command, const std::string& what,
                                               const std::vector<std::string>& args,
                                               const po::options_description& options, const std::string& help,
@@ -43,6 +61,7 @@ std::optional<FileCommand> parse_file_command(const std::string& command, const 
   } catch (const po::error& e) {
     throw UsageError(command + ": " + e.what(), help);
   }
+  reject_empty_values(command, parsed.options, all, help);
   if (parsed.options.count("help")) {
     out << help;
     return std::nullopt;

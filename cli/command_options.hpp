@@ -28,6 +28,11 @@ std::vector<OutputOption> output_options(const boost::program_options::variables
 /// The files a loaded scenario was read from (the scenario, its profile, its trace): no output may replace them.
 std::vector<std::string> scenario_inputs(const LoadedScenario& loaded);
 
+/// A UsageError carrying `help` when an option (or the positional file) was given an empty name: `--out ""` is a
+/// typo or an unset shell variable, never a folder.
+void reject_empty_values(const std::string& command, const boost::program_options::variables_map& vm,
+                         const boost::program_options::options_description& options, const std::string& help);
+
 /// Parses `args` against `options` plus one positional FILE (`what` names it in messages, e.g. "SCENARIO").
 /// Bad options, a missing or extra FILE are UsageError carrying `help`; --help prints `help` to `out` and
 /// returns nullopt.

@@ -309,6 +309,7 @@ void run_merge_command(const std::vector<std::string>& args, std::ostream& out) 
   } catch (const po::error& e) {
     throw UsageError(std::string("sweep merge: ") + e.what(), merge_help());
   }
+  reject_empty_values("sweep merge", vm, all, merge_help());
   if (vm.count("help")) {
     out << merge_help();
     return;

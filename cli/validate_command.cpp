@@ -232,13 +232,15 @@ void write_work_folder(const std::string& dir, const ValidationPlan& plan, const
 void run_validate_command(const std::vector<std::string>& args, std::ostream& out) {
   const InterruptScope interrupts;  // Ctrl-C and SIGTERM reach the children, then the command stops
   po::variables_map vm;
+  const po::options_description options = validate_options();
   try {
     // No positional argument: an empty description makes a stray one an error instead of being ignored.
-    po::store(po::command_line_parser(args).options(validate_options()).positional({}).run(), vm);
+    po::store(po::command_line_parser(args).options(options).positional({}).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(std::string("validate: ") + e.what(), validate_help());
   }
+  reject_empty_values("validate", vm, options, validate_help());
   if (vm.count("help")) {
     out << validate_help();
     return;
