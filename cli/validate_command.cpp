@@ -221,9 +221,7 @@ void write_work_folder(const std::string& dir, const ValidationPlan& plan, const
     if (o.status == kExitOk)
       write_file_atomically((fs::path(dir) / validation_run_name(i, ".results.json")).string(),
                             o.results.dump(2) + "\n");
-    write_file_atomically(
-        (fs::path(dir) / validation_run_name(i, ".log")).string(),
-        (o.warning.empty() ? "" : "lcsim: warning: " + o.warning + "\n") + (o.error.empty() ? "" : o.error + "\n"));
+    write_file_atomically((fs::path(dir) / validation_run_name(i, ".log")).string(), run_log_text(o));
   }
 }
 

@@ -107,6 +107,19 @@ RunOutcome simulate_here(const RunRequest& r, const ModelForm& model_form, const
   return o;
 }
 
+/// The run here; bad input and a policy that cannot plan are its outcome, any other exception comes through.
+RunOutcome run_reporting_own_errors(const RunRequest& r, const ModelForm& model_form, const StepsProgress& steps) {
+  try {
+    return r.mode == RunMode::Simulate ? simulate_here(r, model_form, steps) : plan_here(r, model_form, steps);
+  } catch (const InputError& e) {
+    const ErrorReport report = report_error(e);
+    return {report.status, report.line, {}, {}, {}};
+  } catch (const PlanningError& e) {
+    const ErrorReport report = report_error(e);
+    return {report.status, report.line, {}, {}, {}};
+  }
+}
+
 /// Runs `request` in a forked child, its step reports passed to `steps` as "done total what" records.
 std::unique_ptr<ChildProcess> start_child(const RunRequest& request, const ModelForm& model_form, bool report_steps) {
   return std::make_unique<ChildProcess>([&request, &model_form, report_steps](const ChildProcess::Report& report) {
@@ -181,10 +194,14 @@ std::string run_error_message(const RunOutcome& outcome) {
   return outcome.error;
 }
 
+std::string run_log_text(const RunOutcome& outcome) {
+  return (outcome.warning.empty() ? "" : "lcsim: warning: " + outcome.warning + "\n") +
+         (outcome.error.empty() ? "" : outcome.error + "\n");
+}
+
 RunOutcome run_here(const RunRequest& request, const ModelForm& model_form, const StepsProgress& steps) {
   try {
-    return request.mode == RunMode::Simulate ? simulate_here(request, model_form, steps)
-                                             : plan_here(request, model_form, steps);
+    return run_reporting_own_errors(request, model_form, steps);
   } catch (const std::exception& e) {
     const ErrorReport report = report_error(e);
     return {report.status, report.line, {}, {}, {}};
@@ -232,20 +249,9 @@ std::vector<RunOutcome> LocalRunner::run(const std::vector<RunRequest>& requests
 }
 
 RunOutcome LocalRunner::run_one(const RunRequest& request, const StepsProgress& steps) {
-  if (!needs_child(request)) {
-    // Here, only lcsim's own errors are the run's outcome: anything else (an exception `steps` raised, a host's
-    // interrupt) is the caller's and comes through.
-    try {
-      return request.mode == RunMode::Simulate ? simulate_here(request, model_form_, steps)
-                                               : plan_here(request, model_form_, steps);
-    } catch (const InputError& e) {
-      const ErrorReport report = report_error(e);
-      return {report.status, report.line, {}, {}, {}};
-    } catch (const PlanningError& e) {
-      const ErrorReport report = report_error(e);
-      return {report.status, report.line, {}, {}, {}};
-    }
-  }
+  // Here, only lcsim's own errors are the run's outcome: anything else (an exception `steps` raised, a host's
+  // interrupt) is the caller's and comes through.
+  if (!needs_child(request)) return run_reporting_own_errors(request, model_form_, steps);
   const auto child = start_child(request, model_form_, static_cast<bool>(steps));
   while (child->read_available()) {
     if (!steps) continue;

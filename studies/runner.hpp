@@ -83,6 +83,9 @@ class LocalRunner final : public Runner {
   ModelForm model_form_;
 };
 
+/// What `lcsim plan|simulate --quiet` would have printed for the run: its warning line, its error line.
+std::string run_log_text(const RunOutcome& outcome);
+
 /// A failed outcome's message without report_error's "lcsim: error: " prefix.
 std::string run_error_message(const RunOutcome& outcome);
 

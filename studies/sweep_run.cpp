@@ -40,9 +40,7 @@ std::vector<SweepPointRun> run_sweep_points(const Sweep& sweep, const std::vecto
     const RunOutcome& o = outcomes[k];
     const auto i = static_cast<std::size_t>(points[k]->index);
     // The log says what `lcsim plan|simulate --quiet` would have printed: its warning, or its error.
-    write_file_atomically(
-        sweep_point_path(dir, i, ".log").string(),
-        (o.warning.empty() ? "" : "lcsim: warning: " + o.warning + "\n") + (o.error.empty() ? "" : o.error + "\n"));
+    write_file_atomically(sweep_point_path(dir, i, ".log").string(), run_log_text(o));
     SweepPointRun run{points[k], o.status, std::nullopt};
     if (o.status == kExitOk) {
       write_file_atomically(sweep_point_path(dir, i, ".results.json").string(), o.results.dump(2) + "\n");
