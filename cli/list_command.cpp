@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "cli/cli.hpp"
 #include "model/finetuning.hpp"
 #include "model/model.hpp"
+#include "model/profile.hpp"
 #include "model/topology.hpp"
 #include "model/workload.hpp"
 #include "policies/core/policy.hpp"
@@ -17,14 +19,15 @@ namespace lcsim {
 namespace {
 
 constexpr const char* kListUsage =
-    "Usage: lcsim list models|gpus|distributions|policies|finetuning|topologies\n"
+    "Usage: lcsim list models|gpus|distributions|policies|finetuning|topologies|profiles\n"
     "\n"
     "  models          model shapes usable as \"model\": \"NAME\" in a scenario\n"
     "  gpus            GPU kinds usable as cluster.gpu\n"
     "  distributions   sequence length distributions usable as dataset.distribution or in dataset.mix\n"
     "  policies        policy kinds usable as policies[].kind\n"
     "  finetuning      fine-tuning methods usable as training.finetuning.method, and LoRA's targets\n"
-    "  topologies      cluster wirings usable as cluster.topology, with their keys\n";
+    "  topologies      cluster wirings usable as cluster.topology, with their keys\n"
+    "  profiles        the shipped calibration profiles (calibrate/profiles/), stack presets included\n";
 
 using Row = std::vector<std::string>;
 
@@ -178,13 +181,36 @@ void list_topologies(std::ostream& out) {
 
 }  // namespace
 
+/// The shipped profiles (measurement files are the fits' inputs, not profiles): what each describes and where its
+/// numbers come from. docs/calibration.md says how to choose one.
+void list_profiles(std::ostream& out) {
+  const std::filesystem::path folder = std::filesystem::path(LCSIM_SOURCE_DIR) / "calibrate" / "profiles";
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() == ".json" && name.find(".measurements.") == std::string::npos) files.push_back(name);
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<Row> rows{{"profile", "gpu", "stack", "numbers"}};
+  for (const auto& name : files) {
+    const Profile profile = load_profile((folder / name).string());
+    const Provenance& p = profile.provenance;
+    rows.push_back({name, profile.gpu, p.stack.empty() ? "-" : p.stack,
+                    p.calibrated ? "calibrated on " + p.device + ", " + p.date : "uncalibrated, " + p.source});
+  }
+  out << "shipped profiles (use as \"profile\": \"calibrate/profiles/NAME\", relative to the scenario; stack presets: "
+         "docs/calibration.md)\n";
+  print_rows(rows, out, true);
+}
+
 void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     out << kListUsage;
     return;
   }
   if (args.size() != 1)
-    throw UsageError("list: expected one of models, gpus, distributions, policies, finetuning, topologies", kListUsage);
+    throw UsageError("list: expected one of models, gpus, distributions, policies, finetuning, topologies, profiles",
+                     kListUsage);
   const std::string& what = args[0];
   if (what == "models") {
     list_models(out);
@@ -198,6 +224,8 @@ void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
     list_finetuning(out);
   } else if (what == "topologies") {
     list_topologies(out);
+  } else if (what == "profiles") {
+    list_profiles(out);
   } else {
     throw UsageError("list: unknown list \"" + what + "\"", kListUsage);
   }

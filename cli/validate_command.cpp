@@ -173,6 +173,12 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
         << " with a numeric error, MAPE " << fixed(100 * m.mape, 1) << "%, median " << fixed(100 * m.median_ape, 1)
         << "%; " << m.within_tolerance << "/" << m.entries << " within tolerance (and ordering); ordering "
         << m.ordering_held << "/" << m.ordering_checked << "\n";
+  const HeldOutErrors& f = summary.framework;
+  if (f.entries > 0)
+    out << "framework: " << f.entries << " framework-benchmark entries; over the " << f.numeric
+        << " with a numeric error, MAPE " << fixed(100 * f.mape, 1) << "%, median " << fixed(100 * f.median_ape, 1)
+        << "%; " << f.within_tolerance << "/" << f.entries << " within tolerance; orderings and trends "
+        << f.ordering_held << "/" << f.ordering_checked << "\n";
   const MeasuredRanking& r = summary.measured_ranking;
   if (r.pairs + r.ties > 0) {
     out << "ranking:  " << r.kept << "/" << r.pairs
@@ -198,11 +204,14 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
 void print_interval_summary(const IntervalSummary& s, std::ostream& out) {
   if (s.samples <= 1) return;
   out << "intervals: 80% (p10-p90) over " << s.samples
-      << " sampled worlds, model form leave-one-out per quantity family (docs/uncertainty.md)\n";
+      << " sampled worlds, model form leave-one-source-out per quantity family (docs/uncertainty.md)\n";
   out << "coverage: " << fixed(100 * s.coverage, 1) << "% (" << fixed(s.covered, 1) << " of " << s.entries
       << " held-out numeric entries inside their interval, " << fixed(s.measured_covered, 1) << " of the "
       << s.measured_entries << " measured ones; target 80%)\n";
   out << "width:    median relative width (p90 - p10) / p50 " << fixed(s.median_relative_width, 3) << "\n";
+  for (const auto& [kind, k] : s.kinds)
+    out << "  " << kind << ": coverage " << fixed(100 * k.coverage, 1) << "% of " << k.entries
+        << " entries, median width " << fixed(k.median_relative_width, 3) << "\n";
   out << "model form (whole catalogue, log sigma):";
   for (const auto& [family, sigma] : s.families)
     out << " " << to_string(family) << " " << fixed(sigma.log_sigma, 3) << " (" << sigma.entries << ")";

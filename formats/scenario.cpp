@@ -88,6 +88,9 @@ ClusterSpec parse_cluster(JsonObjectReader r) {
     return r.number_in(key, range.low, range.high);
   };
   c.nvlink_GBps = physical("nvlink_GBps", kBandwidthGBpsRange, c.gpu.nvlink_GBps);
+  // A part whose memory differs from its kind's datasheet (torchtitan's 96 GB HBM2e H100s, say).
+  if (r.has("gpu_memory_GiB")) c.gpu.memory_bytes = physical("gpu_memory_GiB", kMemoryGiBRange, 0) * 1073741824.0;
+  c.gpu.hbm_TBps = physical("hbm_TBps", kBandwidthGBpsRange, c.gpu.hbm_TBps);
   c.nvlink_latency_us = physical("nvlink_latency_us", kLatencyUsRange, 2.0);
   c.ib_GBps = physical("ib_GBps", kBandwidthGBpsRange, 50.0);
   c.ib_latency_us = physical("ib_latency_us", kLatencyUsRange, 5.0);
@@ -146,6 +149,13 @@ DatasetSpec parse_dataset(JsonObjectReader r, const std::string& file) {
   d.truncate_to_context = r.optional<bool>("truncate_to_context", false);
   r.finish();
   return d;
+}
+
+Precision parse_precision(JsonObjectReader& r) {
+  const std::string value = r.optional<std::string>("precision", "bf16");
+  if (value == "bf16") return Precision::Bf16;
+  if (value == "fp8") return Precision::Fp8;
+  r.fail("precision", "expected \"bf16\" or \"fp8\", got \"" + value + "\"");
 }
 
 Recompute parse_recompute(JsonObjectReader& r) {
@@ -224,6 +234,7 @@ TrainingConfig parse_training(JsonObjectReader r, const ModelConfig& model) {
   t.iterations = r.has("iterations") ? int_in(r, "iterations", 1, kMaxIterations) : 10;
   t.zero_stage = r.has("zero_stage") ? int_in(r, "zero_stage", 0, 3) : 2;
   t.recompute = parse_recompute(r);
+  t.precision = parse_precision(r);
   t.context_length = r.integer_in("context_length_tokens", 1, kMaxTokens);
   if (r.has("bucket_size_tokens")) t.bucket_size_tokens = r.integer_in("bucket_size_tokens", 1, kMaxTokens);
   if (r.has("finetuning")) t.finetuning = parse_finetuning(r.object("finetuning"), model);

@@ -57,6 +57,10 @@ std::string_view to_string(Recompute recompute) {
   return "unknown";
 }
 
+std::string_view to_string(Precision precision) {
+  return precision == Precision::Fp8 ? "fp8" : "bf16";
+}
+
 std::string_view to_string(CpAttention mode) {
   switch (mode) {
     case CpAttention::Ulysses:
@@ -121,6 +125,13 @@ CostModel::CostModel(ModelConfig model, ClusterSpec cluster, Profile profile, Co
   if (f.frozen() && (f.frozen_layers < 0 || f.frozen_layers > model_.layers))
     throw InputError("finetuning: " + std::to_string(f.frozen_layers) + " frozen layers outside [0, " +
                      std::to_string(model_.layers) + "]");
+  if (options_.precision == Precision::Fp8 && !profile_.compute.fp8_gemm_speedup)
+    throw InputError("precision fp8 needs the profile's compute.fp8_gemm_speedup (profile '" + profile_.label() +
+                     "' prices BF16 GEMMs only)");
+}
+
+double CostModel::gemm_speedup() const {
+  return options_.precision == Precision::Fp8 ? *profile_.compute.fp8_gemm_speedup : 1.0;
 }
 
 double CostModel::gemm_flops_per_token() const {
@@ -201,7 +212,8 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
   const auto& c = profile_.compute;
   const double peak = c.peak_tflops * 1e12;
   LayerParts parts;
-  parts.gemm = tokens * gemm_flops_per_token() / tp / (peak * c.gemm_efficiency.at(tokens));
+  parts.gemm_bf16 = tokens * gemm_flops_per_token() / tp / (peak * c.gemm_efficiency.at(tokens));
+  parts.gemm = parts.gemm_bf16 / gemm_speedup();
   parts.adapters = lora_forward_seconds(tokens, tp);
   const ElementwiseBytes bytes = layer_elementwise_bytes_per_token();
   parts.elementwise = hbm_seconds(tokens * bytes.forward, tp);
@@ -288,8 +300,12 @@ double CostModel::layer_seconds(std::span<const SequenceShare> work, int tp, Rec
   const bool recomputed = checkpointed || recompute == Recompute::Full;
   const double attention = (recomputed ? 2 : 1) * parts.attention + parts.attention_backward;
   const double elementwise = (recomputed ? 2 : 1) * parts.elementwise + parts.elementwise_backward;
-  const double gpu = (1 + c.gemm_work_overhead) * layer_gemm_seconds(parts, recomputed, grad) + attention +
-                     elementwise + c.layer_overhead_us * 1e-6;
+  LayerParts rows = parts;  // the element-wise overhead grows with the GEMMs' rows, whatever their precision
+  rows.gemm = parts.gemm_bf16;
+  const double again = selective_gemm_share(recompute, recomputed);
+  const double gpu = layer_gemm_seconds(parts, recomputed, grad) + again * parts.gemm +
+                     c.gemm_work_overhead * (layer_gemm_seconds(rows, recomputed, grad) + again * rows.gemm) +
+                     attention + elementwise + c.layer_overhead_us * 1e-6;
   // The GPU waits for a framework that issues the layer's kernels more slowly than it runs them.
   return std::max(gpu, c.layer_issue_us * 1e-6);
 }
@@ -299,10 +315,16 @@ double CostModel::layer_work_seconds(std::span<const SequenceShare> work, int tp
   check_degree(tp, "tp");
   const LayerParts parts = layer_parts(work, tp);
   const bool recomputed = checkpointed || recompute == Recompute::Full;
-  const double gemm = layer_gemm_seconds(parts, recomputed, grad);
+  const double gemm =
+      layer_gemm_seconds(parts, recomputed, grad) + selective_gemm_share(recompute, recomputed) * parts.gemm;
   if (gemm_seconds) *gemm_seconds = gemm;
   return gemm + (recomputed ? 2 : 1) * (parts.attention + parts.elementwise) + parts.attention_backward +
          parts.elementwise_backward;
+}
+
+double CostModel::selective_gemm_share(Recompute recompute, bool recomputed) const {
+  // A layer recomputed whole runs its forward again anyway; selective recomputation reruns the profile's share.
+  return !recomputed && recompute == Recompute::Selective ? profile_.compute.selective_recompute_gemm_share : 0.0;
 }
 
 double CostModel::base_gemm_passes(LayerGrad grad) const {
@@ -389,7 +411,7 @@ double CostModel::layer_forward_seconds(const LayerParts& parts, LayerGrad grad)
   // proportion to its share of the layer's work.
   const double work_seconds = base_gemm_passes(grad) * gemm + 3 * adapters + parts.attention +
                               parts.attention_backward + parts.elementwise + parts.elementwise_backward;
-  const double overhead = c.gemm_work_overhead * (gemm + adapters) +
+  const double overhead = c.gemm_work_overhead * (parts.gemm_bf16 + adapters) +
                           (work_seconds > 0 ? c.layer_overhead_us * 1e-6 * forward / work_seconds : 0.0);
   return forward + overhead;
 }

@@ -20,6 +20,11 @@ namespace lcsim {
 enum class Recompute { None, Selective, Full };
 std::string_view to_string(Recompute recompute);
 
+/// The number format of the transformer layers' GEMMs (training.precision). Attention, the LM head, the element-wise
+/// kernels and communication stay BF16 (docs/model.md, "Precision").
+enum class Precision : std::uint8_t { Bf16, Fp8 };
+std::string_view to_string(Precision precision);
+
 /// How one replica (a DP group member: a pipeline of TP x CP GPUs per stage) runs the model.
 struct ParallelScheme {
   int tp = 1;
@@ -121,6 +126,7 @@ struct CostModelOptions {
   int zero_stage = 2;  ///< 0..3
   CpAttention cp_attention = CpAttention::Ulysses;
   Finetuning finetuning{};  ///< what the run trains: every weight, LoRA adapters, or all but a frozen part
+  Precision precision = Precision::Bf16;
 };
 
 class CostModel {
@@ -256,7 +262,8 @@ class CostModel {
   double activation_bytes_per_token_layer(const ActivationCoefficients& c) const;
   /// Forward GEMM and forward attention seconds of one layer over `work` (the terms of layer_seconds).
   struct LayerParts {
-    double gemm = 0;
+    double gemm = 0;                  ///< the GEMMs' forward at the run's precision
+    double gemm_bf16 = 0;             ///< the same at BF16: the rows the element-wise overhead grows with
     double attention = 0;             ///< forward kernels, their critical path included
     double attention_backward = 0;    ///< backward kernels, their critical path included
     double adapters = 0;              ///< LoRA adapters' forward (lora_forward_seconds)
@@ -264,6 +271,11 @@ class CostModel {
     double elementwise_backward = 0;  ///< the backward's
   };
   LayerParts layer_parts(std::span<const SequenceShare> work, int tp) const;
+  /// The layer GEMMs' rate over BF16's: the profile's fp8_gemm_speedup under FP8, else 1.
+  double gemm_speedup() const;
+  /// Forward GEMM passes a layer's selective recomputation runs again (the profile's share; 0 when not selective or
+  /// recomputed whole).
+  double selective_gemm_share(Recompute recompute, bool recomputed) const;
   /// The heads one GPU runs for a sequence over cp Ulysses ranks (cp 1: whole) at TP degree tp.
   UlyssesHeads rank_heads(int cp, int tp) const;
   /// The part of a sequence's attention FLOPs one GPU runs: 1/tp whole, Ulysses the busiest rank's heads.

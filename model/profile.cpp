@@ -97,8 +97,9 @@ std::string collective_parameter(CollectiveOp op, LinkClass link) {
 }
 
 std::string Profile::label() const {
-  if (provenance.calibrated) return "calibrated on " + provenance.device + ", " + provenance.date;
-  return "uncalibrated (" + provenance.source + ")";
+  const std::string stack = provenance.stack.empty() ? "" : ", " + provenance.stack + " stack";
+  if (provenance.calibrated) return "calibrated on " + provenance.device + ", " + provenance.date + stack;
+  return "uncalibrated (" + provenance.source + ")" + stack;
 }
 
 }  // namespace lcsim

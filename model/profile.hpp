@@ -45,6 +45,9 @@ inline constexpr PhysicalRange kEfficiencyRange{1e-6, 1};
 inline constexpr PhysicalRange kOverheadUsRange{0, 1e6};  ///< per layer, per Mparam
 inline constexpr PhysicalRange kFactorRange{0, 1e3};      ///< attention_backward_ratio, gemm_work_overhead
 inline constexpr PhysicalRange kBackwardRatioRange{1e-3, 1e3};
+inline constexpr PhysicalRange kFp8SpeedupRange{1, 4};
+inline constexpr PhysicalRange kShareRange{0, 1};           ///< FP8 over BF16 GEMM rate (the peaks differ by 2x)
+inline constexpr PhysicalRange kMemoryGiBRange{1, 1e6};     ///< a cluster's GPU memory override
 inline constexpr PhysicalRange kTileTokensRange{1, 65536};  ///< attention_blocks.tile_tokens
 inline constexpr PhysicalRange kSmCountRange{1, 1e5};       ///< attention_blocks.sm_count
 inline constexpr PhysicalRange kBlocksPerSmRange{1, 64};    ///< attention_blocks.*_blocks_per_sm
@@ -113,6 +116,12 @@ struct ComputeProfile {
   double layer_issue_us = 0;
   double step_issue_us = 0;
   double hot_switch_us_per_mparam = 0;  ///< re-sharding cost of a parallel-strategy switch (HotSPa)
+  /// FP8 GEMMs (training.precision "fp8"): their rate over the BF16 rate at the same shape, as the stack's FP8
+  /// path achieves it (unset: the profile prices no FP8 GEMM; docs/model.md, "Precision").
+  std::optional<double> fp8_gemm_speedup;
+  /// The share of a layer's forward GEMM FLOPs that selective recomputation runs again in backward: 0 for
+  /// Megatron's (the attention core only), about 0.37 for PyTorch's per-op policy that saves every other matmul.
+  double selective_recompute_gemm_share = 0;
 };
 
 /// bytes = per_hidden*hidden + per_kv_hidden*kv_hidden + per_ffn*ffn (per token, per layer)
@@ -169,6 +178,8 @@ struct Provenance {
   std::string nccl;
   std::string model;  ///< model the memory/compute fits were measured with, if any
   std::string notes;
+  /// A stack preset's framework class ("megatron", "pytorch-fsdp", "deepspeed"); empty for a profile of no stack.
+  std::string stack;
   std::vector<FittedOn> fitted_on;
 };
 

@@ -168,6 +168,9 @@ Provenance read_provenance(JsonObjectReader r) {
   p.nccl = r.required<std::string>("nccl");
   p.model = r.required<std::string>("model");
   p.notes = r.required<std::string>("notes");
+  p.stack = r.optional<std::string>("stack", "");
+  if (r.has("stack") && p.stack != "megatron" && p.stack != "pytorch-fsdp" && p.stack != "deepspeed")
+    r.fail("stack", "expected \"megatron\", \"pytorch-fsdp\" or \"deepspeed\"");
   if (r.has("fitted_on")) {
     const auto& items = r.value("fitted_on");
     if (!items.is_array()) r.fail("fitted_on", "expected an array of {\"entry\", \"parameter\"} objects");
@@ -231,6 +234,9 @@ ComputeProfile read_compute(JsonObjectReader r) {
   c.hot_switch_us_per_mparam = bounded(r, "hot_switch_us_per_mparam", kOverheadUsRange);
   if (r.has("layer_issue_us")) c.layer_issue_us = bounded(r, "layer_issue_us", kOverheadUsRange);
   if (r.has("step_issue_us")) c.step_issue_us = bounded(r, "step_issue_us", kOverheadUsRange);
+  if (r.has("fp8_gemm_speedup")) c.fp8_gemm_speedup = bounded(r, "fp8_gemm_speedup", kFp8SpeedupRange, true);
+  if (r.has("selective_recompute_gemm_share"))
+    c.selective_recompute_gemm_share = bounded(r, "selective_recompute_gemm_share", kShareRange);
   r.finish();
   return c;
 }
@@ -300,6 +306,7 @@ Json to_json(const Profile& profile) {
   provenance["nccl"] = p.nccl;
   provenance["model"] = p.model;
   provenance["notes"] = p.notes;
+  if (!p.stack.empty()) provenance["stack"] = p.stack;
   if (!p.fitted_on.empty()) {
     Json fitted = Json::array();
     for (const auto& f : p.fitted_on) {
@@ -343,6 +350,9 @@ Json to_json(const Profile& profile) {
   // Optional: only a profile fitted with a job's untraced step times has the CPU floor.
   if (c.layer_issue_us > 0) compute["layer_issue_us"] = c.layer_issue_us;
   if (c.step_issue_us > 0) compute["step_issue_us"] = c.step_issue_us;
+  if (c.fp8_gemm_speedup) compute["fp8_gemm_speedup"] = *c.fp8_gemm_speedup;
+  if (c.selective_recompute_gemm_share > 0)
+    compute["selective_recompute_gemm_share"] = c.selective_recompute_gemm_share;
   j["compute"] = compute;
 
   const auto& m = profile.memory;

@@ -101,8 +101,8 @@ std::vector<double> collective_seconds_worlds(const ValidationPoint& point, cons
 std::vector<EntryIntervalInput> interval_inputs(
     const std::vector<EntryOutcome>& outcomes,
     const std::map<std::pair<const ValidationEntry*, std::size_t>, std::size_t>& run_of_point,
-    const std::vector<Json>& results, int samples, const std::string& catalogue_file,
-    const std::map<std::string, std::string>& profiles) {
+    const std::vector<Json>& results, const std::vector<int>& gpus_of_run, int samples,
+    const std::string& catalogue_file, const std::map<std::string, std::string>& profiles) {
   std::vector<EntryIntervalInput> inputs;
   for (const EntryOutcome& o : outcomes) {
     const ValidationEntry& e = *o.entry;
@@ -119,6 +119,8 @@ std::vector<EntryIntervalInput> interval_inputs(
     input.id = e.id;
     input.quantity = e.quantity;
     input.measured = !e.measured.empty();
+    input.kind = entry_kind(e);
+    input.source = e.source.paper;
     input.calibrated_profile = e.quantity != ValidationQuantity::CollectiveSeconds;
     for (std::size_t i = 0; i < e.points.size() && input.calibrated_profile; ++i) {
       const Json& profile = results[run_of_point.at({&e, i})].at("profile");
@@ -143,7 +145,8 @@ std::vector<EntryIntervalInput> interval_inputs(
         if (e.quantity == ValidationQuantity::CollectiveSeconds)
           p.value = collective[i][static_cast<std::size_t>(w)];
         else
-          p = predict_from_results(e, e.points[i], results_in_world(results[run_of_point.at({&e, i})], w));
+          p = predict_from_results(e, e.points[i], results_in_world(results[run_of_point.at({&e, i})], w),
+                                   gpus_of_run[run_of_point.at({&e, i})]);
         predictions.push_back(std::move(p));
       }
       const EntryOutcome world = evaluate_entry(e, std::move(predictions));
@@ -165,6 +168,11 @@ nlohmann::ordered_json intervals_to_json(const std::vector<EntryInterval>& inter
   j["median_relative_width"] = results_number(s.median_relative_width);
   j["measured_entries"] = s.measured_entries;
   j["measured_covered"] = results_number(s.measured_covered);
+  j["by_kind"] = nlohmann::ordered_json::object();
+  for (const auto& [kind, k] : s.kinds)
+    j["by_kind"][kind] = {{"entries", k.entries},
+                          {"coverage", results_number(k.coverage)},
+                          {"median_relative_width", results_number(k.median_relative_width)}};
   j["families"] = nlohmann::ordered_json::object();
   for (const auto& [family, sigma] : s.families)
     j["families"][to_string(family)] = {{"entries", sigma.entries}, {"log_sigma", results_number(sigma.log_sigma)}};
@@ -228,9 +236,13 @@ ValidationPlan plan_validation(const ValidateSettings& settings) {
       const auto [it, added] =
           run_of_key.emplace(run_key(e->mode, scenario) + (measured ? " fixed-data" : ""), plan.runs.size());
       if (added) {
-        (void)scenario_from_json(scenario, where);  // a bad entry is named before anything runs
-        plan.runs.push_back(
-            {e->mode == "simulate" ? RunMode::Simulate : RunMode::Plan, std::move(scenario), {}, where, measured});
+        const int gpus = scenario_from_json(scenario, where).cluster.world_size();  // a bad entry is named first
+        plan.runs.push_back({e->mode == "simulate" ? RunMode::Simulate : RunMode::Plan,
+                             std::move(scenario),
+                             {},
+                             where,
+                             measured,
+                             gpus});
       }
       ValidationRun& run = plan.runs[it->second];
       for (const auto& label : point_labels(e->points[i]))
@@ -302,7 +314,7 @@ ValidationReport run_validation(const ValidationPlan& plan, Runner& runner, cons
           else if (std::string drift = plan_drift(*e, results[run]); !drift.empty())
             p.failed = std::move(drift);
           else
-            p = predict_from_results(*e, e->points[i], results[run]);
+            p = predict_from_results(*e, e->points[i], results[run], plan.runs[run].gpus);
         }
         predictions.push_back(std::move(p));
       }
@@ -311,9 +323,11 @@ ValidationReport run_validation(const ValidationPlan& plan, Runner& runner, cons
       report.outcomes.back().fitted = fitted_by_profiles(*e, catalogue_file, plan.profiles, loaded);
   }
   report.summary = summarize_validation(report.outcomes);
-  report.intervals = entry_intervals(
-      interval_inputs(report.outcomes, plan.run_of_point, results, plan.samples, catalogue_file, plan.profiles),
-      kModelFormDraws, report.interval_summary);
+  std::vector<int> gpus_of_run;
+  for (const ValidationRun& run : plan.runs) gpus_of_run.push_back(run.gpus);
+  report.intervals = entry_intervals(interval_inputs(report.outcomes, plan.run_of_point, results, gpus_of_run,
+                                                     plan.samples, catalogue_file, plan.profiles),
+                                     kModelFormDraws, report.interval_summary);
   return report;
 }
 

@@ -31,6 +31,7 @@ struct ValidationRun {
   std::vector<std::string> labels;
   std::string where;      ///< the first entry that needs it, for messages
   bool measured = false;  ///< a measured run's: its worlds keep its data, which the run measured
+  int gpus = 0;           ///< the scenario's cluster GPUs
 };
 
 /// What validate will run, known before anything runs (a command checks its outputs against these inputs).

@@ -33,6 +33,7 @@ constexpr QuantityName kQuantities[] = {
     {ValidationQuantity::PeakGB, "peak_GB"},
     {ValidationQuantity::Oom, "oom"},
     {ValidationQuantity::CollectiveSeconds, "collective_seconds"},
+    {ValidationQuantity::TokensPerGpuSecond, "tokens_per_gpu_s"},
 };
 
 struct CombineName {
@@ -242,7 +243,23 @@ ValidationEntry read_entry(JsonObjectReader reader, const std::string& catalogue
     entry.source.paper = source.required<std::string>("paper");
     entry.source.where = source.required<std::string>("where");
     entry.source.section = source.optional<std::string>("section", "");
+    entry.source.framework = source.optional<std::string>("framework", "");
+    entry.source.precision = source.optional<std::string>("precision", "");
+    if (!entry.source.framework.empty() &&
+        (entry.source.framework != "megatron" && entry.source.framework != "pytorch-fsdp" &&
+         entry.source.framework != "deepspeed"))
+      source.fail("framework", "expected \"megatron\", \"pytorch-fsdp\" or \"deepspeed\"");
+    if (!entry.source.precision.empty() && entry.source.precision != "bf16" && entry.source.precision != "fp8")
+      source.fail("precision", "expected \"bf16\" or \"fp8\"");
     source.finish();
+  }
+  if (reader.has("family")) {
+    const auto family = reader.required<std::string>("family");
+    if (family != "framework")
+      reader.fail("family", "expected \"framework\" (papers and measured runs are told apart without it)");
+    entry.framework = true;
+    if (entry.source.framework.empty() || entry.source.precision.empty())
+      reader.fail("source", "a framework-benchmark entry names its framework class and precision");
   }
   entry.claim = reader.required<std::string>("claim");
   const auto quantity = reader.required<std::string>("quantity");
@@ -433,7 +450,8 @@ std::string fitted_parameters(const Profile& profile, const std::string& id) {
 }
 
 std::string entry_kind(const ValidationEntry& entry) {
-  return entry.measured.empty() ? "published" : "measured";
+  if (!entry.measured.empty()) return "measured";
+  return entry.framework ? "framework" : "published";
 }
 
 std::string entry_status(const EntryOutcome& o) {
@@ -512,7 +530,8 @@ std::string plan_drift(const ValidationEntry& entry, const Json& results) {
   return {};
 }
 
-PointPrediction predict_from_results(const ValidationEntry& entry, const ValidationPoint& point, const Json& results) {
+PointPrediction predict_from_results(const ValidationEntry& entry, const ValidationPoint& point, const Json& results,
+                                     int gpus) {
   PointPrediction prediction;
   const std::string where = "entry " + entry.id;
   const Json* policy = find_policy(results, point.policy);
@@ -560,6 +579,11 @@ PointPrediction predict_from_results(const ValidationEntry& entry, const Validat
       break;
     case ValidationQuantity::CollectiveSeconds:
       throw std::logic_error("collective_seconds is not read from results");
+    case ValidationQuantity::TokensPerGpuSecond:
+      if (gpus <= 0) throw std::logic_error("tokens_per_gpu_s needs the run's GPU count");
+      // A sampled world's document carries its own throughput beside its speedups (results_in_world).
+      prediction.value = policy->value("world_tokens_per_s", policy->at("tokens_per_s").get<double>()) / gpus;
+      break;
   }
   return prediction;
 }
@@ -699,7 +723,7 @@ MeasuredRanking measured_ranking(const std::vector<EntryOutcome>& outcomes) {
 ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes) {
   ValidationSummary s;
   HeldOutErrors published;
-  std::vector<double> published_errors, measured_errors;
+  std::vector<double> published_errors, measured_errors, framework_errors;
   for (const auto& o : outcomes) {
     ++s.entries;
     if (!o.entry->not_expressible.empty()) {
@@ -710,22 +734,31 @@ ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes
       ++s.failed;
       continue;
     }
+    const std::string kind = entry_kind(*o.entry);
     if (o.ordering != OrderingVerdict::NotApplicable) {
-      const bool measured = !o.entry->measured.empty();
-      ++(measured ? s.measured.ordering_checked : s.ordering_checked);
-      if (o.ordering == OrderingVerdict::Held) ++(measured ? s.measured.ordering_held : s.ordering_held);
+      int& checked = kind == "measured"    ? s.measured.ordering_checked
+                     : kind == "framework" ? s.framework.ordering_checked
+                                           : s.ordering_checked;
+      int& held = kind == "measured"    ? s.measured.ordering_held
+                  : kind == "framework" ? s.framework.ordering_held
+                                        : s.ordering_held;
+      ++checked;
+      if (o.ordering == OrderingVerdict::Held) ++held;
     }
     if (!o.fitted.empty()) {
       ++s.fitted;
       continue;
     }
-    if (o.entry->measured.empty())
-      add_held_out(published, published_errors, o);
-    else
+    if (kind == "measured")
       add_held_out(s.measured, measured_errors, o);
+    else if (kind == "framework")
+      add_held_out(s.framework, framework_errors, o);
+    else
+      add_held_out(published, published_errors, o);
   }
   finish_errors(published, published_errors);
   finish_errors(s.measured, measured_errors);
+  finish_errors(s.framework, framework_errors);
   s.held_out = published.entries;
   s.held_out_numeric = published.numeric;
   s.held_out_mape = published.mape;
@@ -763,6 +796,10 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
     OJson item;
     item["id"] = e.id;
     item["source"] = {{"paper", e.source.paper}, {"where", e.source.where}, {"section", e.source.section}};
+    if (e.framework) {
+      item["source"]["framework"] = e.source.framework;
+      item["source"]["precision"] = e.source.precision;
+    }
     item["claim"] = e.claim;
     item["quantity"] = to_string(e.quantity);
     item["kind"] = entry_kind(e);
@@ -812,7 +849,14 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
                   {"measured_ranking_ties", summary.measured_ranking.ties},
                   {"measured_ranking_broken", broken_rankings_json(summary.measured_ranking)},
                   {"ordering_checked", summary.ordering_checked},
-                  {"ordering_held", summary.ordering_held}};
+                  {"ordering_held", summary.ordering_held},
+                  {"framework_held_out", summary.framework.entries},
+                  {"framework_numeric", summary.framework.numeric},
+                  {"framework_mape", results_number(summary.framework.mape)},
+                  {"framework_median_ape", results_number(summary.framework.median_ape)},
+                  {"framework_within_tolerance", summary.framework.within_tolerance},
+                  {"framework_ordering_checked", summary.framework.ordering_checked},
+                  {"framework_ordering_held", summary.framework.ordering_held}};
   return j;
 }
 

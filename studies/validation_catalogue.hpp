@@ -15,17 +15,18 @@ namespace lcsim {
 
 /// What an entry compares.
 enum class ValidationQuantity {
-  Speedup,            ///< tokens/s of `policy` over the reference's (the best of several references)
-  Abr,                ///< HBP's ABR of `policy`, mean over iterations
-  AbrWork,            ///< ABR over the run (idle over capacity, iterations weighted by their time)
-  Cr,                 ///< HBP's communication ratio of `policy`, mean over iterations
-  Dbr,                ///< HBP's DBR of `policy`, mean over iterations
-  RankGap,            ///< (slowest - fastest) / fastest pipeline propagation latency, mean over iterations
-                      ///< (Hydraulis Fig. 12b; BalanceMetrics::pipeline_gap)
-  IterationSeconds,   ///< mean iteration time of `policy`
-  PeakGB,             ///< the largest per-GPU peak memory, mean over iterations, GB (1e9 bytes)
-  Oom,                ///< whether `policy` runs out of memory in any iteration (a yes/no figure)
-  CollectiveSeconds,  ///< the cost model's time of one collective (no policy runs)
+  Speedup,             ///< tokens/s of `policy` over the reference's (the best of several references)
+  Abr,                 ///< HBP's ABR of `policy`, mean over iterations
+  AbrWork,             ///< ABR over the run (idle over capacity, iterations weighted by their time)
+  Cr,                  ///< HBP's communication ratio of `policy`, mean over iterations
+  Dbr,                 ///< HBP's DBR of `policy`, mean over iterations
+  RankGap,             ///< (slowest - fastest) / fastest pipeline propagation latency, mean over iterations
+                       ///< (Hydraulis Fig. 12b; BalanceMetrics::pipeline_gap)
+  IterationSeconds,    ///< mean iteration time of `policy`
+  PeakGB,              ///< the largest per-GPU peak memory, mean over iterations, GB (1e9 bytes)
+  Oom,                 ///< whether `policy` runs out of memory in any iteration (a yes/no figure)
+  CollectiveSeconds,   ///< the cost model's time of one collective (no policy runs)
+  TokensPerGpuSecond,  ///< tokens/s of `policy` over the cluster's GPUs (a framework benchmark's TPS/GPU)
 };
 
 /// How an entry's points make one prediction.
@@ -68,9 +69,11 @@ struct PublishedFigure {
 };
 
 struct ValidationSource {
-  std::string paper;    ///< "Skrull", "Hydraulis", "HBP"
-  std::string where;    ///< "Fig. 3, text below", "Table 3"
-  std::string section;  ///< "Sec. 5.2", "App. C.3"
+  std::string paper;      ///< "Skrull", "Hydraulis", "HBP"
+  std::string where;      ///< "Fig. 3, text below", "Table 3"
+  std::string section;    ///< "Sec. 5.2", "App. C.3"
+  std::string framework;  ///< framework-benchmark entries: the stack class ("megatron", "pytorch-fsdp", "deepspeed")
+  std::string precision;  ///< framework-benchmark entries: the GEMMs' number format as run ("bf16", "fp8")
 };
 
 struct ValidationEntry {
@@ -89,6 +92,9 @@ struct ValidationEntry {
   /// Measured entries: the iteration labels (each plan's strategy) of the point's policies as the run measured
   /// them, where the file records them. A prediction of other plans would not test the model on what ran.
   std::map<std::string, std::vector<std::string>> measured_plans;
+  /// A framework-benchmark entry ("family": "framework"): a training-throughput or kernel figure from a source that is
+  /// none of the policy papers. Summarized apart from the papers and the measured runs.
+  bool framework = false;
   /// Non-empty: lcsim cannot express the figure yet (says why); nothing is run.
   std::string not_expressible;
   std::string published_text;  ///< not expressible entries: the published figure as the catalogue gives it
@@ -134,9 +140,10 @@ inline constexpr const char* kPlanDrift = "the plan changed since ";
 /// iteration count. Begins with kPlanDrift.
 std::string plan_drift(const ValidationEntry& entry, const nlohmann::json& results);
 
-/// The prediction of one policy quantity read from a results document (lcsim-results/1) of the point's run.
+/// The prediction of one policy quantity read from a results document (lcsim-results/1) of the point's run, on a
+/// cluster of `gpus` GPUs (tokens_per_gpu_s divides by it).
 PointPrediction predict_from_results(const ValidationEntry& entry, const ValidationPoint& point,
-                                     const nlohmann::json& results);
+                                     const nlohmann::json& results, int gpus);
 
 enum class OrderingVerdict { Held, Broken, NotApplicable };
 
@@ -218,7 +225,8 @@ struct ValidationSummary {
   double held_out_mape = 0;        ///< mean of abs_error over those
   double held_out_median_ape = 0;  ///< their median (a few gross misses dominate the mean)
   int held_out_within_tolerance = 0;
-  HeldOutErrors measured;  ///< held-out measured entries (real hardware), summarized apart from the papers
+  HeldOutErrors measured;   ///< held-out measured entries (real hardware), summarized apart from the papers
+  HeldOutErrors framework;  ///< held-out framework-benchmark entries, with their orderings and trends
   MeasuredRanking measured_ranking;
   int ordering_checked = 0;  ///< evaluated published-figure entries with an ordering verdict
   int ordering_held = 0;
@@ -226,7 +234,8 @@ struct ValidationSummary {
 
 ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes);
 
-/// "published" or "measured" (ValidationEntry::measured).
+/// The entry's family: "published" (the policy papers), "measured" (lcsim's own runs on real GPUs) or "framework"
+/// (framework benchmarks).
 std::string entry_kind(const ValidationEntry& entry);
 
 /// "held out", "fitted" (a free parameter was set from it), "not expressible" or "failed".

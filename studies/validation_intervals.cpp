@@ -66,6 +66,8 @@ std::string to_string(ModelFormFamily family) {
       return "peak_gb_calibrated";
     case ModelFormFamily::Collective:
       return "collective_seconds";
+    case ModelFormFamily::Throughput:
+      return "throughput";
     case ModelFormFamily::None:
       break;
   }
@@ -74,6 +76,10 @@ std::string to_string(ModelFormFamily family) {
 
 ModelFormFamily family_of(ValidationQuantity quantity, bool calibrated_profile) {
   switch (quantity) {
+    case ValidationQuantity::TokensPerGpuSecond:
+      // An absolute throughput carries the profile's whole level error (peak, efficiencies), which the two times of
+      // a speedup share and cancel; a calibrated profile measured that level.
+      return calibrated_profile ? ModelFormFamily::TimeCalibrated : ModelFormFamily::Throughput;
     case ValidationQuantity::Speedup:
     case ValidationQuantity::IterationSeconds:
       return calibrated_profile ? ModelFormFamily::TimeCalibrated : ModelFormFamily::Time;
@@ -113,8 +119,12 @@ Json results_in_world(const Json& results, int world) {
   for (Json& policy : out.at("policies")) {
     const Json& interval = policy.at("interval");
     // Speedups against the baseline keep every ratio between policies, which is all a speedup entry reads.
+    // The world's own throughput (tokens_per_gpu_s), on the nominal run's tokens per iteration.
+    const double world_iteration_s = world_value(interval, "world_iteration_s", w);
+    policy["world_tokens_per_s"] =
+        policy.at("tokens_per_s").get<double>() * policy.at("mean_iteration_s").get<double>() / world_iteration_s;
     policy["tokens_per_s"] = world_value(interval, "world_speedup", w);
-    policy["mean_iteration_s"] = world_value(interval, "world_iteration_s", w);
+    policy["mean_iteration_s"] = world_iteration_s;
     Json& metrics = policy["metrics"];
     for (const auto& [key, values] : interval.at("world_metrics").items()) metrics[key] = values.at(w);
     Json iteration = Json::object();
@@ -125,11 +135,11 @@ Json results_in_world(const Json& results, int world) {
 }
 
 double family_variance(const std::vector<EntryInterval>& entries, const std::vector<double>& scales,
-                       ModelFormFamily family, std::optional<std::size_t> leave_out) {
+                       ModelFormFamily family, const std::string& leave_out) {
   double sum = 0;
   int count = 0;
   for (std::size_t j = 0; j < entries.size(); ++j) {
-    if (leave_out && *leave_out == j) continue;
+    if (!leave_out.empty() && entries[j].source == leave_out) continue;
     if (entries[j].family != family || !entries[j].usable) continue;
     sum += (entries[j].error_log_sq - entries[j].sampled_log_var) / (scales[j] * scales[j]);
     ++count;
@@ -151,6 +161,7 @@ std::vector<EntryInterval> entry_intervals(const std::vector<EntryIntervalInput>
     if (in.checks.empty()) throw std::logic_error("entry_intervals: entry " + in.id + " has no check");
     EntryInterval& e = out[i];
     e.id = in.id;
+    e.source = in.source.empty() ? in.id : in.source;
     e.family = family_of(in.quantity, in.calibrated_profile);
     scales[i] = family_scale(in.quantity);
     e.usable = std::all_of(in.checks.begin(), in.checks.end(), positive);
@@ -170,9 +181,11 @@ std::vector<EntryInterval> entry_intervals(const std::vector<EntryIntervalInput>
   summary.measured_entries = 0;
   summary.measured_covered = 0;
   std::vector<double> widths;
+  std::map<std::string, std::vector<double>> kind_widths;
+  summary.kinds.clear();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     EntryInterval& e = out[i];
-    e.model_form_sigma = std::sqrt(family_variance(out, scales, e.family, i));
+    e.model_form_sigma = std::sqrt(family_variance(out, scales, e.family, e.source));
     const double sigma = scales[i] * e.model_form_sigma;
     double covered = 0, width = 0;
     for (const IntervalCheck& c : inputs[i].checks) {
@@ -195,17 +208,25 @@ std::vector<EntryInterval> entry_intervals(const std::vector<EntryIntervalInput>
       summary.measured_covered += e.covered;
     }
     widths.push_back(e.relative_width);
+    kind_widths[inputs[i].kind].push_back(e.relative_width);
+    IntervalSummary::KindCoverage& kind = summary.kinds[inputs[i].kind];
+    ++kind.entries;
+    kind.coverage += e.covered;
+  }
+  for (auto& [name, kind] : summary.kinds) {
+    kind.coverage /= kind.entries;
+    kind.median_relative_width = quantile(kind_widths[name], 0.5);
   }
   summary.coverage = inputs.empty() ? 0 : summary.covered / static_cast<double>(inputs.size());
   summary.median_relative_width = widths.empty() ? 0 : quantile(widths, 0.5);
   summary.families.clear();
-  for (ModelFormFamily f :
-       {ModelFormFamily::Time, ModelFormFamily::TimeCalibrated, ModelFormFamily::Balance, ModelFormFamily::RankGap,
-        ModelFormFamily::PeakGB, ModelFormFamily::PeakGBCalibrated, ModelFormFamily::Collective}) {
+  for (ModelFormFamily f : {ModelFormFamily::Time, ModelFormFamily::TimeCalibrated, ModelFormFamily::Balance,
+                            ModelFormFamily::RankGap, ModelFormFamily::PeakGB, ModelFormFamily::PeakGBCalibrated,
+                            ModelFormFamily::Collective, ModelFormFamily::Throughput}) {
     FamilySigma s;
     for (const EntryInterval& e : out)
       if (e.family == f && e.usable) ++s.entries;
-    s.log_sigma = std::sqrt(family_variance(out, scales, f, std::nullopt));
+    s.log_sigma = std::sqrt(family_variance(out, scales, f, std::string()));
     summary.families[f] = s;
   }
   return out;

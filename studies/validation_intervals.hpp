@@ -1,8 +1,10 @@
 #pragma once
 // `lcsim validate`'s 80% intervals and their calibration: each held-out numeric entry's prediction in every
 // sampled world of its runs (the entry's combine applied per world), widened by a model-form term estimated
-// leave-one-out over the other held-out entries of its quantity family; then coverage (share of entries whose
-// published figure falls inside [p10, p90]) and median relative width. Derivation: docs/uncertainty.md.
+// leave-one-source-out: over the held-out entries of its quantity family from every other source (paper,
+// benchmark table or measurement campaign), so that no interval is fitted on the source that judges it; then coverage
+// (share of entries whose published figure falls inside [p10, p90]) and median relative width. Derivation:
+// docs/uncertainty.md.
 #include <map>
 #include <optional>
 #include <string>
@@ -24,6 +26,7 @@ enum class ModelFormFamily {
   PeakGB,            ///< peak_gb, profile not calibrated
   PeakGBCalibrated,  ///< peak_gb predicted with a profile calibrated on the device
   Collective,        ///< collective_seconds
+  Throughput,        ///< tokens_per_gpu_s, profile not calibrated: the absolute level a speedup's ratio cancels
   None,              ///< oom: a yes/no figure, no interval
 };
 std::string to_string(ModelFormFamily family);
@@ -55,16 +58,19 @@ struct EntryIntervalInput {
   ValidationQuantity quantity = ValidationQuantity::Speedup;
   std::vector<IntervalCheck> checks;
   bool measured = false;            ///< a measured run's figure rather than a paper's (counted apart as well)
+  std::string kind = "published";   ///< entry_kind: the family its coverage is reported in
+  std::string source;               ///< the paper, benchmark table or campaign: left out together
   bool calibrated_profile = false;  ///< every run of it predicted with a calibrated profile (family_of)
 };
 
 struct EntryInterval {
   std::string id;
+  std::string source;  ///< EntryIntervalInput::source
   ModelFormFamily family = ModelFormFamily::None;
   double error_log_sq = 0;           ///< mean over checks of log(nominal / published)^2 (0 inside a range)
   double sampled_log_var = 0;        ///< mean over checks of the variance over worlds of log(prediction)
   bool usable = false;               ///< every value positive: the entry informs its family's sigma
-  double model_form_sigma = 0;       ///< leave-one-out, in the family's units
+  double model_form_sigma = 0;       ///< leave-one-source-out, in the family's units
   std::vector<Quantiles> quantiles;  ///< per check, with the model form
   double covered = 0;                ///< share of checks whose published figure meets [p10, p90]
   double relative_width = 0;         ///< mean over checks of (p90 - p10) / p50
@@ -83,13 +89,20 @@ struct IntervalSummary {
   double median_relative_width = 0;
   int measured_entries = 0;  ///< of `entries`, measured runs
   double measured_covered = 0;
+  /// Per entry kind ("published", "measured", "framework"): entries, coverage and median relative width.
+  struct KindCoverage {
+    int entries = 0;
+    double coverage = 0;
+    double median_relative_width = 0;
+  };
+  std::map<std::string, KindCoverage> kinds;
   std::map<ModelFormFamily, FamilySigma> families;  ///< full-catalogue sigma (not leave-one-out)
 };
 
 /// The model-form variance one family's entries imply: max(0, mean over them of (error_log_sq - sampled_log_var)
-/// / family_scale^2). `leave_out` (an index into `entries`, or none) is left out.
+/// / family_scale^2). Entries of source `leave_out` (none: empty) are left out.
 double family_variance(const std::vector<EntryInterval>& entries, const std::vector<double>& scales,
-                       ModelFormFamily family, std::optional<std::size_t> leave_out);
+                       ModelFormFamily family, const std::string& leave_out);
 
 /// Whether [low_q, high_q] meets the check's published value or range.
 bool interval_covers(const IntervalCheck& check, double low_q, double high_q);

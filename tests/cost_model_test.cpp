@@ -3,8 +3,8 @@
 
 #include <limits>
 
-#include "model/cost_model.hpp"
 #include "base/errors.hpp"
+#include "model/cost_model.hpp"
 #include "tests/flat_profile_fixtures.hpp"
 
 namespace lcsim {
@@ -102,6 +102,37 @@ TEST(CostModelTime, ElementWiseShareScalesTheGemmPassesOnly) {
   ParallelScheme scheme;
   const double forward = 7.3728 + 2.56;
   EXPECT_NEAR(cost.forward_seconds(one, scheme, 1, false), forward + 0.25 * 7.3728 + 10e-6 * forward / work, 1e-9);
+}
+
+TEST(CostModelTime, Fp8PricesTheLayerGemmsAtTheProfilesSpeedupAndNothingElse) {
+  Profile p = flat_profile();
+  p.compute.gemm_work_overhead = 0.25;
+  const std::vector<SequenceShare> one{{100, 1}};
+  // A profile that prices no FP8 GEMM refuses an FP8 run instead of running it as BF16.
+  EXPECT_THROW(CostModel(tiny_model(), tiny_cluster(), p, CostModelOptions{.precision = Precision::Fp8}), InputError);
+  p.compute.fp8_gemm_speedup = 2.0;
+  const CostModel bf16(tiny_model(), tiny_cluster(), p);
+  const CostModel fp8(tiny_model(), tiny_cluster(), p, CostModelOptions{.precision = Precision::Fp8});
+  // GEMM passes at half the time; attention, the element-wise share (it follows the rows, not the format) and the
+  // fixed cost as in BF16.
+  const double expected = 3 * 7.3728 / 2 + 3.5 * 2.56 + 0.25 * 3 * 7.3728 + 10e-6;
+  EXPECT_NEAR(fp8.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full), expected, 1e-9);
+  EXPECT_NEAR(bf16.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full),
+              3 * 7.3728 + 3.5 * 2.56 + 0.25 * 3 * 7.3728 + 10e-6, 1e-9);
+  EXPECT_EQ(to_string(Precision::Fp8), "fp8");
+}
+
+TEST(CostModelTime, SelectiveRecomputationRerunsTheProfilesShareOfTheForwardGemms) {
+  Profile p = flat_profile();
+  p.compute.selective_recompute_gemm_share = 0.5;
+  const CostModel cost(tiny_model(), tiny_cluster(), p);
+  const std::vector<SequenceShare> one{{100, 1}};
+  const double plain = 3 * 7.3728 + 3.5 * 2.56 + 10e-6;
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Selective, false, LayerGrad::Full), plain + 0.5 * 7.3728, 1e-9);
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full), plain, 1e-9);
+  // A layer recomputed whole runs its forward once more, not the share on top.
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Full, false, LayerGrad::Full), plain + 7.3728 + 2.56, 1e-9);
+  EXPECT_NEAR(cost.layer_seconds(one, 1, Recompute::Selective, true, LayerGrad::Full), plain + 7.3728 + 2.56, 1e-9);
 }
 
 TEST(CostModelTime, ElementwiseTrafficMovesAtTheGpusHbmBandwidth) {

@@ -93,6 +93,23 @@ TEST(ScenarioParse, ShippedDefaultScenarioIsSkrulls32GpuSetting) {
             (std::filesystem::path(kSourceDir) / "calibrate/profiles/h100-sxm-default.json").lexically_normal());
 }
 
+TEST(ScenarioParse, PrecisionAndAPartsOwnMemoryAndBandwidth) {
+  EXPECT_EQ(scenario_from_json(minimal(), kFile).training.precision, Precision::Bf16);
+  Json doc = minimal();
+  doc["training"]["precision"] = "fp8";
+  EXPECT_EQ(scenario_from_json(doc, kFile).training.precision, Precision::Fp8);
+  doc["training"]["precision"] = "fp16";
+  EXPECT_NE(error_of(doc).find(kFile + ": training.precision: expected \"bf16\" or \"fp8\""), std::string::npos);
+  doc = minimal();
+  doc["cluster"]["gpu_memory_GiB"] = 96;
+  doc["cluster"]["hbm_TBps"] = 2.4;
+  const Scenario s = scenario_from_json(doc, kFile);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.memory_bytes, 96.0 * 1073741824.0);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.hbm_TBps, 2.4);
+  doc["cluster"]["gpu_memory_GiB"] = 0;
+  EXPECT_NE(error_of(doc).find("cluster.gpu_memory_GiB"), std::string::npos);
+}
+
 TEST(ScenarioParse, UnknownKeysAreErrorsNamingFileAndPath) {
   Json doc = minimal();
   doc["colour"] = "blue";

@@ -303,6 +303,33 @@ TEST(ValidationIntervals, LeaveOneOutSigmaUsesOnlyTheOtherEntriesOfTheFamily) {
   EXPECT_NEAR(summary.families.at(ModelFormFamily::Balance).log_sigma, 3.0, 1e-12);
 }
 
+TEST(ValidationIntervals, TheModelFormIsLearnedLeavingTheEntrysWholeSourceOut) {
+  // Source A's two entries both miss by e^0.5; B and C by e^0.1 and e^-0.1. Leaving one entry out, an A entry would
+  // still learn from its twin (sigma sqrt((0.25 + 0.01 + 0.01) / 3) = 0.3); leaving its source out it learns from B
+  // and C alone: 0.1. B learns from A's two and C: sqrt((0.25 + 0.25 + 0.01) / 3).
+  std::vector<EntryIntervalInput> in{
+      entry("a1", ValidationQuantity::Speedup, {check({1, 1}, std::exp(0.5))}),
+      entry("a2", ValidationQuantity::Speedup, {check({1, 1}, std::exp(0.5))}),
+      entry("b1", ValidationQuantity::Speedup, {check({1, 1}, std::exp(0.1))}),
+      entry("c1", ValidationQuantity::Speedup, {check({1, 1}, std::exp(-0.1))}),
+  };
+  in[0].source = in[1].source = "A";
+  in[2].source = "B";
+  in[3].source = "C";
+  in[0].kind = in[1].kind = "framework";
+  IntervalSummary summary;
+  const std::vector<EntryInterval> out = entry_intervals(in, 8, summary);
+  EXPECT_NEAR(out[0].model_form_sigma, 0.1, 1e-12);
+  EXPECT_NEAR(out[1].model_form_sigma, 0.1, 1e-12);
+  EXPECT_NEAR(out[2].model_form_sigma, std::sqrt((0.25 + 0.25 + 0.01) / 3), 1e-12);
+  // Coverage per kind of entry: A's intervals (sigma 0.1 around 1) miss e^0.5; B's and C's (sigma ~0.41) hold.
+  ASSERT_EQ(summary.kinds.count("framework"), 1u);
+  EXPECT_EQ(summary.kinds.at("framework").entries, 2);
+  EXPECT_DOUBLE_EQ(summary.kinds.at("framework").coverage, 0);
+  EXPECT_EQ(summary.kinds.at("published").entries, 2);
+  EXPECT_DOUBLE_EQ(summary.kinds.at("published").coverage, 1);
+}
+
 TEST(ValidationIntervals, TimesOfCalibratedProfilesAreAFamilyOfTheirOwn) {
   // The papers' figures with a profile derived from public figures miss by e^0.3; measured runs predicted with the
   // profile calibrated on their device by e^0.03. Pooled, the measured errors would shrink the papers' intervals
@@ -403,6 +430,8 @@ TEST(ValidationIntervals, AWorldOfAResultsDocumentIsItsPerWorldFigures) {
   EXPECT_EQ(results_worlds(results), 2);
   const nlohmann::json w = results_in_world(results, 1);
   EXPECT_EQ(w["policies"][0]["tokens_per_s"], 1.5);
+  // The world's own throughput, for tokens_per_gpu_s: the nominal tokens per iteration over the world's time.
+  EXPECT_NEAR(w["policies"][0]["world_tokens_per_s"].get<double>(), 100.0 * 2 / 3, 1e-9);
   EXPECT_EQ(w["policies"][0]["mean_iteration_s"], 3);
   EXPECT_EQ(w["policies"][0]["metrics"]["abr"], 0.2);
   EXPECT_EQ(w["policies"][0]["iterations"][0]["peak_GiB"], 5);

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Writes the stack presets (calibrate/profiles/h100-sxm-{megatron,pytorch-fsdp,deepspeed}.json) from the default
+H100 profile and published kernel figures; docs/calibration.md ("Stack presets") says how to choose one.
+
+Each preset is the default H100-SXM profile (calibrate/profiles/h100-sxm-default.json) with what distinguishes the
+stack's kernels, every number from a published figure (docs/published-measurements/SOURCES.md, section 2a, and
+docs/published-measurements/framework-benchmarks.md, "FP8 GEMM rate"); nothing is fitted on a catalogue entry:
+- attention_efficiency: the stack's attention kernel, causal forward, head dim 128, FlashAttention-3 paper Fig. 5
+  (H100 SXM5, BF16): cuDNN for Megatron/NeMo (Transformer Engine's fused attention), FlashAttention-2 for
+  PyTorch-native (SDPA's flash backend) and DeepSpeed (the flash_attn package Hugging Face models call);
+- attention_backward_ratio: backward over forward time, 2.5 FLOPs ratio x forward rate / backward rate of the same
+  kernel, non-causal, 16K (Fig. 5 and 6; the paper publishes no causal backward);
+- fp8_gemm_speedup: FP8 over BF16 GEMM rate at 8192^3: cuBLASLt (Transformer Engine's path) 1609 / 797 TFLOP/s;
+  torch._scaled_mm (torchao Float8's path) 1175 / 797; DeepSpeed ships no FP8 GEMM path of its own: none.
+- PyTorch-native "selective" is torchtitan's per-op policy (torchtitan parallelize_llama.py `_save_list`, commit
+  9dec370 of the benchmarks): a block saves its input, the attention kernel's output and every other matmul's
+  output (Q, V, gate, down; K, output and up are recomputed), bf16: 4 h + 4 q + 2 kv + 2 f bytes per token and
+  layer with q = h (activation_bytes_per_token_per_layer.selective 8 h + 2 kv + 2 f), and it reruns the K, output
+  and up projections: 0.37 of a forward pass's GEMM FLOPs over Llama 2 and 3 shapes (0.365 8B, 0.363 70B, 0.389 7B)
+  (selective_recompute_gemm_share). Megatron's selective (the attention core only) is the default profile's.
+Run from the repository root: python3 tools/stack_presets.py
+"""
+import json
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PROFILES = ROOT / "calibrate" / "profiles"
+PEAK = 989.0  # H100 SXM dense BF16, the efficiencies' reference
+SEQ = [512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0]
+# FlashAttention-3 paper (arXiv 2407.08608v2) Fig. 5, causal forward, head dim 128, TFLOP/s.
+CAUSAL_FORWARD = {"cudnn": [315, 410, 484, 518, 529, 539], "fa2": [191, 260, 298, 319, 333, 335]}
+# Fig. 5 / Fig. 6, non-causal forward and backward at 16K, head dim 128, TFLOP/s.
+NONCAUSAL_16K = {"cudnn": (595, 516), "fa2": (370, 322)}
+BF16_GEMM_8192 = 797.51  # SOURCES.md G5
+FP8_GEMM_8192 = {"cublaslt": 1608.6, "scaled_mm": 1174.95}  # framework-benchmarks.md, "FP8 GEMM rate"
+
+PRESETS = {
+    "megatron": ("cudnn", "cublaslt", "Megatron-LM / NeMo with Transformer Engine: cuDNN fused attention"),
+    "pytorch-fsdp": ("fa2", "scaled_mm", "PyTorch-native (FSDP2 + SDPA, e.g. torchtitan): FlashAttention-2 kernels, "
+                     "per-op selective checkpointing"),
+    "deepspeed": ("fa2", None, "DeepSpeed ZeRO with Hugging Face models: flash_attn (FlashAttention-2) kernels"),
+}
+
+
+def preset(stack, kernel, fp8, what):
+    profile = json.loads((PROFILES / "h100-sxm-default.json").read_text())
+    compute = profile["compute"]
+    compute["attention_efficiency"] = {
+        "seq_tokens": SEQ,
+        "efficiency": [round(t / PEAK, 4) for t in CAUSAL_FORWARD[kernel]],
+        "fit_mape": None,
+    }
+    forward, backward = NONCAUSAL_16K[kernel]
+    compute["attention_backward_ratio"] = round(2.5 * forward / backward, 4)
+    compute.pop("attention_blocks", None)  # the default's tile model describes lcsim's own kernel
+    if fp8:
+        compute["fp8_gemm_speedup"] = round(FP8_GEMM_8192[fp8] / BF16_GEMM_8192, 4)
+    if stack == "pytorch-fsdp":
+        profile["memory"]["activation_bytes_per_token_per_layer"]["selective"] = {
+            "per_hidden": 8.0, "per_kv_hidden": 2.0, "per_ffn": 2.0}
+        compute["selective_recompute_gemm_share"] = 0.37
+    provenance = profile["provenance"]
+    provenance["stack"] = stack
+    provenance["notes"] = (
+        f"Stack preset: {what}. The default H100-SXM profile (its notes below) with the stack's attention kernel "
+        f"and FP8 path from published figures (tools/stack_presets.py names each). Uncalibrated. "
+        + provenance["notes"])
+    return profile
+
+
+for stack, (kernel, fp8, what) in PRESETS.items():
+    path = PROFILES / f"h100-sxm-{stack}.json"
+    path.write_text(json.dumps(preset(stack, kernel, fp8, what), indent=1) + "\n")
+    print(path.relative_to(ROOT))
