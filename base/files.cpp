@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "base/errors.hpp"
+#include "base/temporary_files.hpp"
 
 namespace lcsim {
 namespace {
@@ -104,6 +105,17 @@ void remove_stale_temporaries(const fs::path& dir) {
 }
 
 }  // namespace
+
+void remove_temporaries_of(const std::string& target, pid_t pid) {
+  const fs::path folder = fs::path(target).parent_path().empty() ? fs::path(".") : fs::path(target).parent_path();
+  const std::string prefix = std::string(kTemporaryPrefix) + host_name() + "." + std::to_string(pid) + ".";
+  std::error_code error;
+  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+    if (!it->path().filename().string().starts_with(prefix)) continue;
+    std::error_code ignored;
+    fs::remove(it->path(), ignored);
+  }
+}
 
 std::string read_input_file(const std::string& file, std::uintmax_t max_bytes) {
   std::error_code error;
