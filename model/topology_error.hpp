@@ -10,7 +10,8 @@ namespace lcsim {
 
 class TopologyKeyError : public std::invalid_argument {
  public:
-  TopologyKeyError(std::string key, const std::string& message) : std::invalid_argument(message), key_(std::move(key)) {}
+  TopologyKeyError(std::string key, const std::string& message)
+      : std::invalid_argument(message), key_(std::move(key)) {}
   /// The key of the scenario's `cluster` object ("domain_gpus").
   const std::string& key() const { return key_; }
 

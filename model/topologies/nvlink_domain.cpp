@@ -27,11 +27,12 @@ class NvlinkDomain final : public TopologyKind {
     TopologyKind::check(shape);
     if (domain_gpus_ % shape.gpus_per_node != 0)
       throw TopologyKeyError("domain_gpus", "domain_gpus (" + std::to_string(domain_gpus_) +
-                                  ") is not a whole number of nodes of " + std::to_string(shape.gpus_per_node) +
-                                  " GPUs");
+                                                ") is not a whole number of nodes of " +
+                                                std::to_string(shape.gpus_per_node) + " GPUs");
     if (shape.world_size() % domain_gpus_ != 0)
       throw TopologyKeyError("domain_gpus", "the cluster's " + std::to_string(shape.world_size()) +
-                                  " GPUs are not a whole number of domains of " + std::to_string(domain_gpus_));
+                                                " GPUs are not a whole number of domains of " +
+                                                std::to_string(domain_gpus_));
   }
 
   std::vector<std::string> describe() const override { return {"domain_gpus = " + std::to_string(domain_gpus_)}; }
