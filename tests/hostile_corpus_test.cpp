@@ -224,7 +224,9 @@ TEST_F(HostileCorpus, EveryCaseExitsAsExpectedWithItsWords) {
     for (const char* never : {"Traceback", "json.exception", "parse_error."})
       EXPECT_EQ(python.output.find(never), std::string::npos) << python.output.substr(0, 4000);
   }
-  if (!kPythonDriver.empty()) EXPECT_GE(through_package, 25);
+  if (!kPythonDriver.empty()) {
+    EXPECT_GE(through_package, 25);
+  }
 }
 
 }  // namespace hostile_corpus_test
