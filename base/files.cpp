@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "base/errors.hpp"
+#include "base/temporary_files.hpp"
 
 namespace lcsim {
 namespace {
@@ -105,6 +106,17 @@ void remove_stale_temporaries(const fs::path& dir) {
 
 }  // namespace
 
+void remove_temporaries_of(const std::string& target, pid_t pid) {
+  const fs::path folder = fs::path(target).parent_path().empty() ? fs::path(".") : fs::path(target).parent_path();
+  const std::string prefix = std::string(kTemporaryPrefix) + host_name() + "." + std::to_string(pid) + ".";
+  std::error_code error;
+  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+    if (!it->path().filename().string().starts_with(prefix)) continue;
+    std::error_code ignored;
+    fs::remove(it->path(), ignored);
+  }
+}
+
 std::string read_input_file(const std::string& file, std::uintmax_t max_bytes) {
   std::error_code error;
   const auto status = fs::status(file, error);
@@ -157,7 +169,58 @@ std::string excerpt(std::string_view text, std::size_t max_chars) {
   return out;
 }
 
-std::string terminal_text(std::string_view message, std::size_t max_line) {
+namespace {
+
+/// The longest run of non-blank characters a message shows whole: a value it echoes (a file name, an option's value,
+/// a JSON path) is such a run, and anything longer was the user's, not lcsim's wording.
+constexpr std::size_t kMaxEchoedChars = 80;
+
+/// Code points of `text` (UTF-8; a stray byte counts as one).
+std::size_t code_points(std::string_view text) {
+  return static_cast<std::size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+/// Byte offset of code point `n` of `text` (its size when there are fewer).
+std::size_t code_point_offset(std::string_view text, std::size_t n) {
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && seen++ == n) return i;
+  return text.size();
+}
+
+/// `message` with every run of non-blank characters longer than kMaxEchoedChars cut to its first 50 and last 29
+/// characters around an ellipsis: a 300-character file name or a 100,000-character option value is echoed in 80
+/// characters that still show how it begins and ends (the end of a path is its name).
+std::string bounded_values(std::string_view message) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < message.size()) {
+    const std::size_t start = message.find_first_not_of(" \t\n", at);
+    out.append(message.substr(at, std::min(start, message.size()) - at));
+    if (start == std::string_view::npos) break;
+    const std::size_t end = std::min(message.find_first_of(" \t\n", start), message.size());
+    const std::string_view run = message.substr(start, end - start);
+    const std::size_t count = code_points(run);
+    if (count <= kMaxEchoedChars) {
+      out.append(run);
+    } else {
+      constexpr std::size_t kHead = 50;
+      constexpr std::size_t kTail = kMaxEchoedChars - kHead - 1;
+      out.append(run.substr(0, code_point_offset(run, kHead)));
+      out.append("\xE2\x80\xA6");  // U+2026, the ellipsis
+      out.append(run.substr(code_point_offset(run, count - kTail)));
+    }
+    at = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string terminal_text(std::string_view raw_message, std::size_t max_line) {
+  const std::string bounded = bounded_values(raw_message);
+  const std::string_view message = bounded;
   std::string out;
   std::size_t line_start = 0;
   while (line_start <= message.size()) {

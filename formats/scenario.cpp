@@ -9,6 +9,7 @@
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
 #include "model/profile.hpp"
+#include "model/topology_error.hpp"
 #include "model/workload.hpp"
 
 namespace lcsim {
@@ -105,6 +106,8 @@ ClusterSpec parse_cluster(JsonObjectReader r) {
   c.topology_kind = entry->read(r);
   try {
     c.topology_kind->check(c.shape());
+  } catch (const TopologyKeyError& e) {
+    r.fail(e.key(), e.what());  // the kind's own key that does not fit the shape (domain_gpus)
   } catch (const std::invalid_argument& e) {
     r.fail("topology", e.what());
   }
@@ -186,6 +189,20 @@ Finetuning parse_frozen(JsonObjectReader& r, const ModelConfig& model) {
   return f;
 }
 
+/// LoRA's alpha scales the adapters' output (alpha / r) and changes no time or memory, but it is still a number a
+/// result reports: [0.001, 1e6] holds every published setting (alpha up to a few times r, and r <= 65536) and
+/// refuses 1e308, 2^63 and denormals (docs/robustness.md).
+constexpr double kLoraAlphaLow = 1e-3;
+constexpr double kLoraAlphaHigh = 1e6;
+
+double lora_alpha(JsonObjectReader& r) {
+  const double alpha = r.required<double>("alpha");
+  if (!(alpha >= kLoraAlphaLow && alpha <= kLoraAlphaHigh))
+    r.fail("alpha", "must be in [0.001, 1e+06], got " + excerpt(r.value("alpha").dump()) +
+                        " (LoRA scales its adapters by alpha / rank)");
+  return alpha;
+}
+
 /// training.finetuning: {"method": "full"} (the default), {"method": "lora", "rank": r, "alpha": a, "targets":
 /// [...]} (targets default to every one: q, k, v, o, gate, up, down), or {"method": "frozen", ...} (parse_frozen).
 Finetuning parse_finetuning(JsonObjectReader r, const ModelConfig& model) {
@@ -199,7 +216,7 @@ Finetuning parse_finetuning(JsonObjectReader r, const ModelConfig& model) {
   if (method != "lora") r.fail("method", "expected \"full\", \"lora\" or \"frozen\", got \"" + method + "\"");
   f.method = FinetuningMethod::Lora;
   f.lora_rank = int_in(r, "rank", 1, 65536);
-  f.lora_alpha = r.has("alpha") ? r.positive("alpha") : 2.0 * f.lora_rank;
+  f.lora_alpha = r.has("alpha") ? lora_alpha(r) : 2.0 * f.lora_rank;
   if (!r.has("targets")) {
     f.lora_targets = all_lora_targets();
   } else {

@@ -4,6 +4,7 @@
 // lcsim.PlanningError.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <functional>
@@ -18,6 +19,7 @@
 
 #include "base/errors.hpp"
 #include "base/files.hpp"
+#include "base/json_reader.hpp"
 #include "formats/results_io.hpp"
 #include "formats/scenario.hpp"
 #include "formats/scenario_loader.hpp"
@@ -39,12 +41,62 @@ namespace py = pybind11;
 namespace lcsim {
 namespace {
 
-nlohmann::json parse_document(const std::string& text, const std::string& file) {
+/// A document from Python (the text json.dumps made of a dict the package checked, or of a file read_json_file
+/// read): parsed as strictly as a file, under the same size limit; `name` is the file, or "<dict>".
+nlohmann::json parse_document(const std::string& text, const std::string& name) {
+  if (text.size() > kMaxJsonFileBytes)
+    throw InputError(name + ": is " + std::to_string(text.size()) + " bytes of JSON, more than the " +
+                     std::to_string(kMaxJsonFileBytes >> 20) + " MiB lcsim reads here (docs/robustness.md)");
+  return parse_json_text(text, name);
+}
+
+/// The text of the JSON file `file`, read by the command line's reader (a regular file of at most 64 MiB: no
+/// device, pipe or directory is opened) and parsed as strictly (duplicate keys, numbers beyond a double, syntax):
+/// the package then parses it with Python's json, which keeps the file's order of keys.
+std::string read_json_file(const std::string& file) {
+  if (file.empty()) throw InputError("the file name is empty");
+  if (file.find('\0') != std::string::npos) throw InputError("a file name holds a NUL character");
+  std::string text = read_input_file(file, kMaxJsonFileBytes);
+  parse_json_text(text, file);
+  return text;
+}
+
+/// Messages raised into Python as the command line prints them (terminal_text): a long echoed value cut, control
+/// bytes escaped. Any byte that is not UTF-8 is replaced rather than lost with the message.
+void raise_python(PyObject* type, const std::string& message) {
+  const std::string text = terminal_text(message);
+  PyObject* value = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+  if (value == nullptr) return;  // the decoder's own error stands
+  PyErr_SetObject(type, value);
+  Py_DECREF(value);
+}
+
+PyObject* g_input_error = nullptr;
+PyObject* g_planning_error = nullptr;
+
+/// lcsim's exceptions as Python's: InputError and PlanningError with bounded messages, and an interrupted run
+/// (Interrupted: a sweep, validate or tune stopped by SIGINT) as KeyboardInterrupt, as Ctrl-C is anywhere else.
+void translate_exception(std::exception_ptr error) {
   try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file + ": not JSON: " + e.what());
+    if (error) std::rethrow_exception(error);
+  } catch (const InputError& e) {
+    raise_python(g_input_error, e.what());
+  } catch (const PlanningError& e) {
+    raise_python(g_planning_error, e.what());
+  } catch (const Interrupted& e) {
+    if (e.signal() == SIGINT)
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+    else
+      raise_python(PyExc_RuntimeError, e.what());
   }
+}
+
+/// The host's signal check (studies/interrupts.hpp): runs the interpreter's signal handlers, so that Ctrl-C during a
+/// run raises KeyboardInterrupt (or whatever the program's handler raises) within the Runner's poll interval. The
+/// error comes through the C++ code as error_already_set; unwinding ends the run's child process.
+void check_python_signals() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
 }
 
 /// The scenario checked as `lcsim plan` checks it; returns nothing, raises InputError naming the key.
@@ -113,6 +165,7 @@ DocumentAndTable run(RunMode mode, const std::string& text, const std::string& f
 
 /// `lcsim sweep SWEEP --out DIR`: every point through the Runner, `jobs` at a time; the merged document.
 std::string sweep(const std::string& sweep_file, const std::string& dir, int jobs, const ProgressSink& progress) {
+  record_interrupt_signal(0);  // an earlier run's Ctrl-C was that run's
   const InterruptScope interrupts;
   LocalRunner runner;
   return run_sweep(load_sweep(sweep_file), dir, checked_world_jobs(jobs), runner, runs_progress(progress, "points"))
@@ -122,6 +175,7 @@ std::string sweep(const std::string& sweep_file, const std::string& dir, int job
 /// `lcsim validate --json`: the lcsim-validation/3 document.
 std::string validate(const std::optional<std::string>& catalogue, const std::vector<std::string>& only, int samples,
                      int jobs, const ProgressSink& progress) {
+  record_interrupt_signal(0);
   const InterruptScope interrupts;
   ValidateSettings settings;
   if (catalogue) settings.catalogue_file = *catalogue;
@@ -139,6 +193,7 @@ std::string validate(const std::optional<std::string>& catalogue, const std::vec
 /// `lcsim tune --json` on the scenario `text` read as if from `file`: the lcsim-tune/1 document.
 std::string tune(const std::string& text, const std::string& file, int jobs, std::optional<double> budget_s,
                  const ProgressSink& progress) {
+  record_interrupt_signal(0);
   const InterruptScope interrupts;
   TuneSettings settings;
   settings.file = file;
@@ -151,9 +206,9 @@ std::string tune(const std::string& text, const std::string& file, int jobs, std
   return tune_report_to_json(plan, run_tune(plan, runner, progress)).dump();
 }
 
-/// The document with its relative paths (profile, dataset trace) made absolute against `file`'s folder.
-std::string with_absolute_paths(const std::string& text, const std::string& file) {
-  return scenario_with_absolute_paths(parse_document(text, file), file).dump();
+/// The document `name` with its relative paths (profile, dataset trace) made absolute against `anchor`'s folder.
+std::string with_absolute_paths(const std::string& text, const std::string& name, const std::string& anchor) {
+  return scenario_with_absolute_paths(parse_document(text, name), anchor).dump();
 }
 
 std::vector<std::string> model_names() {
@@ -186,10 +241,18 @@ std::vector<std::string> topology_names() {
 PYBIND11_MODULE(_lcsim, m) {
   m.doc() = "lcsim's C++ engine; use the package `lcsim`, not this module.";
   m.attr("__version__") = LCSIM_VERSION;
-  py::register_exception<lcsim::InputError>(m, "InputError", PyExc_ValueError);
-  py::register_exception<lcsim::PlanningError>(m, "PlanningError", PyExc_RuntimeError);
+  lcsim::g_input_error = py::register_exception<lcsim::InputError>(m, "InputError", PyExc_ValueError).ptr();
+  lcsim::g_planning_error = py::register_exception<lcsim::PlanningError>(m, "PlanningError", PyExc_RuntimeError).ptr();
+  py::register_exception_translator(lcsim::translate_exception);  // tried first: the messages bounded
   // A simulation's child process may run policies written in Python: fork as os.fork does.
   lcsim::set_fork_function(lcsim::fork_process);
+  // Ctrl-C reaches Python while lcsim's code runs (docs/python.md).
+  lcsim::set_host_signal_check(lcsim::check_python_signals);
+  m.def("read_json_file", &lcsim::read_json_file, py::arg("file"),
+        "The text of a JSON file, read and checked as the command line reads its inputs; raises InputError.");
+  m.def(
+      "terminal_text", [](const std::string& message) { return lcsim::terminal_text(message); }, py::arg("message"),
+      "A message as the command line prints it: long echoed values cut with an ellipsis, control bytes escaped.");
   m.def("check_scenario", &lcsim::check_scenario, py::arg("text"), py::arg("file"),
         "Checks a scenario document (JSON text) as the command line does; raises InputError naming the key.");
   m.def(
@@ -247,8 +310,8 @@ PYBIND11_MODULE(_lcsim, m) {
       },
       py::arg("text"), py::arg("file"), py::arg("jobs"), py::arg("budget_s"), py::arg("progress"),
       "`lcsim tune --json` on a scenario document: the lcsim-tune/1 document as JSON text.");
-  m.def("with_absolute_paths", &lcsim::with_absolute_paths, py::arg("text"), py::arg("file"),
-        "The scenario document with its relative paths made absolute against the folder of `file`.");
+  m.def("with_absolute_paths", &lcsim::with_absolute_paths, py::arg("text"), py::arg("name"), py::arg("anchor"),
+        "The scenario document `name` with its relative paths made absolute against the folder of `anchor`.");
   m.def("models", &lcsim::model_names, "Built-in model names.");
   m.def("gpus", &lcsim::gpu_names, "Built-in GPU kinds.");
   m.def("distributions", &lcsim::distribution_names, "Built-in length distributions.");

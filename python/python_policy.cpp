@@ -139,12 +139,19 @@ class PythonPolicy final : public Policy {
     const auto open = std::make_shared<bool>(true);
     // However plan() ends, the view it was handed stops answering.
     const std::unique_ptr<bool, void (*)(bool*)> close(open.get(), [](bool* flag) { *flag = false; });
+    // A signal that arrived while C++ code ran (Ctrl-C while the batches were cut) is raised before the call, and one
+    // that arrived during it after: KeyboardInterrupt reaches the caller within the call, not after the run.
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     try {
       py::list batch_list;
       for (const GlobalBatch& batch : batches) batch_list.append(py::cast(batch));
       const py::object returned = instance_->attr("plan")(py::cast(PlanningView(context, open)), batch_list);
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       return to_plans(returned, context);
     } catch (py::error_already_set& e) {
+      // KeyboardInterrupt, SystemExit and other BaseExceptions that are not Exceptions are the caller's, not the
+      // policy's failure: they come through as they are.
+      if (!e.matches(PyExc_Exception)) throw;
       throw PlanningError("plan() raised " + std::string(e.what()));
     } catch (const py::cast_error& e) {
       throw PlanningError(std::string("plan() returned a value of the wrong type: ") + e.what());
@@ -205,6 +212,7 @@ void register_python_policy(const std::string& kind, const py::object& cls) {
       const py::object options = py::module_::import("json").attr("loads")(spec.options.dump());
       return std::make_unique<PythonPolicy>(kind, gil_held((*held)(**options)));
     } catch (py::error_already_set& e) {
+      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt: the caller's
       throw InputError(spec.file + ": " + spec.path + ".options: policy '" + kind + "' refused them: " + e.what());
     }
   });

@@ -2,7 +2,9 @@
 // Policies written in Python (lcsim.Policy, docs/python.md): the registry holds a factory that instantiates the
 // user's class, and the policy's plan() calls its `plan(context, batches)` with the GIL held, then converts what it
 // returns into IterationPlans. The validator checks them afterwards as it checks any policy's. Whatever the Python
-// code raises or returns wrong becomes a PlanningError naming the policy, never a crash.
+// code raises (an Exception) or returns wrong becomes a PlanningError naming the policy, never a crash;
+// KeyboardInterrupt and the other BaseExceptions come through as they are, and Ctrl-C is looked for before and after
+// the call.
 #include <pybind11/pybind11.h>
 
 #include <memory>

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "studies/interrupts.hpp"
+
 namespace lcsim {
 namespace {
 
@@ -56,6 +58,7 @@ ChildProcess::ChildProcess(const Work& work) {
     // The parent's InterruptScope records signals; the child must stop when the parent passes one on.
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
+    set_host_signal_check(nullptr);  // the host's check (Python's handlers) is the parent's, as is its interpreter
     sigset_t none;
     sigemptyset(&none);
     pthread_sigmask(SIG_SETMASK, &none, nullptr);

@@ -41,6 +41,8 @@ class ChildProcess {
   std::string finish();
   /// Sends `signal` to the child (an interrupted run).
   void signal(int signal) const;
+  /// The child's process id (-1 once reaped).
+  pid_t pid() const { return pid_; }
 
  private:
   void parse_records();

@@ -9,6 +9,7 @@
 #include "model/plan_demand.hpp"
 #include "model/validator.hpp"
 #include "program/estimate.hpp"
+#include "studies/interrupts.hpp"
 
 namespace lcsim {
 namespace {
@@ -155,6 +156,7 @@ RunResults evaluate_plans(const LoadedScenario& loaded, const std::vector<std::s
   RunResults results = results_header(loaded, "plan");
   const std::vector<const PolicySpec*> selected = select_policies(loaded.scenario, only_labels);
   for (std::size_t i = 0; i < selected.size(); ++i) {
+    check_host_signals();  // between policies: Ctrl-C reaches a host (Python) before the next one plans
     if (progress) progress(i, selected.size(), selected[i]->label);
     results.policies.push_back(estimate_plans(loaded, plan_policy(loaded, *selected[i])));
   }

@@ -18,6 +18,8 @@ extern "C" void record_interrupt(int signal) {
   g_interrupt = signal;
 }
 
+std::atomic<HostSignalCheck> g_host_check{nullptr};
+
 /// The actions an InterruptScope replaced, restored when it ends.
 struct sigaction g_previous_int {};
 struct sigaction g_previous_term {};
@@ -49,6 +51,14 @@ int interrupt_signal() {
 
 void record_interrupt_signal(int signal) {
   g_interrupt = signal;
+}
+
+void set_host_signal_check(HostSignalCheck check) {
+  g_host_check = check;
+}
+
+void check_host_signals() {
+  if (const HostSignalCheck check = g_host_check; check != nullptr) check();
 }
 
 }  // namespace lcsim

@@ -30,7 +30,17 @@ class InterruptScope {
 /// The signal recorded since the process started (0: none): a command that finished despite a late signal still
 /// exits as interrupted.
 int interrupt_signal();
-/// Records `signal` as if it had arrived (a Runner that saw it through sigwaitinfo or poll).
+/// Records `signal` as if it had arrived (a Runner that saw it through sigwaitinfo or poll); 0 forgets it (a host
+/// that runs experiment after experiment in one process, the Python package, starts each afresh).
 void record_interrupt_signal(int signal);
+
+/// A host's own check for signals that arrived while lcsim ran its code: the Python module's runs the handlers of
+/// the interpreter (PyErr_CheckSignals), so that Ctrl-C raises KeyboardInterrupt there. It throws to stop the run;
+/// unwinding ends the run's children and removes what it made. nullptr (the command line): none.
+using HostSignalCheck = void (*)();
+void set_host_signal_check(HostSignalCheck check);
+/// Runs the host's check, if any. Called while a Runner waits on a child, between sampled worlds and between
+/// policies, and by a host's code around the calls it makes (a policy written in Python).
+void check_host_signals();
 
 }  // namespace lcsim

@@ -10,6 +10,7 @@
 
 #include "base/errors.hpp"
 #include "base/files.hpp"
+#include "base/temporary_files.hpp"
 #include "formats/results_io.hpp"
 #include "formats/scenario_loader.hpp"
 #include "studies/child_process.hpp"
@@ -151,31 +152,54 @@ RunOutcome finish_child(ChildProcess& child) {
   }
 }
 
+/// How long a Runner waits on its children's pipes before it looks for a signal again.
+constexpr int kSignalPollMs = 200;
+
+/// Ends a child that has not answered (SIGKILL, reaped) and removes the temporary file it was writing (a
+/// simulation's trace), which a killed process cannot remove itself.
+void abandon_child(std::unique_ptr<ChildProcess>& child, const RunRequest& request) {
+  if (child == nullptr) return;
+  const pid_t pid = child->pid();
+  child.reset();
+  if (!request.trace_file.empty() && pid > 0) remove_temporaries_of(request.trace_file, pid);
+}
+
 /// Runs requests `indices` in children, `jobs` at a time, waiting on their pipes; SIGINT or SIGTERM (recorded by
-/// an InterruptScope) stops every child and throws Interrupted.
+/// an InterruptScope) stops every child and throws Interrupted, and so does whatever the host's signal check
+/// throws (check_host_signals: KeyboardInterrupt in the Python package).
 void run_children(const std::vector<RunRequest>& requests, const std::vector<std::size_t>& indices, int jobs,
                   const ModelForm& model_form, std::vector<RunOutcome>& outcomes, const std::function<void()>& ended) {
   std::vector<std::pair<std::size_t, std::unique_ptr<ChildProcess>>> running;
+  const auto abandon_all = [&] {
+    for (auto& [index, child] : running) abandon_child(child, requests[index]);
+    running.clear();
+  };
   std::size_t next = 0;
-  while (next < indices.size() || !running.empty()) {
-    if (const int signal = interrupt_signal(); signal != 0) {
-      for (auto& [index, child] : running) child->signal(signal);
-      running.clear();  // each destructor reaps its child
-      throw Interrupted(signal);
+  try {
+    while (next < indices.size() || !running.empty()) {
+      if (const int signal = interrupt_signal(); signal != 0) {
+        for (auto& [index, child] : running) child->signal(signal);
+        abandon_all();
+        throw Interrupted(signal);
+      }
+      check_host_signals();
+      while (next < indices.size() && running.size() < static_cast<std::size_t>(jobs)) {
+        running.emplace_back(indices[next], start_child(requests[indices[next]], model_form, false));
+        ++next;
+      }
+      std::vector<pollfd> fds;
+      for (const auto& [index, child] : running) fds.push_back({child->fd(), POLLIN, 0});
+      if (::poll(fds.data(), fds.size(), kSignalPollMs) <= 0) continue;  // a timeout or a signal: look again
+      for (std::size_t k = fds.size(); k-- > 0;) {
+        if (fds[k].revents == 0 || running[k].second->read_available()) continue;
+        outcomes[running[k].first] = finish_child(*running[k].second);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
+        ended();
+      }
     }
-    while (next < indices.size() && running.size() < static_cast<std::size_t>(jobs)) {
-      running.emplace_back(indices[next], start_child(requests[indices[next]], model_form, false));
-      ++next;
-    }
-    std::vector<pollfd> fds;
-    for (const auto& [index, child] : running) fds.push_back({child->fd(), POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), 200) <= 0) continue;  // a timeout or a signal: look at the flag again
-    for (std::size_t k = fds.size(); k-- > 0;) {
-      if (fds[k].revents == 0 || running[k].second->read_available()) continue;
-      outcomes[running[k].first] = finish_child(*running[k].second);
-      running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
-      ended();
-    }
+  } catch (...) {
+    abandon_all();
+    throw;
   }
 }
 
@@ -252,10 +276,19 @@ RunOutcome LocalRunner::run_one(const RunRequest& request, const StepsProgress& 
   // Here, only lcsim's own errors are the run's outcome: anything else (an exception `steps` raised, a host's
   // interrupt) is the caller's and comes through.
   if (!needs_child(request)) return run_reporting_own_errors(request, model_form_, steps);
-  const auto child = start_child(request, model_form_, static_cast<bool>(steps));
-  while (child->read_available()) {
-    if (!steps) continue;
-    for (const std::string& record : child->take_reports()) forward_step(record, steps);
+  auto child = start_child(request, model_form_, static_cast<bool>(steps));
+  try {
+    for (;;) {
+      check_host_signals();
+      pollfd fd{child->fd(), POLLIN, 0};
+      if (::poll(&fd, 1, kSignalPollMs) <= 0) continue;  // a timeout or a signal: look again
+      if (!child->read_available()) break;
+      if (!steps) continue;
+      for (const std::string& record : child->take_reports()) forward_step(record, steps);
+    }
+  } catch (...) {
+    abandon_child(child, request);
+    throw;
   }
   return finish_child(*child);
 }

@@ -13,6 +13,7 @@
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
 #include "studies/evaluation.hpp"
+#include "studies/interrupts.hpp"
 
 namespace lcsim {
 namespace {
@@ -355,6 +356,7 @@ std::vector<std::vector<WorldFigures>> run_worlds(const LoadedScenario& loaded,
       }
       const auto at = static_cast<std::size_t>(i);
       try {
+        check_host_signals();  // between sampled worlds: a host's Ctrl-C (Python's KeyboardInterrupt) ends the run
         const RunResults r = world_results(loaded, only_labels, first + i, draw_data);
         for (const auto& policy : r.policies) out[at].push_back(world_figures(policy));
       } catch (...) {

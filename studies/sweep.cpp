@@ -142,6 +142,8 @@ void for_each_scenario_path(Document& doc, Visit visit) {
 
 Json scenario_with_absolute_paths(Json doc, const std::string& base_file) {
   for_each_scenario_path(doc, [&](Json& path) {
+    // An empty path stays empty, for the loader to refuse as such ("profile: is empty"), not as the folder.
+    if (path.get<std::string>().empty()) return;
     path = std::filesystem::absolute(resolve_scenario_path(base_file, path.get<std::string>()))
                .lexically_normal()
                .string();

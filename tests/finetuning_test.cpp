@@ -178,6 +178,13 @@ TEST(Finetuning, ScenarioKeyIsReadStrictly) {
   EXPECT_NE(error_of({{"method", "lora"}, {"rank", 8}, {"targets", {"q", "x"}}}).find("targets[1]"), std::string::npos);
   EXPECT_NE(error_of({{"method", "lora"}, {"rank", 8}, {"targets", {"q", "q"}}}).find("duplicate"), std::string::npos);
   EXPECT_NE(error_of({{"method", "lora"}, {"rank", 8}, {"dropout", 0.1}}).find("dropout"), std::string::npos);
+  // alpha has a range (#55): 1e308, 2^63 and a denormal were taken.
+  EXPECT_EQ(error_of({{"method", "lora"}, {"rank", 8}, {"alpha", 1e6}}), "");
+  EXPECT_EQ(error_of({{"method", "lora"}, {"rank", 8}, {"alpha", 0.001}}), "");
+  for (const double alpha : {1e308, 9223372036854775808.0, 1e-320, 0.0, -1.0}) {
+    const std::string error = error_of({{"method", "lora"}, {"rank", 8}, {"alpha", alpha}});
+    EXPECT_NE(error.find("training.finetuning.alpha: must be in [0.001, 1e+06]"), std::string::npos) << error;
+  }
   EXPECT_NE(error_of({{"method", "frozen"}}).find("freezes nothing"), std::string::npos);  // frozen_test.cpp
   EXPECT_NE(error_of({{"method", "qlora"}}).find("training.finetuning.method"), std::string::npos);
   // The method reaches the cost model.

@@ -1,6 +1,9 @@
 // Runs tests/hostile_corpus.txt (issue #31): each case a shell command on fresh fixtures, with the exit status and
 // the words its output must (or must not) hold. Every case's output is also short and free of raw control bytes:
-// whatever it quotes, lcsim's messages reach the terminal cut and escaped.
+// whatever it quotes, lcsim's messages reach the terminal cut and escaped. Where the Python package is built, every
+// `$LCSIM plan|simulate` case runs again through it (tests/hostile_corpus_python.py, issue #55) and must end the
+// same way, with the same words, no traceback and no JSON library id; cases written for the package ($LCSIM_PY)
+// run only there. No case may run longer than kCaseSeconds: a hang fails it.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -21,6 +24,18 @@ namespace fs = std::filesystem;
 using lcsim::testing::read_file;
 using Json = nlohmann::json;
 const std::string kSourceDir = LCSIM_SOURCE_DIR;
+#ifdef LCSIM_PYTHON_DRIVER
+/// The Python package's driver: "PYTHON tests/hostile_corpus_python.py", run with PYTHONPATH=LCSIM_PYTHON_PATH.
+const std::string kPythonDriver = LCSIM_PYTHON_DRIVER;
+const std::string kPythonPath = LCSIM_PYTHON_PATH;
+#else
+const std::string kPythonDriver;
+const std::string kPythonPath;
+#endif
+/// What the driver prints for a command line the package has no counterpart for (another option).
+const std::string kNotApplicable = "lcsim (python): not applicable";
+/// The longest a case may run; `timeout` ends it (exit 124) and the case fails as a hang.
+constexpr int kCaseSeconds = 120;
 
 struct CorpusCase {
   std::string name;
@@ -137,30 +152,80 @@ class HostileCorpus : public ::testing::Test {
     return command;
   }
 
+  /// Runs `command` (a case's, expanded) in a fresh folder `case_dir`, with $LCSIM and $LCSIM_PY set.
+  lcsim::testing::CommandRun run_case(const std::string& command, const fs::path& case_dir) {
+    write_fixtures(case_dir);
+    std::ofstream(case_dir / "case.sh") << expand(command, case_dir) << "\n";
+    return lcsim::testing::run_command("cd '" + case_dir.string() + "' && LCSIM='" + std::string(LCSIM_BINARY) +
+                                       "' LCSIM_PY='" + kPythonDriver + "' PYTHONPATH='" + kPythonPath +
+                                       "' timeout -k 5 " + std::to_string(kCaseSeconds) + " sh case.sh");
+  }
+
   fs::path dir_;
 };
+
+/// The case's command with the Python package in place of the command line: every `$LCSIM ` is a `plan` or
+/// `simulate`; "" when the case runs another command, or the package already.
+std::string through_python(const std::string& command) {
+  const std::string cli = "$LCSIM ";
+  const std::string package = "$LCSIM_PY ";
+  if (command.find("$LCSIM_PY") != std::string::npos) return "";
+  std::string out = command;
+  std::size_t found = 0;
+  for (std::size_t at = 0; (at = out.find(cli, at)) != std::string::npos; ++found) {
+    const std::string rest = out.substr(at + cli.size());
+    if (!rest.starts_with("plan ") && !rest.starts_with("simulate ")) return "";
+    out.replace(at, cli.size(), package);
+    at += package.size();
+  }
+  return found > 0 ? out : "";
+}
+
+/// The exit status and the words a case expects of `run`, and what every case's output must be: short, free of
+/// raw control bytes, not a hang.
+void expect_case(const CorpusCase& c, const lcsim::testing::CommandRun& run) {
+  EXPECT_NE(run.exit_code, 124) << "ran longer than " << kCaseSeconds << " s: " << run.output.substr(0, 4000);
+  EXPECT_EQ(run.exit_code, c.exit_status) << run.output.substr(0, 4000);
+  for (const auto& word : c.words) {
+    if (word[0] == '!')
+      EXPECT_EQ(run.output.find(word.substr(1)), std::string::npos) << "must not hold " << word << ":\n"
+                                                                    << run.output.substr(0, 4000);
+    else
+      EXPECT_NE(run.output.find(word), std::string::npos) << "must hold " << word << ":\n"
+                                                          << run.output.substr(0, 4000);
+  }
+  EXPECT_LT(run.output.size(), 4000u) << run.output.substr(0, 4000);
+  EXPECT_EQ(run.output.find_first_of("\x1B\x07"), std::string::npos) << run.output.substr(0, 4000);
+}
 
 TEST_F(HostileCorpus, EveryCaseExitsAsExpectedWithItsWords) {
   const std::vector<CorpusCase> cases = load_corpus();
   ASSERT_GE(cases.size(), 30u);
+  int through_package = 0;
   for (const CorpusCase& c : cases) {
     SCOPED_TRACE("tests/hostile_corpus.txt:" + std::to_string(c.line) + ": " + c.name);
-    const fs::path case_dir = dir_ / c.name;
-    write_fixtures(case_dir);
-    std::ofstream(case_dir / "case.sh") << expand(c.command, case_dir) << "\n";
-    const auto run = lcsim::testing::run_command("cd '" + case_dir.string() + "' && LCSIM='" +
-                                                 std::string(LCSIM_BINARY) + "' sh case.sh");
-    EXPECT_EQ(run.exit_code, c.exit_status) << run.output.substr(0, 4000);
-    for (const auto& word : c.words) {
-      if (word[0] == '!')
-        EXPECT_EQ(run.output.find(word.substr(1)), std::string::npos) << "must not hold " << word << ":\n"
-                                                                      << run.output.substr(0, 4000);
-      else
-        EXPECT_NE(run.output.find(word), std::string::npos) << "must hold " << word << ":\n"
-                                                            << run.output.substr(0, 4000);
+    const bool package_case = c.command.find("$LCSIM_PY") != std::string::npos;
+    if (package_case && kPythonDriver.empty()) continue;  // the package is not built
+    const auto run = run_case(c.command, dir_ / c.name);
+    expect_case(c, run);
+    if (kPythonDriver.empty()) continue;
+    lcsim::testing::CommandRun python = run;
+    if (!package_case) {
+      const std::string command = through_python(c.command);
+      if (command.empty()) continue;
+      SCOPED_TRACE("through the Python package: " + command);
+      python = run_case(command, dir_ / (c.name + ".py"));
+      if (python.output.find(kNotApplicable) != std::string::npos) continue;
+      expect_case(c, python);
     }
-    EXPECT_LT(run.output.size(), 4000u) << run.output.substr(0, 4000);
-    EXPECT_EQ(run.output.find_first_of("\x1B\x07"), std::string::npos) << run.output.substr(0, 4000);
+    ++through_package;
+    // Whatever the input, the package raises its own exceptions with the engine's words: never a crash's
+    // traceback, never a JSON library's id.
+    for (const char* never : {"Traceback", "json.exception", "parse_error."})
+      EXPECT_EQ(python.output.find(never), std::string::npos) << python.output.substr(0, 4000);
+  }
+  if (!kPythonDriver.empty()) {
+    EXPECT_GE(through_package, 25);
   }
 }
 

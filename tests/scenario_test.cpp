@@ -191,8 +191,11 @@ TEST(ScenarioParse, OutOfRangeValuesAreRejectedNotClamped) {
   doc["cluster"]["topology"] = "nvlink-domain";
   EXPECT_TRUE(contains(error_of(doc), "cluster.domain_gpus")) << error_of(doc);
   doc["cluster"]["domain_gpus"] = 12;
-  EXPECT_TRUE(contains(error_of(doc), "cluster.topology: domain_gpus (12) is not a whole number of nodes of 8 GPUs"))
+  EXPECT_TRUE(contains(error_of(doc), "cluster.domain_gpus: domain_gpus (12) is not a whole number of nodes of 8 GPUs"))
       << error_of(doc);
+  doc["cluster"]["domain_gpus"] = 8000;  // the key that does not fit is named, not cluster.topology (#55)
+  EXPECT_TRUE(contains(error_of(doc), "cluster.domain_gpus: the cluster's")) << error_of(doc);
+  EXPECT_FALSE(contains(error_of(doc), "cluster.topology")) << error_of(doc);
 }
 
 TEST(ScenarioParse, RelativePathsResolveAgainstTheScenarioFolder) {

@@ -8,6 +8,7 @@
 
 #include "base/json_reader.hpp"
 #include "model/topology.hpp"
+#include "model/topology_error.hpp"
 
 namespace lcsim {
 namespace {
@@ -25,12 +26,13 @@ class NvlinkDomain final : public TopologyKind {
   void check(const ClusterShape& shape) const override {
     TopologyKind::check(shape);
     if (domain_gpus_ % shape.gpus_per_node != 0)
-      throw std::invalid_argument("domain_gpus (" + std::to_string(domain_gpus_) +
-                                  ") is not a whole number of nodes of " + std::to_string(shape.gpus_per_node) +
-                                  " GPUs");
+      throw TopologyKeyError("domain_gpus", "domain_gpus (" + std::to_string(domain_gpus_) +
+                                                ") is not a whole number of nodes of " +
+                                                std::to_string(shape.gpus_per_node) + " GPUs");
     if (shape.world_size() % domain_gpus_ != 0)
-      throw std::invalid_argument("the cluster's " + std::to_string(shape.world_size()) +
-                                  " GPUs are not a whole number of domains of " + std::to_string(domain_gpus_));
+      throw TopologyKeyError("domain_gpus", "the cluster's " + std::to_string(shape.world_size()) +
+                                                " GPUs are not a whole number of domains of " +
+                                                std::to_string(domain_gpus_));
   }
 
   std::vector<std::string> describe() const override { return {"domain_gpus = " + std::to_string(domain_gpus_)}; }

@@ -15,6 +15,7 @@ Bad input raises :class:`InputError` (a ``ValueError``) naming the file and key;
 import copy
 import dataclasses
 import json
+import math
 import os
 import sys
 import tempfile
@@ -110,41 +111,98 @@ def topologies():
     return list(_lcsim.topologies())
 
 
+#: What messages and results call a scenario made from a dict without a file: no file of that name exists.
+DICT_NAME = "<dict>"
+
+#: The deepest nesting a document from Python may have (a scenario is four levels deep).
+_MAX_DEPTH = 64
+
+
+def _input_error(message):
+    """InputError with ``message`` as the engine words its own: long echoed values cut, control bytes escaped."""
+    return InputError(_lcsim.terminal_text(message))
+
+
+def _key_path(path, key):
+    return f"{path}.{key}" if path else str(key)
+
+
+def _json_text(document, name):
+    """``document`` (a dict from Python) as JSON text, checked as a file's text is: every value JSON can hold (a
+    dict with string keys, a list or tuple, a string, an int, a finite float, a bool or None), at most _MAX_DEPTH
+    deep. InputError names ``name`` and the key path (``cluster.ib_GBps``) of the first value that is not."""
+    pending = [(document, "", 1)]
+    while pending:
+        value, path, depth = pending.pop()
+        where = path or "(top level)"
+        if depth > _MAX_DEPTH:
+            raise _input_error(f"{name}: {where}: nested deeper than {_MAX_DEPTH} levels")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise _input_error(f"{name}: {where}: key {key!r} is not a string")
+                pending.append((item, _key_path(path, key), depth + 1))
+        elif isinstance(value, (list, tuple)):
+            pending.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise _input_error(f"{name}: {where}: must be a finite number, got {value!r} (JSON has no NaN or "
+                                   "infinity)")
+        elif value is not None and not isinstance(value, (str, int)):  # bool is an int
+            raise _input_error(f"{name}: {where}: expected a JSON value (object, array, string, number, true, false "
+                               f"or null), got {type(value).__name__}")
+    return json.dumps(document, allow_nan=False)
+
+
+def _path_text(path, what="path"):
+    """A file argument as a str (a str, bytes or os.PathLike); TypeError for anything else."""
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"{what}: expected a path (str or os.PathLike), got {type(path).__name__}") from None
+    return os.fsdecode(path) if isinstance(path, bytes) else path
+
+
+def _read_json_file(path):
+    """The JSON document in ``path``, read by the command line's reader: a regular file of at most 64 MiB (a device,
+    a pipe or a directory is refused before anything is read), parsed strictly (duplicate keys, numbers beyond a
+    double, NaN). InputError otherwise."""
+    return json.loads(_lcsim.read_json_file(path))
+
+
 class Scenario:
     """A scenario document, checked as the command line checks it.
 
     Relative paths inside it (``profile``, ``dataset.trace``) resolve against the folder of ``file``: the file it
-    was loaded from, or for :meth:`from_dict` a file name in the folder they are relative to.
+    was loaded from, or for :meth:`from_dict` the file given (default: the current directory). Messages and results
+    name ``file``; a dict without one is named ``"<dict>"``.
     """
 
-    def __init__(self, document, file):
+    def __init__(self, document, file, *, _anchor=None):
+        self.file = _path_text(file, "file")
         if not isinstance(document, dict):
-            raise InputError(f"{file}: a scenario is a JSON object, got {type(document).__name__}")
-        self._document = copy.deepcopy(document)
-        # Named as given, as the command line names it in tables and results; its relative paths are resolved now,
-        # so a later change of directory does not move them.
-        self.file = os.fspath(file)
-        self._engine_text = _lcsim.with_absolute_paths(json.dumps(self._document), os.path.abspath(self.file))
+            raise _input_error(f"{self.file}: a scenario is a JSON object, got {type(document).__name__}")
+        text = _json_text(document, self.file)
+        # A copy through JSON: the scenario holds data only, and a later change to `document` does not reach it.
+        self._document = json.loads(text)
+        # Its relative paths are resolved now, so a later change of directory does not move them.
+        self._anchor = os.path.abspath(self.file if _anchor is None else _anchor)
+        self._engine_text = _lcsim.with_absolute_paths(text, self.file, self._anchor)
         _lcsim.check_scenario(self._engine_text, self.file)
 
     @classmethod
     def load(cls, path):
-        """The scenario in the JSON file ``path``."""
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            raise InputError(f"{path}: cannot read: {e.strerror}") from None
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(f"{path}: not JSON: {e}") from None
-        return cls(document, path)
+        """The scenario in the JSON file ``path``, read as the command line reads it (docs/robustness.md)."""
+        path = _path_text(path)
+        return cls(_read_json_file(path), path)
 
     @classmethod
-    def from_dict(cls, document, file="scenario.json"):
-        """A scenario from a dict; relative paths resolve against the folder of ``file`` (default: the current
-        directory)."""
+    def from_dict(cls, document, file=None):
+        """A scenario from a dict, checked as a file is (a NaN or an infinity is refused, naming its key). With
+        ``file``, relative paths resolve against its folder and messages and results name it; without, they resolve
+        against the current directory and the scenario is named ``"<dict>"``."""
+        if file is None:
+            return cls(document, DICT_NAME, _anchor=os.path.join(os.getcwd(), "scenario.json"))
         return cls(document, file)
 
     def to_dict(self):
@@ -160,13 +218,13 @@ class Scenario:
             keys = path.split(".")
             for key in keys[:-1]:
                 if not isinstance(node.get(key), dict):
-                    raise InputError(f"{self.file}: '{path}': the scenario has no object '{key}'")
+                    raise _input_error(f"{self.file}: '{path}': the scenario has no object '{key}'")
                 node = node[key]
             if value is None:
                 node.pop(keys[-1], None)
             else:
                 node[keys[-1]] = value
-        return Scenario(document, self.file)
+        return Scenario(document, self.file, _anchor=self._anchor)
 
     def _text(self):
         return self._engine_text

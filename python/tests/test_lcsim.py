@@ -53,7 +53,7 @@ def test_bad_input_raises_naming_the_key():
         s.with_(**{"cluster.nodes": 0})
     with pytest.raises(lcsim.InputError, match="no object 'nowhere'"):
         s.with_(**{"nowhere.key": 1})
-    with pytest.raises(lcsim.InputError, match="cannot read"):
+    with pytest.raises(lcsim.InputError, match="cannot open file"):
         lcsim.Scenario.load(os.path.join(SOURCE, "no-such-scenario.json"))
     with pytest.raises(lcsim.InputError, match="a JSON object"):
         lcsim.Scenario.from_dict([1, 2])
@@ -208,4 +208,4 @@ def test_the_notebook_runs(tmp_path):
     (tmp_path / "broken.ipynb").write_text(json.dumps(broken))
     run = subprocess.run([sys.executable, runner, str(tmp_path / "broken.ipynb")], capture_output=True, text=True)
     assert run.returncode == 1
-    assert "InputError" in run.stderr and "cannot read" in run.stderr
+    assert "InputError" in run.stderr and "cannot open file" in run.stderr
