@@ -173,7 +173,9 @@ namespace {
 
 /// The longest run of non-blank characters a message shows whole: a value it echoes (a file name, an option's value,
 /// a JSON path) is such a run, and anything longer was the user's, not lcsim's wording.
-constexpr std::size_t kMaxEchoedChars = 80;
+// 160, not 80: a deep but real path (a temporary folder, a project tree) stays whole and can be copied; a
+// 300-character name or a 100,000-character option value is still cut.
+constexpr std::size_t kMaxEchoedChars = 160;
 
 /// Code points of `text` (UTF-8; a stray byte counts as one).
 std::size_t code_points(std::string_view text) {
@@ -189,8 +191,8 @@ std::size_t code_point_offset(std::string_view text, std::size_t n) {
   return text.size();
 }
 
-/// `message` with every run of non-blank characters longer than kMaxEchoedChars cut to its first 50 and last 29
-/// characters around an ellipsis: a 300-character file name or a 100,000-character option value is echoed in 80
+/// `message` with every run of non-blank characters longer than kMaxEchoedChars cut to its first 100 and last 59
+/// characters around an ellipsis: a 300-character file name or a 100,000-character option value is echoed in 160
 /// characters that still show how it begins and ends (the end of a path is its name).
 std::string bounded_values(std::string_view message) {
   std::string out;
@@ -205,7 +207,7 @@ std::string bounded_values(std::string_view message) {
     if (count <= kMaxEchoedChars) {
       out.append(run);
     } else {
-      constexpr std::size_t kHead = 50;
+      constexpr std::size_t kHead = 100;
       constexpr std::size_t kTail = kMaxEchoedChars - kHead - 1;
       out.append(run.substr(0, code_point_offset(run, kHead)));
       out.append("\xE2\x80\xA6");  // U+2026, the ellipsis

@@ -48,7 +48,8 @@ po::options_description validate_options() {
        "runs at once (plans on threads, simulations in child processes); results do not depend on it")  //
       ("profile", po::value<std::vector<std::string>>()->composing()->value_name("FILE"),
        "run every scenario whose cluster has this profile's GPU kind with FILE instead of its own profile "
-       "(repeatable, one per GPU kind); an entry is fitted when the profile it runs with lists it in "
+       "(repeatable, one per GPU kind; a framework benchmark keeps its stack preset); an entry is fitted when the "
+       "profile it runs with lists it in "
        "provenance.fitted_on")  //
       ("only", po::value<std::vector<std::string>>()->composing()->value_name("ID"),
        "validate only the entry with this id (repeatable)")  //

@@ -32,10 +32,12 @@ std::map<std::string, std::string> profiles_by_gpu(const std::vector<std::string
   return by_gpu;
 }
 
-/// The point's scenario, with its profile replaced when --profile gave one for its cluster's GPU kind.
-Json scenario_for(const ValidationPoint& point, const std::string& where,
+/// The point's scenario, with its profile replaced when --profile gave one for its cluster's GPU kind. A framework
+/// benchmark keeps its own: its stack preset is part of what the entry describes.
+Json scenario_for(const ValidationEntry& entry, const ValidationPoint& point, const std::string& where,
                   const std::map<std::string, std::string>& profiles) {
   Json scenario = point_scenario(point, where);
+  if (entry.framework) return scenario;
   if (scenario.contains("cluster") && scenario["cluster"].is_object() && scenario["cluster"].contains("gpu") &&
       scenario["cluster"]["gpu"].is_string()) {
     const auto found = profiles.find(scenario["cluster"]["gpu"].get<std::string>());
@@ -48,9 +50,9 @@ std::string run_key(const std::string& mode, const Json& scenario) {
   return mode + "\n" + scenario.dump();
 }
 
-double collective_seconds(const ValidationPoint& point, const std::string& where,
+double collective_seconds(const ValidationEntry& entry, const ValidationPoint& point, const std::string& where,
                           const std::map<std::string, std::string>& profiles) {
-  const LoadedScenario loaded = load_and_prepare(scenario_for(point, where, profiles), point.scenario, 1);
+  const LoadedScenario loaded = load_and_prepare(scenario_for(entry, point, where, profiles), point.scenario, 1);
   const CollectiveQuery& q = *point.collective;
   const LinkClass link =
       q.group_size <= loaded.scenario.cluster.topology().domain_size() ? LinkClass::NvLink : LinkClass::InfiniBand;
@@ -64,7 +66,7 @@ std::string fitted_by_profiles(const ValidationEntry& entry, const std::string& 
                                std::map<std::string, Profile>& loaded) {
   std::set<std::string> parameters;
   for (const auto& point : entry.points) {
-    const Json scenario = scenario_for(point, catalogue_file + ": entry " + entry.id, profiles);
+    const Json scenario = scenario_for(entry, point, catalogue_file + ": entry " + entry.id, profiles);
     const std::string file = scenario.at("profile").get<std::string>();
     auto it = loaded.find(file);
     if (it == loaded.end()) it = loaded.emplace(file, load_profile(file)).first;
@@ -79,9 +81,10 @@ std::string fitted_by_profiles(const ValidationEntry& entry, const std::string& 
 constexpr int kModelFormDraws = 64;  // model-form draws per world: smooth quantiles from a few worlds
 
 /// A collective's time in every world: the scenario's profile perturbed as `lcsim plan --samples` would.
-std::vector<double> collective_seconds_worlds(const ValidationPoint& point, const std::string& where,
+std::vector<double> collective_seconds_worlds(const ValidationEntry& entry, const ValidationPoint& point,
+                                              const std::string& where,
                                               const std::map<std::string, std::string>& profiles, int samples) {
-  const LoadedScenario loaded = load_and_prepare(scenario_for(point, where, profiles), point.scenario, 1);
+  const LoadedScenario loaded = load_and_prepare(scenario_for(entry, point, where, profiles), point.scenario, 1);
   const CollectiveQuery& q = *point.collective;
   const LinkClass link =
       q.group_size <= loaded.scenario.cluster.topology().domain_size() ? LinkClass::NvLink : LinkClass::InfiniBand;
@@ -111,7 +114,8 @@ std::vector<EntryIntervalInput> interval_inputs(
     std::vector<std::vector<double>> collective(e.points.size());
     for (std::size_t i = 0; i < e.points.size(); ++i) {
       if (e.quantity == ValidationQuantity::CollectiveSeconds)
-        collective[i] = collective_seconds_worlds(e.points[i], catalogue_file + ": entry " + e.id, profiles, samples);
+        collective[i] =
+            collective_seconds_worlds(e, e.points[i], catalogue_file + ": entry " + e.id, profiles, samples);
       else
         worlds = std::min(worlds, results_worlds(results[run_of_point.at({&e, i})]));
     }
@@ -231,7 +235,7 @@ ValidationPlan plan_validation(const ValidateSettings& settings) {
     if (!e->not_expressible.empty() || e->quantity == ValidationQuantity::CollectiveSeconds) continue;
     for (std::size_t i = 0; i < e->points.size(); ++i) {
       const std::string where = plan.catalogue_file + ": entry " + e->id + ", point " + std::to_string(i);
-      Json scenario = scenario_for(e->points[i], where, plan.profiles);
+      Json scenario = scenario_for(*e, e->points[i], where, plan.profiles);
       const bool measured = !e->measured.empty();
       const auto [it, added] =
           run_of_key.emplace(run_key(e->mode, scenario) + (measured ? " fixed-data" : ""), plan.runs.size());
@@ -264,7 +268,7 @@ std::vector<std::string> validation_inputs(const ValidationPlan& plan) {
     if (e->not_expressible.empty())
       for (const auto& point : e->points)
         for (auto& file :
-             scenario_document_files(scenario_for(point, plan.catalogue_file + ": entry " + e->id, plan.profiles)))
+             scenario_document_files(scenario_for(*e, point, plan.catalogue_file + ": entry " + e->id, plan.profiles)))
           inputs.push_back(std::move(file));
   return inputs;
 }
@@ -306,7 +310,7 @@ ValidationReport run_validation(const ValidationPlan& plan, Runner& runner, cons
       for (std::size_t i = 0; i < e->points.size(); ++i) {
         PointPrediction p;
         if (e->quantity == ValidationQuantity::CollectiveSeconds) {
-          p.value = collective_seconds(e->points[i], catalogue_file + ": entry " + e->id, plan.profiles);
+          p.value = collective_seconds(*e, e->points[i], catalogue_file + ": entry " + e->id, plan.profiles);
         } else {
           const std::size_t run = plan.run_of_point.at({e, i});
           if (!run_failure[run].empty())

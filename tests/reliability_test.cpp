@@ -151,20 +151,20 @@ TEST(TerminalText, EscapesControlBytesAndCutsLongLines) {
   EXPECT_EQ(lcsim::terminal_text(std::string(12, 'x'), 10), "xxxxxxxxxx... (a line of 12 bytes)");
 }
 
-TEST(TerminalText, CutsEveryEchoedValueLongerThan80CharactersAroundAnEllipsis) {
+TEST(TerminalText, CutsEveryEchoedValueLongerThan160CharactersAroundAnEllipsis) {
   // #55: a 300-character output name was echoed whole, a 100,000-character --policy in 1,042 characters.
   const std::string name = std::string(300, 'a') + ".json";
-  const std::string cut = std::string(50, 'a') + "\xE2\x80\xA6" + std::string(23, 'a') + ".json:";
+  const std::string cut = std::string(100, 'a') + "\xE2\x80\xA6" + std::string(53, 'a') + ".json:";
   EXPECT_EQ(lcsim::terminal_text(name + ": cannot open"), cut + " cannot open");
   EXPECT_EQ(lcsim::terminal_text("--policy " + std::string(100000, 'p') + ": no such label"),
-            "--policy " + std::string(50, 'p') + "\xE2\x80\xA6" + std::string(28, 'p') + ": no such label");
-  const std::string exactly80(80, 'k');
-  EXPECT_EQ(lcsim::terminal_text("key " + exactly80 + " x"), "key " + exactly80 + " x");
-  // Cut between characters, never inside one: 100 two-byte characters keep whole characters on both sides.
+            "--policy " + std::string(100, 'p') + "\xE2\x80\xA6" + std::string(58, 'p') + ": no such label");
+  const std::string exactly160(160, 'k');
+  EXPECT_EQ(lcsim::terminal_text("key " + exactly160 + " x"), "key " + exactly160 + " x");
+  // Cut between characters, never inside one: 200 two-byte characters keep whole characters on both sides.
   std::string accents;
-  for (int i = 0; i < 100; ++i) accents += "\xC3\xA9";
+  for (int i = 0; i < 200; ++i) accents += "\xC3\xA9";
   const std::string shown = lcsim::terminal_text(accents);
-  EXPECT_EQ(shown.size(), 79u * 2 + 3);
+  EXPECT_EQ(shown.size(), 159u * 2 + 3);
   EXPECT_TRUE(shown.starts_with("\xC3\xA9") && shown.ends_with("\xC3\xA9"));
 }
 

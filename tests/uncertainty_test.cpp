@@ -279,7 +279,11 @@ IntervalCheck check(std::vector<double> worlds, double published) {
 }
 
 EntryIntervalInput entry(const std::string& id, ValidationQuantity quantity, std::vector<IntervalCheck> checks) {
-  return {id, quantity, std::move(checks)};
+  EntryIntervalInput input;
+  input.id = id;
+  input.quantity = quantity;
+  input.checks = std::move(checks);
+  return input;
 }
 
 TEST(ValidationIntervals, LeaveOneOutSigmaUsesOnlyTheOtherEntriesOfTheFamily) {
