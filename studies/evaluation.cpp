@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/errors.hpp"
+#include "base/suggest.hpp"
 #include "model/metrics.hpp"
 #include "model/plan_demand.hpp"
 #include "model/validator.hpp"
@@ -49,9 +50,12 @@ std::vector<const PolicySpec*> select_policies(const Scenario& scenario, const s
   for (const auto& label : only_labels) {
     const bool known = std::any_of(scenario.policies.begin(), scenario.policies.end(),
                                    [&](const PolicySpec& p) { return p.label == label; });
-    if (!known)
-      throw InputError("--policy " + label + ": " + scenario.file +
-                       " has no policy with that label (labels: " + known_labels(scenario) + ")");
+    if (!known) {
+      std::vector<std::string> labels;
+      for (const auto& p : scenario.policies) labels.push_back(p.label);
+      throw InputError("--policy " + label + ": " + scenario.file + " has no policy with that label" +
+                       did_you_mean(label, labels) + " (labels: " + known_labels(scenario) + ")");
+    }
   }
   std::vector<const PolicySpec*> selected;
   for (const auto& p : scenario.policies) {
@@ -183,8 +187,8 @@ std::string policy_oom_warning(const PolicyResult& policy, double capacity) {
   text += "; the first, iteration " + std::to_string(first->index) + ", peaks at " + gib_text(first->peak_bytes) +
           " per GPU of " + gib_text(capacity) + " usable: ";
   if (first->static_bytes > capacity)
-    text += "optimizer memory (parameters, gradients and optimizer states alone take " +
-            gib_text(first->static_bytes) + "; a higher ZeRO stage or more GPUs per replica shard them)";
+    text += "optimizer memory (parameters, gradients and optimizer states alone take " + gib_text(first->static_bytes) +
+            "; a higher ZeRO stage or more GPUs per replica shard them)";
   else
     text += "activation memory (" + gib_text(first->peak_bytes - first->static_bytes) + " of activations on " +
             gib_text(first->static_bytes) + " of parameters, gradients and optimizer states)";
