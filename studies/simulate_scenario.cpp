@@ -172,15 +172,15 @@ void print_simulation_table(const SimulationReport& report, std::ostream& out, s
   std::vector<std::vector<std::string>> rows;
   const bool sampled = r.uncertainty.samples > 1;
   std::vector<std::string> header{"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup"};
-  std::vector<int> drop{0, 0, 5, 5, 0, 0};
+  std::vector<int> drop{0, 0, 2, 2, 0, 0};
   if (sampled) {
     header.insert(header.end(), interval_headers().begin(), interval_headers().end());
-    drop.insert(drop.end(), {4, 0, 0});
+    drop.insert(drop.end(), {1, 0, 0});
   }
   for (const char* column :
        {"busy max s", "busy min s", "OOM iters", "estimate s", "wall ms/iter", "cpu ms/iter", "build ms/iter"})
     header.push_back(column);
-  drop.insert(drop.end(), {3, 3, 0, 2, 1, 1, 1});
+  drop.insert(drop.end(), {3, 3, 0, 4, 5, 5, 5});
   rows.push_back(std::move(header));
   for (std::size_t p = 0; p < r.policies.size(); ++p) {
     const PolicyResult& pr = r.policies[p];
@@ -210,15 +210,14 @@ void print_simulation_table(const SimulationReport& report, std::ostream& out, s
   std::string notes = speedup_line(r);
   if (shown("busy max s"))
     notes +=
-        "; busy max/min: busiest and least busy GPU of the plan (compute + collectives; waits and pipeline\n"
+        "; busy max/min: busiest and least busy GPU of the plan (compute + collectives; waits and pipeline "
         "transfers are idle), mean over iterations";
   if (shown("estimate s")) notes += "; estimate s: the same programs without contention (lcsim plan)";
   if (shown("wall ms/iter"))
     notes +=
-        ";\nwall ms/iter, cpu ms/iter: wall and CPU time to simulate one iteration -- build its program from the "
-        "plan,\n"
-        "then run it (the CPU time is the wall time on a dedicated core); build ms/iter: the building part of the "
-        "CPU\ntime; none is written to files";
+        "; wall ms/iter, cpu ms/iter: wall and CPU time to simulate one iteration -- build its program from the "
+        "plan, then run it (the CPU time is the wall time on a dedicated core); build ms/iter: the building part of "
+        "the CPU time; none is written to files";
   if (left_out.empty()) {
     // Every column: the notes exactly as they always read.
     out << speedup_line(r)
