@@ -239,7 +239,9 @@ std::string out_of_memory_lines(const RunResults& results) {
 }
 
 void print_results_table(const RunResults& results, std::ostream& out, std::size_t max_columns) {
-  print_results_header(results, mode_description(results.mode), out);
+  std::ostringstream header_lines;
+  print_results_header(results, mode_description(results.mode), header_lines);
+  out << wrap_lines(header_lines.str(), max_columns);
 
   // Which columns go first when the table must fit: planning time, then the balance metrics, then p50 and p99.
   std::vector<std::vector<std::string>> rows;

@@ -161,13 +161,15 @@ void write_simulation_json(const SimulationReport& report, const std::string& fi
 
 void print_simulation_table(const SimulationReport& report, std::ostream& out, std::size_t max_columns) {
   const RunResults& r = report.results;
+  std::ostringstream header_lines;
   print_results_header(
       r,
       "simulate (SimGrid: " + std::to_string(report.world_size) + " GPUs, " +
           (report.layers_per_block > 0 ? std::to_string(report.layers_per_block) + " layer(s) per simulated block"
                                        : std::string("each stage's layers folded into one block")) +
           ")",
-      out);
+      header_lines);
+  out << wrap_lines(header_lines.str(), max_columns);
 
   std::vector<std::vector<std::string>> rows;
   const bool sampled = r.uncertainty.samples > 1;
