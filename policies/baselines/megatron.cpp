@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "policies/baselines/deepspeed.hpp"
 #include "base/errors.hpp"
 #include "base/random.hpp"
-#include "policies/baselines/deepspeed.hpp"
 
 namespace lcsim::baselines {
 namespace {
@@ -44,8 +44,7 @@ std::vector<std::vector<MicroBatch>> pack_and_deal(std::span<const Sequence> bat
     if (s.tokens > packing_length)
       throw InputError(where + ".packing_length_tokens: sequence " + std::to_string(s.id) + " has " +
                        std::to_string(s.tokens) + " tokens, more than the packing length " +
-                       std::to_string(packing_length) +
-                       "; packing does not truncate sequences (dataset.truncate_to_context cuts them to the context)");
+                       std::to_string(packing_length) + "; packing does not truncate sequences");
   Rng rng(seed);
   const std::vector<Pack> packs = pack_sequences(algorithm, batch, packing_length, rng);
   std::vector<std::vector<MicroBatch>> dealt(static_cast<std::size_t>(replicas));

@@ -26,7 +26,7 @@ std::vector<IterationPlan> PackingPolicy::plan(const PlanningContext& context, s
     if (options_.packing_length)
       throw InputError(where + "packing_length_tokens: sequence " + std::to_string(s.id) + " has " +
                        std::to_string(s.tokens) + " tokens, more than the packing length " + std::to_string(capacity) +
-                       "; packing does not truncate sequences (dataset.truncate_to_context cuts them to the context)");
+                       "; packing does not truncate sequences");
     // Packing to the context by default: the data is what is too long for it.
     throw InputError(options_.file + ": dataset: sequence " + std::to_string(s.id) + " has " +
                      std::to_string(s.tokens) + " tokens, more than training.context_length_tokens (" +

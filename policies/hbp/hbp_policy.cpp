@@ -82,7 +82,7 @@ std::vector<Strategy> HbpPolicy::choose_groups(const CostModel& cost, int world,
   if (longest > candidates.back() && options_.packing_lengths)
     throw InputError(where + "packing_lengths_tokens: the window's longest sequence has " + std::to_string(longest) +
                      " tokens, more than the longest packing length " + std::to_string(candidates.back()) +
-                     "; HBP does not truncate sequences (dataset.truncate_to_context cuts them to the context)");
+                     "; HBP does not truncate sequences");
   // Without packing lengths of its own, HBP packs up to the context: the data is what is too long for it.
   if (longest > candidates.back())
     throw InputError(options_.file + ": dataset: the window's longest sequence has " + std::to_string(longest) +
