@@ -1,5 +1,6 @@
 #include "base/json_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.hpp"
+#include "base/suggest.hpp"
 
 namespace lcsim {
 
@@ -17,8 +19,22 @@ JsonObjectReader::JsonObjectReader(const nlohmann::json& node, std::string file,
   if (!node_.is_object()) fail_here("expected an object, got " + json_type_name(node_));
 }
 
+void JsonObjectReader::ask(std::string_view key) const {
+  if (std::find(asked_.begin(), asked_.end(), key) == asked_.end()) asked_.emplace_back(key);
+}
+
 bool JsonObjectReader::has(std::string_view key) const {
+  ask(key);
   return node_.contains(key);
+}
+
+std::string JsonObjectReader::misspelling_of(std::string_view missing) const {
+  std::vector<std::string> unread;
+  for (const auto& [key, _] : node_.items())
+    if (!read_.contains(key) && std::find(asked_.begin(), asked_.end(), key) == asked_.end()) unread.push_back(key);
+  for (const std::string& key : unread)
+    if (nearest_name(key, {std::string(missing)}) == missing) return key;
+  return "";
 }
 
 std::string JsonObjectReader::path(std::string_view key) const {
@@ -35,8 +51,14 @@ void JsonObjectReader::fail_here(std::string_view message) const {
 }
 
 const nlohmann::json& JsonObjectReader::value(std::string_view key) {
+  ask(key);
   auto it = node_.find(key);
-  if (it == node_.end()) fail(key, "missing required field");
+  if (it == node_.end()) {
+    // `context_length` for `context_length_tokens`: the key the user wrote is the one to name.
+    if (const std::string written = misspelling_of(key); !written.empty())
+      fail(written, "unknown key (did you mean `" + std::string(key) + "`?); `" + std::string(key) + "` is required");
+    fail(key, "missing required field");
+  }
   read_.emplace(key);
   return *it;
 }
@@ -117,7 +139,7 @@ JsonObjectReader JsonObjectReader::child(const nlohmann::json& node, const std::
 
 void JsonObjectReader::finish() const {
   for (const auto& [key, _] : node_.items()) {
-    if (!read_.contains(key)) fail(key, "unknown key");
+    if (!read_.contains(key)) fail(key, "unknown key" + did_you_mean(key, asked_));
   }
 }
 

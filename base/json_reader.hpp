@@ -59,7 +59,7 @@ class JsonObjectReader {
   [[noreturn]] void fail(std::string_view key, std::string_view message) const;
   [[noreturn]] void fail_here(std::string_view message) const;
 
-  /// Errors on any key that was never read.
+  /// Errors on any key that was never read, suggesting the nearest key this reader looked for ("did you mean").
   void finish() const;
 
  private:
@@ -67,6 +67,11 @@ class JsonObjectReader {
   std::string file_;
   std::string path_;
   std::set<std::string, std::less<>> read_;
+  /// Every key asked for (has, value and the readers over them), present or not: what finish() suggests from.
+  mutable std::vector<std::string> asked_;
+  void ask(std::string_view key) const;
+  /// An unread key of the object near `missing` (a misspelling of a required key), "" when none is.
+  std::string misspelling_of(std::string_view missing) const;
 };
 
 template <>

@@ -10,6 +10,7 @@
 #include "base/errors.hpp"
 #include "base/files.hpp"
 #include "base/json_reader.hpp"
+#include "base/terminal.hpp"
 #include "calibrate/fit/default_profile.hpp"
 #include "calibrate/kineto/kineto_fit.hpp"
 #include "calibrate/kineto/kineto_kernels.hpp"
@@ -43,7 +44,9 @@ void usage(std::ostream& out) {
          "  --measured-json FILE  also write the traces' step times as a measured run (lcsim-results/1, mode live)\n"
          "                      of policy NAME in SCENARIO (the scenario describing the traced job), for a\n"
          "                      `measured` entry of the validation catalogue (docs/validation.md); with --untraced,\n"
-         "                      the untraced step times\n";
+         "                      the untraced step times\n"
+         "  --wide              report lines as long as they come (default: the terminal's width, or 120 columns\n"
+         "                      when not a terminal)\n";
 }
 
 }  // namespace
@@ -52,12 +55,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> traces;
   std::string out, prior_file, kernels_file, measured_file, scenario_file, policy, untraced_file;
   lcsim::TraceFitOptions options;
+  bool wide = false;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string_view arg = argv[i];
       if (arg == "--help" || arg == "-h") {
         usage(std::cout);
         return 0;
+      }
+      if (arg == "--wide") {
+        wide = true;
+        continue;
       }
       const bool takes_value = arg == "--out" || arg == "--prior" || arg == "--gpus-per-node" || arg == "--kernels" ||
                                arg == "--measured-json" || arg == "--scenario" || arg == "--policy" ||
@@ -126,7 +134,8 @@ int main(int argc, char** argv) {
       prior = lcsim::derive_default_profile(lcsim::named_gpu(kind.empty() ? "H100-SXM" : kind));
     }
     const auto fit = lcsim::fit_profile_from_traces(loaded, prior, options);
-    std::cout << lcsim::format_trace_fit_report(fit);
+    const std::size_t columns = lcsim::output_columns(wide);
+    std::cout << lcsim::wrap_lines(lcsim::format_trace_fit_report(fit), columns);
     if (fit.fitted_fields == 0) {
       throw lcsim::InputError("no profile field could be fitted from the trace(s) (reasons above); nothing written");
     }
@@ -140,8 +149,10 @@ int main(int argc, char** argv) {
           written);
       std::cout << "wrote " << measured_file << ": the traces' step times as a measured run of " << policy << "\n";
     }
-    std::cout << "wrote " << out << ": " << fit.fitted_fields << " field(s) fitted from " << loaded.size()
-              << " trace(s), the rest kept from the prior (" << prior.label() << ")\n";
+    std::cout << lcsim::wrap_lines("wrote " + out + ": " + std::to_string(fit.fitted_fields) +
+                                       " field(s) fitted from " + std::to_string(loaded.size()) +
+                                       " trace(s), the rest kept from the prior (" + prior.label() + ")\n",
+                                   columns);
   } catch (const lcsim::InputError& e) {
     std::cerr << "lcsim-fit-trace: " << e.what() << "\n";
     if (traces.empty() || out.empty()) usage(std::cerr);

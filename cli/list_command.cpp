@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/suggest.hpp"
+#include "base/terminal.hpp"
 #include "cli/cli.hpp"
 #include "model/finetuning.hpp"
 #include "model/model.hpp"
@@ -27,7 +29,10 @@ constexpr const char* kListUsage =
     "  policies        policy kinds usable as policies[].kind\n"
     "  finetuning      fine-tuning methods usable as training.finetuning.method, and LoRA's targets\n"
     "  topologies      cluster wirings usable as cluster.topology, with their keys\n"
-    "  profiles        the shipped calibration profiles (calibrate/profiles/), stack presets included\n";
+    "  profiles        the shipped calibration profiles (calibrate/profiles/), stack presets included\n"
+    "\n"
+    "  --wide          lines as long as they come (default: the terminal's width, or 120 columns when not a\n"
+    "                  terminal; longer source and summary texts carry on under themselves)\n";
 
 using Row = std::vector<std::string>;
 
@@ -37,8 +42,33 @@ std::string fmt(const char* spec, double value) {
   return text;
 }
 
+/// How wide lines may be (output_columns; 0: no limit), set once by run_list_command.
+std::size_t g_columns = 0;
+
+/// `text` after `prefix`, broken at spaces so that no line passes g_columns, carried on under its first word.
+std::string hanging(const std::string& prefix, const std::string& text) {
+  const std::size_t columns = g_columns;
+  if (columns == 0 || prefix.size() + text.size() <= columns || prefix.size() + 20 > columns)
+    return prefix + text + "\n";
+  std::string out, line = prefix;
+  const std::string indent(prefix.size(), ' ');
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    std::size_t end = text.find(' ', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(begin, end - begin);
+    if (line.size() > indent.size() && line.size() + 1 + word.size() > columns) {
+      out += line + "\n";
+      line = indent;
+    }
+    line += (line.size() > indent.size() ? " " : "") + word;
+    begin = end + 1;
+  }
+  return out + line + "\n";
+}
+
 /// Aligned columns: the first reads left to right, numbers align right; with `free_text_last` the last column
-/// (a source citation) is printed as it is.
+/// (a source citation) is printed as it is, carried on under itself past g_columns.
 void print_rows(const std::vector<Row>& rows, std::ostream& out, bool free_text_last = false) {
   std::vector<std::size_t> width;
   for (const auto& row : rows) {
@@ -52,7 +82,8 @@ void print_rows(const std::vector<Row>& rows, std::ostream& out, bool free_text_
       if (c == 0) {
         line += row[c] + pad;
       } else if (free_text_last && c + 1 == row.size()) {
-        line += "  " + row[c];
+        line = hanging(line + "  ", row[c]);
+        line.pop_back();  // the newline below ends it
       } else {
         line += "  " + pad + row[c];
       }
@@ -117,8 +148,9 @@ void list_distributions(std::ostream& out) {
                     std::to_string(d.upper.empty() ? d.shortest : d.upper.back()), d.source});
   }
   print_rows(rows, out, true);
-  out << "lengths in tokens; median and mean of the sampled lengths follow exactly from the bins (log-uniform inside "
-         "each bin, see model/DISTRIBUTIONS.md)\n";
+  out << hanging("",
+                 "lengths in tokens; median and mean of the sampled lengths follow exactly from the bins "
+                 "(log-uniform inside each bin, see model/DISTRIBUTIONS.md)");
 }
 
 /// One line on a built-in kind (docs/policies.md has the rest); none for a kind registered out of tree.
@@ -150,9 +182,11 @@ void list_policies(std::ostream& out) {
   out << "policy kinds (use as policies[].kind; each kind documents its options in its header under policies/)\n";
   for (const auto& kind : policy_kinds()) {
     const std::string_view summary = policy_summary(kind);
-    out << "  " << kind;
-    if (!summary.empty()) out << std::string(kind.size() < 18 ? 18 - kind.size() : 1, ' ') << summary;
-    out << '\n';
+    if (summary.empty()) {
+      out << "  " << kind << '\n';
+      continue;
+    }
+    out << hanging("  " + kind + std::string(kind.size() < 18 ? 18 - kind.size() : 1, ' '), std::string(summary));
   }
 }
 
@@ -179,8 +213,6 @@ void list_topologies(std::ostream& out) {
          "nvlink-domain takes domain_gpus (required, a whole number of nodes dividing the cluster)\n";
 }
 
-}  // namespace
-
 /// The shipped profiles (measurement files are the fits' inputs, not profiles): what each describes and where its
 /// numbers come from. docs/calibration.md says how to choose one.
 void list_profiles(std::ostream& out) {
@@ -203,7 +235,17 @@ void list_profiles(std::ostream& out) {
   print_rows(rows, out, true);
 }
 
-void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
+}  // namespace
+
+void run_list_command(const std::vector<std::string>& all_args, std::ostream& out) {
+  std::vector<std::string> args;
+  bool wide = false;
+  for (const std::string& arg : all_args) {
+    if (arg == "--wide")
+      wide = true;
+    else
+      args.push_back(arg);
+  }
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     out << kListUsage;
     return;
@@ -211,6 +253,7 @@ void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
   if (args.size() != 1)
     throw UsageError("list: expected one of models, gpus, distributions, policies, finetuning, topologies, profiles",
                      kListUsage);
+  g_columns = output_columns(wide);
   const std::string& what = args[0];
   if (what == "models") {
     list_models(out);
@@ -227,7 +270,10 @@ void run_list_command(const std::vector<std::string>& args, std::ostream& out) {
   } else if (what == "profiles") {
     list_profiles(out);
   } else {
-    throw UsageError("list: unknown list \"" + what + "\"", kListUsage);
+    throw UsageError(
+        "list: unknown list \"" + what + "\"" +
+            did_you_mean(what, {"models", "gpus", "distributions", "policies", "finetuning", "topologies", "profiles"}),
+        kListUsage);
   }
 }
 

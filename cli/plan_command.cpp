@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 
 #include "base/files.hpp"
+#include "base/terminal.hpp"
 #include "cli/cli.hpp"
 #include "cli/command_options.hpp"
 #include "cli/progress.hpp"
@@ -31,7 +32,8 @@ po::options_description plan_options() {
        "global batches to plan (at most 10000), overriding training.iterations")                                     //
       ("json", po::value<std::string>()->value_name("FILE"), "write results JSON (schema lcsim-results/2) to FILE")  //
       ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per policy and iteration to FILE")    //
-      ("quiet,q", "do not print the comparison table");
+      ("quiet,q", "do not print the comparison table")                                                               //
+      ("wide", "print every column (default: the table fits the terminal, or 120 columns when not a terminal)");
   add_uncertainty_options(options);
   return options;
 }
@@ -45,8 +47,10 @@ std::string plan_help() {
          "is reported as an OOM iteration), then timed by replaying its iteration program -- the steps the simulator\n"
          "runs -- without contention between flows. Prints one row per policy: iteration time (mean, p50, p99), "
          "tokens/s, speedup\n"
-         "over the baseline, HBP balance metrics (DBR, PR, ABR, CR), OOM iterations and planning wall time. A\n"
-         "progress bar (policies planned) goes to stderr when it is a terminal. Limits: docs/robustness.md.\n"
+         "over the baseline, HBP balance metrics (DBR, PR, ABR, CR), OOM iterations and planning wall time (the\n"
+         "columns that fit the terminal, or 120 columns in a pipe; --wide: all). A policy with an OOM iteration\n"
+         "cannot be the winner; when the baseline is one, speedups are over the fastest policy that fits. A progress\n"
+         "bar goes to stderr when it is a terminal (docs/commands.md). Limits: docs/robustness.md.\n"
          "With --samples N above 1 (default 32) the comparison is repeated in N-1 sampled worlds (other data, the\n"
          "profile's fitted fields within their fit error, the model-form term): each policy gets p10-p90 intervals of\n"
          "its iteration time and speedup and P(beats the baseline), and the run P(the winner wins).\n\n"
@@ -79,14 +83,15 @@ void run_plan_command(const std::vector<std::string>& args, std::ostream& out) {
         print_progress(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "sampled worlds");
       },
       draw_data_option(vm), world_jobs_option(vm));
-  const std::string warning = out_of_memory_warning(results, loaded);
-  if (!warning.empty()) std::cerr << "lcsim: warning: " << warning << '\n';
+  for (const std::string& warning : out_of_memory_warnings(results, loaded))
+    print_warning(warning);
   std::vector<std::string> written;
   if (vm.count("json")) write_output(vm["json"].as<std::string>(), results_to_json(results).dump(2) + "\n", written);
   if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), results_to_csv(results), written);
   if (!vm.count("quiet")) {
-    print_results_table(results, out);
-    out << own_layouts_line(loaded.scenario);
+    const std::size_t columns = output_columns(vm.count("wide") > 0);
+    print_results_table(results, out, columns);
+    out << wrap_lines(own_layouts_line(loaded.scenario), columns);
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "base/terminal.hpp"
 #include "cli/cli.hpp"
 #include "cli/command_options.hpp"
 #include "cli/progress.hpp"
@@ -46,7 +47,8 @@ po::options_description simulate_options() {
       ("all-flows",
        "simulate every collective as flows, even those of groups that have their links to themselves "
        "and are otherwise timed in closed form (same results, slower: to check that)")  //
-      ("quiet,q", "do not print the comparison table");
+      ("quiet,q", "do not print the comparison table")                                  //
+      ("wide", "print every column (default: the table fits the terminal, or 120 columns when not a terminal)");
   add_uncertainty_options(options);
   return options;
 }
@@ -69,13 +71,9 @@ std::string simulate_help() {
   return text.str();
 }
 
-/// "\r[#####     ] 12/40 iterations (label)" on a terminal; nothing otherwise.
+/// print_progress of the iterations simulated, naming the policy of the last one.
 void draw_progress(std::size_t done, std::size_t total, const std::string& label) {
-  constexpr std::size_t kWidth = 30;
-  const std::size_t filled = total > 0 ? done * kWidth / total : kWidth;
-  std::fprintf(stderr, "\r  simulating [%s%s] %zu/%zu iterations (%s)%s", std::string(filled, '#').c_str(),
-               std::string(kWidth - filled, ' ').c_str(), done, total, label.c_str(), done == total ? "\n" : "   ");
-  std::fflush(stderr);
+  print_progress(done, total, "iterations simulated (" + label + ")");
 }
 
 }  // namespace
@@ -101,27 +99,27 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   settings.draw_data = draw_data_option(vm);
   settings.world_jobs = world_jobs_option(vm);
   if (vm.count("trace")) settings.trace_file = vm["trace"].as<std::string>();
-  if (isatty(STDERR_FILENO)) settings.progress = draw_progress;
+  settings.progress = draw_progress;
 
   const int samples = samples_option(vm);
   const ModelForm model_form = model_form_option(vm);
-  if (isatty(STDERR_FILENO))
-    settings.world_progress = [](int done, int total) {
-      print_progress(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "worlds estimated");
-    };
+  settings.world_progress = [](int done, int total) {
+    print_progress(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "worlds estimated");
+  };
 
   sim::SimulationReport report = sim::simulate_scenario(loaded, settings);
   sim::attach_sampled_worlds(report, loaded, settings, samples, model_form);
-  const std::string warning = out_of_memory_warning(report.results, loaded);
-  if (!warning.empty()) std::cerr << "lcsim: warning: " << warning << '\n';
+  for (const std::string& warning : out_of_memory_warnings(report.results, loaded))
+    print_warning(warning);
   std::vector<std::string> written;
   if (!settings.trace_file.empty()) written.push_back(settings.trace_file);  // simulate_scenario wrote it
   if (vm.count("json"))
     write_output(vm["json"].as<std::string>(), sim::simulation_to_json(report).dump(2) + "\n", written);
   if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), results_to_csv(report.results), written);
   if (!vm.count("quiet")) {
-    sim::print_simulation_table(report, out);
-    out << own_layouts_line(loaded.scenario);
+    const std::size_t columns = output_columns(vm.count("wide") > 0);
+    sim::print_simulation_table(report, out, columns);
+    out << wrap_lines(own_layouts_line(loaded.scenario), columns);
   }
 }
 

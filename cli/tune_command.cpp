@@ -16,6 +16,7 @@
 
 #include "base/files.hpp"
 #include "base/json_reader.hpp"
+#include "base/terminal.hpp"
 #include "cli/cli.hpp"
 #include "cli/command_options.hpp"
 #include "cli/progress.hpp"
@@ -63,7 +64,8 @@ po::options_description tune_options() {
        "simulate and judge as one machine does")  //
       ("work", po::value<std::string>()->value_name("DIR"),
        "write every estimated candidate's scenario into DIR (default: none)")  //
-      ("quiet,q", "do not print the verdict");
+      ("quiet,q", "do not print the verdict")                                  //
+      ("wide", "lines as long as they come (default: the terminal's width, or 120 columns when not a terminal)");
   return options;
 }
 
@@ -92,8 +94,41 @@ std::string fixed(double v, int precision) {
   return s.str();
 }
 
+/// "  policy  knob  value:cell ...", broken before a value that would pass `columns` (0: no limit) and carried on
+/// under the first value.
+std::string sensitivity_line(const std::string& policy, const KnobSensitivity& k, std::size_t columns) {
+  std::ostringstream head;
+  head << "  " << std::left << std::setw(18) << policy << std::setw(22) << k.knob;
+  std::string line = head.str(), out;
+  const std::string indent(line.size(), ' ');
+  bool first = true;
+  for (const auto& [value, cell] : k.values) {
+    const std::string item = value + ":" + cell;
+    if (!first && columns > 0 && line.size() + 1 + item.size() > columns) {
+      out += line + "\n";
+      line = indent;
+      first = true;
+    }
+    line += " " + item;
+    first = false;
+  }
+  out += line + "\n";
+  // Why each failed value failed: its error without what locates it in the candidate's own scenario file.
+  for (const auto& [value, why] : k.failures) {
+    std::string reason = why.substr(0, why.find('\n'));
+    if (const std::size_t file = reason.find(".json: "); file != std::string::npos) reason = reason.substr(file + 7);
+    if (reason.starts_with("policies[")) {
+      if (const std::size_t options = reason.find("].options."); options != std::string::npos)
+        reason = reason.substr(options + 10);
+    }
+    out += wrap_lines("    " + value + " failed: " + reason + "\n", columns);
+  }
+  return out;
+}
+
 void print_verdict(const LoadedScenario& base, const TuneSpace& space, const std::vector<TuneOutcome>& outcomes,
-                   const TuneVerdict& verdict, double seconds, bool budget_hit, std::ostream& out) {
+                   const TuneVerdict& verdict, double seconds, bool budget_hit, std::ostream& out,
+                   std::size_t columns) {
   const Scenario& s = base.scenario;
   int estimated = 0, pruned = 0, simulated = 0, refused = 0;
   for (const auto& o : outcomes) estimated += o.estimated, pruned += o.pruned, simulated += o.simulated;
@@ -101,12 +136,14 @@ void print_verdict(const LoadedScenario& base, const TuneSpace& space, const std
   out << "tune      " << s.name << " (" << s.file << ")\n";
   out << "dataset   " << base.dataset_label << "\n";
   out << "profile   " << base.profile.label() << "\n";
-  out << "searched  " << space.candidates.size() << " candidates of " << verdict.policies.size()
-      << " policies: " << estimated << " estimated (lcsim plan's estimate), " << pruned
-      << " pruned (bounds: out of memory, or below the policy's best estimates), " << simulated
-      << " simulated (lcsim simulate); " << refused
-      << " refused (a layout or setting the policy or scenario cannot take); " << fixed(seconds, 1) << " s"
-      << (budget_hit ? " (stopped by --budget-s)" : "") << "\n\n";
+  std::ostringstream searched;
+  searched << "searched  " << space.candidates.size() << " candidates of " << verdict.policies.size()
+           << " policies: " << estimated << " estimated (lcsim plan's estimate), " << pruned
+           << " pruned (bounds: out of memory, or below the policy's best estimates), " << simulated
+           << " simulated (lcsim simulate); " << refused
+           << " refused (a layout or setting the policy or scenario cannot take); " << fixed(seconds, 1) << " s"
+           << (budget_hit ? " (stopped by --budget-s)" : "") << "\n\n";
+  out << wrap_lines(searched.str(), columns);
   const auto row_of = [&](const std::string& what, const std::optional<int>& index) -> std::vector<std::string> {
     if (!index) return {what, "-", "-", "-", "-", "-"};
     const TuneCandidate& c = space.candidates[static_cast<std::size_t>(*index)];
@@ -137,18 +174,16 @@ void print_verdict(const LoadedScenario& base, const TuneSpace& space, const std
   for (const auto& v : verdict.policies) {
     for (const auto& k : v.sensitivity) {
       if (k.values.size() < 2) continue;
-      out << "  " << std::left << std::setw(18) << v.policy << std::setw(22) << k.knob << std::right;
-      for (const auto& [value, cell] : k.values) out << " " << value << ":" << cell;
-      out << "\n";
+      out << sensitivity_line(v.policy, k, columns);
     }
   }
-  out << "\nCandidates with an OOM iteration were rejected: ";
+  std::string rejected = "\nCandidates with an OOM iteration were rejected: ";
   bool first = true;
   for (const auto& v : verdict.policies) {
-    out << (first ? "" : ", ") << v.policy << " " << v.rejected_oom;
+    rejected += (first ? "" : ", ") + v.policy + " " + std::to_string(v.rejected_oom);
     first = false;
   }
-  out << ".\n";
+  out << wrap_lines(rejected + ".\n", columns);
 }
 
 /// --work DIR: every candidate's scenario, for a reader; nothing reads them back.
@@ -225,7 +260,8 @@ void run_tune_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), tune_to_csv(plan.space, report.outcomes), written);
   if (tuned) write_output(vm["write-scenario"].as<std::string>(), *tuned, written);
   if (!vm.count("quiet"))
-    print_verdict(plan.base, plan.space, report.outcomes, report.verdict, report.seconds, report.budget_hit, out);
+    print_verdict(plan.base, plan.space, report.outcomes, report.verdict, report.seconds, report.budget_hit, out,
+                  output_columns(vm.count("wide") > 0));
 }
 
 }  // namespace lcsim

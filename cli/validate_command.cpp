@@ -2,6 +2,7 @@
 // process per distinct run, --jobs at a time) or by the cost model directly, and compared with the paper.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "base/files.hpp"
 #include "base/json_reader.hpp"
+#include "base/terminal.hpp"
 #include "cli/cli.hpp"
 #include "cli/command_options.hpp"
 #include "cli/progress.hpp"
@@ -62,7 +64,10 @@ po::options_description validate_options() {
       ("write-model-form", po::value<std::string>()->value_name("FILE"),
        "write each quantity family's model-form log sigma over the whole catalogue to FILE (schema "
        "lcsim-model-form/1; the shipped one is scenarios/validation/model-form.json)")  //
-      ("quiet,q", "do not print the table");
+      ("quiet,q", "do not print the table")                                             //
+      ("wide",
+       "print one row per entry with every column (default: the summary and one row per source, within "
+       "the terminal's width or 120 columns; the files always hold every entry)");
   return options;
 }
 
@@ -141,11 +146,54 @@ std::string interval_cell(const EntryInterval* interval, ValidationQuantity quan
   return fixed(100 * interval->covered, 0) + "% of points in";
 }
 
-void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOutcome>& outcomes,
-                 const ValidationSummary& summary, const std::vector<EntryInterval>& intervals,
-                 const std::string& profile_note, std::ostream& out) {
-  out << "catalogue " << catalogue.file << " (" << outcomes.size() << " entries)\n";
-  if (!profile_note.empty()) out << "profiles  " << profile_note << "\n";
+/// The compact table: one row per source (a paper, or a measured run's folder) -- its entries, how many are held
+/// out, within tolerance, their MAPE and the orderings kept.
+void print_source_table(const std::vector<EntryOutcome>& outcomes, std::size_t columns, std::ostream& out) {
+  struct Tally {
+    int entries = 0, held_out = 0, judged = 0, within = 0, numeric = 0, ordering_held = 0, ordering_checked = 0;
+    double abs_error = 0;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Tally> tally;
+  for (const auto& o : outcomes) {
+    const ValidationEntry& e = *o.entry;
+    const std::string source = e.source.paper;
+    if (!tally.contains(source)) order.push_back(source);
+    Tally& t = tally[source];
+    ++t.entries;
+    if (entry_status(o) == "held out") ++t.held_out;
+    if (!e.not_expressible.empty() || !o.failed.empty()) continue;
+    ++t.judged;
+    t.within += o.within_tolerance ? 1 : 0;
+    if (o.abs_error || o.error) {
+      ++t.numeric;
+      t.abs_error += o.abs_error ? *o.abs_error : std::abs(*o.error);
+    }
+    if (o.ordering != OrderingVerdict::NotApplicable) {
+      ++t.ordering_checked;
+      t.ordering_held += o.ordering == OrderingVerdict::Held ? 1 : 0;
+    }
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"source", "entries", "held out", "within tolerance", "MAPE", "ordering kept"}};
+  for (const std::string& source : order) {
+    const Tally& t = tally[source];
+    rows.push_back(
+        {source, std::to_string(t.entries), std::to_string(t.held_out),
+         std::to_string(t.within) + "/" + std::to_string(t.judged),
+         t.numeric > 0 ? fixed(100 * t.abs_error / t.numeric, 1) + "%" : "-",
+         t.ordering_checked > 0 ? std::to_string(t.ordering_held) + "/" + std::to_string(t.ordering_checked) : "-"});
+  }
+  print_aligned_rows(rows, out);
+  out << wrap_lines(
+      "MAPE: mean absolute error of the entries with a numeric figure (held out, fitted and measured alike); "
+      "--wide: one row per entry with its published and predicted figures, error and interval (also in --json "
+      "and --csv)\n",
+      columns);
+}
+
+void print_entry_table(const std::vector<EntryOutcome>& outcomes, const std::vector<EntryInterval>& intervals,
+                       std::ostream& out) {
   std::map<std::string, const EntryInterval*> interval_of;
   for (const auto& interval : intervals) interval_of[interval.id] = &interval;
   std::vector<std::vector<std::string>> rows = {
@@ -164,6 +212,10 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
                     e.not_expressible.empty() && o.failed.empty() ? (o.within_tolerance ? "yes" : "no") : "-"});
   }
   print_aligned_rows(rows, out);
+}
+
+void print_summary_lines(const std::vector<EntryOutcome>& outcomes, const ValidationSummary& summary,
+                         std::ostream& out) {
   out << "\nheld out: " << summary.held_out << " published entries; over the " << summary.held_out_numeric
       << " with a numeric error, MAPE " << fixed(100 * summary.held_out_mape, 1) << "%, median "
       << fixed(100 * summary.held_out_median_ape, 1) << "%; " << summary.held_out_within_tolerance << "/"
@@ -198,6 +250,26 @@ void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOu
     if (!o.entry->not_expressible.empty()) out << "  " << o.entry->id << ": " << o.entry->not_expressible << "\n";
   for (const auto& o : outcomes)
     if (!o.failed.empty()) out << "  " << o.entry->id << " failed: " << o.failed << "\n";
+}
+
+/// A summary line as printed: cut into lines of `columns` (0: as it comes).
+std::string summary_text(const std::string& text, std::size_t columns) {
+  return wrap_lines(text, columns);
+}
+
+void print_table(const ValidationCatalogue& catalogue, const std::vector<EntryOutcome>& outcomes,
+                 const ValidationSummary& summary, const std::vector<EntryInterval>& intervals,
+                 const std::string& profile_note, std::size_t columns, std::ostream& out) {
+  out << summary_text("catalogue " + catalogue.file + " (" + std::to_string(outcomes.size()) + " entries)\n", columns);
+  if (!profile_note.empty()) out << summary_text("profiles  " + profile_note + "\n", columns);
+  if (columns > 0) {
+    print_source_table(outcomes, columns, out);
+  } else {
+    print_entry_table(outcomes, intervals, out);
+  }
+  std::ostringstream lines;
+  print_summary_lines(outcomes, summary, lines);
+  out << summary_text(lines.str(), columns);
 }
 
 // ---- 80% intervals (studies/validation_intervals.hpp) ----
@@ -290,8 +362,11 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
   std::string profile_note;
   for (const auto& p : report.profile_labels) profile_note += (profile_note.empty() ? "" : "; ") + p;
   if (!vm.count("quiet")) {
-    print_table(*plan.catalogue, report.outcomes, report.summary, report.intervals, profile_note, out);
-    print_interval_summary(report.interval_summary, out);
+    const std::size_t columns = output_columns(vm.count("wide") > 0);
+    print_table(*plan.catalogue, report.outcomes, report.summary, report.intervals, profile_note, columns, out);
+    std::ostringstream intervals;
+    print_interval_summary(report.interval_summary, intervals);
+    out << wrap_lines(intervals.str(), columns);
   }
   check_validation_report(plan, report);
 }

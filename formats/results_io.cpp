@@ -153,6 +153,8 @@ nlohmann::ordered_json results_to_json(const RunResults& results) {
   j["profile"] = Json{{"label", results.profile_label}, {"calibrated", results.calibrated}};
   j["dataset"] = results.dataset_label;
   j["baseline"] = results.baseline;
+  // Only when it is not the baseline, so files of runs where the baseline fits stay as they were.
+  if (speedup_reference(results) != results.baseline) j["speedup_reference"] = speedup_reference(results);
   j["paper_figures"] = nlohmann::ordered_json::array();
   for (const PaperSpeedup& f : results.paper_figures)
     j["paper_figures"].push_back({{"policy", f.policy}, {"speedup", f.speedup}, {"source", f.source}});
@@ -166,7 +168,7 @@ nlohmann::ordered_json results_to_json(const RunResults& results) {
     uncertainty["sources"] = u.sources;
     uncertainty["model_form_log_sigma"] = number(u.model_form_log_sigma);
     uncertainty["model_form_file"] = u.model_form_file;
-    uncertainty["winner"] = u.winner;
+    uncertainty["winner"] = u.winner.empty() ? Json(nullptr) : Json(u.winner);
     uncertainty["p_winner"] = number(u.p_winner);
     j["uncertainty"] = std::move(uncertainty);
   }
@@ -202,18 +204,56 @@ void write_results_csv(const RunResults& results, const std::string& file) {
   write_text(results_to_csv(results), file);
 }
 
-void print_results_table(const RunResults& results, std::ostream& out) {
+void print_results_header(const RunResults& results, const std::string& mode_line, std::ostream& out) {
   out << "scenario  " << results.scenario << " (" << results.scenario_file << ")\n";
-  out << "mode      " << mode_description(results.mode) << '\n';
+  out << "mode      " << mode_line << '\n';
   out << "dataset   " << results.dataset_label << '\n';
-  out << "baseline  " << results.baseline << '\n';
+  out << "baseline  " << results.baseline;
+  if (speedup_reference(results) != results.baseline)
+    out << " (does not fit in GPU memory: speedups are over " << speedup_reference(results)
+        << ", the fastest policy that fits)";
+  out << '\n';
   out << "profile   " << results.profile_label << '\n';
+}
 
+std::string oom_cell(const PolicyResult& p) {
+  const std::string count = std::to_string(p.oom_iterations) + "/" + std::to_string(p.iterations.size());
+  return p.fits() ? count : "OOM " + count;
+}
+
+std::string speedup_line(const RunResults& results) {
+  const std::string& reference = speedup_reference(results);
+  if (reference == results.baseline) return "speedup: tokens/s over " + reference + "'s";
+  return "speedup: tokens/s over " + reference + "'s, the fastest policy that fits (the baseline " + results.baseline +
+         " does not)";
+}
+
+std::string out_of_memory_lines(const RunResults& results) {
+  std::string names;
+  for (const auto& p : results.policies)
+    if (!p.fits()) names += (names.empty() ? "" : ", ") + p.label;
+  if (names.empty()) return "";
+  return "OOM: " + names +
+         " run out of GPU memory in some iterations (the warnings say where and why): their plans could not run, "
+         "so none of them can be the winner\n";
+}
+
+void print_results_table(const RunResults& results, std::ostream& out, std::size_t max_columns) {
+  std::ostringstream header_lines;
+  print_results_header(results, mode_description(results.mode), header_lines);
+  out << wrap_lines(header_lines.str(), max_columns);
+
+  // Which columns go first when the table must fit: planning time, then the balance metrics, then p50 and p99.
   std::vector<std::vector<std::string>> rows;
   const bool sampled = results.uncertainty.samples > 1;
   std::vector<std::string> header{"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup"};
-  if (sampled) header.insert(header.end(), interval_headers().begin(), interval_headers().end());
+  std::vector<int> drop{0, 0, 2, 2, 0, 0};
+  if (sampled) {
+    header.insert(header.end(), interval_headers().begin(), interval_headers().end());
+    drop.insert(drop.end(), {1, 0, 0});
+  }
   for (const char* column : {"DBR", "PR", "ABR", "ABRw", "CR", "OOM iters", "plan ms"}) header.push_back(column);
+  drop.insert(drop.end(), {3, 3, 3, 3, 3, 0, 4});
   rows.push_back(std::move(header));
   for (const auto& p : results.policies) {
     std::vector<std::string> row{p.label,
@@ -223,23 +263,31 @@ void print_results_table(const RunResults& results, std::ostream& out) {
                                  format("%.0f", p.tokens_per_s),
                                  format("%.2fx", p.speedup_vs_baseline)};
     if (sampled) {
-      const std::vector<std::string> cells = interval_cells(p, results.baseline);
+      const std::vector<std::string> cells = interval_cells(p, speedup_reference(results));
       row.insert(row.end(), cells.begin(), cells.end());
     }
     for (std::string cell :
          {format("%.3f", p.metrics.dbr), format("%.3f", p.metrics.pr), format("%.3f", p.metrics.abr),
-          format("%.3f", p.metrics.abr_work), format("%.3f", p.metrics.cr),
-          std::to_string(p.oom_iterations) + "/" + std::to_string(p.iterations.size()), format("%.1f", p.planning_ms)})
+          format("%.3f", p.metrics.abr_work), format("%.3f", p.metrics.cr), oom_cell(p), format("%.1f", p.planning_ms)})
       row.push_back(std::move(cell));
     rows.push_back(std::move(row));
   }
-  print_aligned_rows(rows, out);
-  out << "speedup: tokens/s over " << results.baseline
-      << "'s (same tokens for every policy; re-batching ones take other iteration counts)\n"
-         "DBR, PR, ABR, CR: HBP balance metrics, mean over iterations; ABRw: ABR over the run, every iteration\n"
-         "weighted by its attention work (sum of idle over sum of capacity); plan ms: planning wall time (not in "
-         "files)\n";
-  print_uncertainty_lines(results, out);
+  const std::vector<std::string> left_out = print_fitting_rows(rows, drop, max_columns, out);
+  const auto shown = [&](const char* column) {
+    return std::find(left_out.begin(), left_out.end(), column) == left_out.end();
+  };
+  std::ostringstream notes;
+  notes << speedup_line(results) << " (same tokens for every policy; re-batching ones take other iteration counts)\n";
+  if (shown("DBR"))
+    notes << "DBR, PR, ABR, CR: HBP balance metrics, mean over iterations; ABRw: ABR over the run, every iteration\n"
+             "weighted by its attention work (sum of idle over sum of capacity)"
+          << (shown("plan ms") ? "; plan ms: planning wall time (not in files)\n" : "\n");
+  notes << out_of_memory_lines(results);
+  out << wrap_lines(notes.str(), max_columns);
+  out << wrap_lines(left_out_line(left_out), max_columns);
+  std::ostringstream uncertainty;
+  print_uncertainty_lines(results, uncertainty);
+  out << wrap_lines(uncertainty.str(), max_columns);
 }
 
 const std::vector<std::string>& interval_headers() {
@@ -247,21 +295,32 @@ const std::vector<std::string>& interval_headers() {
   return headers;
 }
 
-std::vector<std::string> interval_cells(const PolicyResult& p, const std::string& baseline) {
+std::vector<std::string> interval_cells(const PolicyResult& p, const std::string& reference) {
   const PolicyInterval& in = p.interval;
   return {format("%.4f", in.iteration_s.p10) + "-" + format("%.4f", in.iteration_s.p90),
           format("%.2f", in.speedup.p10) + "-" + format("%.2fx", in.speedup.p90),
-          p.label == baseline ? std::string("-") : format("%.2f", in.p_beats_baseline)};
+          p.label == reference ? std::string("-") : format("%.2f", in.p_beats_baseline)};
 }
 
 void print_uncertainty_lines(const RunResults& results, std::ostream& out) {
   const RunUncertainty& u = results.uncertainty;
   if (u.samples <= 1) return;
-  out << "winner: " << u.winner << ", the highest tokens/s in " << format("%.0f", u.p_winner * 100) << "% of "
-      << u.samples << " sampled worlds (P(winner) = " << format("%.2f", u.p_winner) << ")\n"
-      << "s p10-p90, speedup p10-p90: mean iteration time and speedup, 10th-90th percentile over the worlds (80%\n"
-         "interval); P(>base): share of worlds where the policy beats the baseline. World 0 is the run above; each\n"
-         "other world draws:\n";
+  if (u.winner.empty())
+    out << "winner: none -- no policy fits in GPU memory in the nominal world\n";
+  else
+    out << "winner: " << u.winner << ", the highest tokens/s"
+        << (std::all_of(results.policies.begin(), results.policies.end(),
+                        [](const PolicyResult& p) { return p.fits(); })
+                ? ""
+                : " of the policies that fit in memory")
+        << " in " << format("%.0f", u.p_winner * 100) << "% of " << u.samples
+        << " sampled worlds (P(winner) = " << format("%.2f", u.p_winner) << ")\n";
+  out << "s p10-p90, speedup p10-p90: mean iteration time and speedup, 10th-90th percentile over the worlds (80%\n"
+         "interval); P(>base): share of worlds where the policy beats ";
+  if (speedup_reference(results) == results.baseline)
+    out << "the baseline. World 0 is the run above; each\nother world draws:\n";
+  else
+    out << speedup_reference(results) << " (and fits). World 0 is the run above; each\nother world draws:\n";
   for (const std::string& source : u.sources) out << "  " << source << '\n';
 }
 
@@ -279,6 +338,50 @@ void print_aligned_rows(const std::vector<std::vector<std::string>>& rows, std::
     }
     out << line << '\n';
   }
+}
+
+std::size_t aligned_width(const std::vector<std::vector<std::string>>& rows) {
+  if (rows.empty()) return 0;
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  std::size_t total = 0;
+  for (std::size_t c = 0; c < width.size(); ++c) total += width[c] + (c == 0 ? 0 : 2);
+  return total;
+}
+
+std::vector<std::string> print_fitting_rows(const std::vector<std::vector<std::string>>& rows,
+                                            const std::vector<int>& drop, std::size_t max_columns, std::ostream& out) {
+  std::vector<std::vector<std::string>> shown = rows;
+  std::vector<int> rank = drop;
+  std::vector<std::string> left_out;
+  std::vector<std::size_t> left_out_at;  // original column index, to list them in table order
+  std::vector<std::size_t> original(rank.size());
+  for (std::size_t c = 0; c < original.size(); ++c) original[c] = c;
+  while (max_columns > 0 && !shown.empty() && aligned_width(shown) > max_columns) {
+    const int highest = rank.empty() ? 0 : *std::max_element(rank.begin(), rank.end());
+    if (highest <= 0) break;  // nothing more may go: the table is as narrow as it gets
+    for (std::size_t c = rank.size(); c-- > 0;) {
+      if (rank[c] != highest) continue;
+      left_out_at.push_back(original[c]);
+      rank.erase(rank.begin() + static_cast<std::ptrdiff_t>(c));
+      original.erase(original.begin() + static_cast<std::ptrdiff_t>(c));
+      for (auto& row : shown)
+        if (c < row.size()) row.erase(row.begin() + static_cast<std::ptrdiff_t>(c));
+    }
+  }
+  print_aligned_rows(shown, out);
+  std::sort(left_out_at.begin(), left_out_at.end());
+  for (std::size_t c : left_out_at)
+    if (!rows.empty() && c < rows.front().size()) left_out.push_back(rows.front()[c]);
+  return left_out;
+}
+
+std::string left_out_line(const std::vector<std::string>& left_out) {
+  if (left_out.empty()) return "";
+  std::string names;
+  for (const auto& name : left_out) names += (names.empty() ? "" : ", ") + name;
+  return "not shown: " + names + " (--wide shows every column)\n";
 }
 
 bool known_results_schema(const std::string& schema) {

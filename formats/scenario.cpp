@@ -8,6 +8,7 @@
 
 #include "base/errors.hpp"
 #include "base/json_reader.hpp"
+#include "base/suggest.hpp"
 #include "model/profile.hpp"
 #include "model/topology_error.hpp"
 #include "model/workload.hpp"
@@ -101,7 +102,10 @@ ClusterSpec parse_cluster(JsonObjectReader r) {
   if (entry == nullptr) {
     std::string known;
     for (const TopologyEntry& e : topology_kinds()) known += (known.empty() ? "" : ", ") + std::string(e.name);
-    r.fail("topology", "unknown topology \"" + topology + "\" (known: " + known + ")");
+    std::vector<std::string> names;
+    for (const TopologyEntry& e : topology_kinds()) names.emplace_back(e.name);
+    r.fail("topology",
+           "unknown topology \"" + topology + "\"" + did_you_mean(topology, names) + " (known: " + known + ")");
   }
   c.topology_kind = entry->read(r);
   try {
@@ -317,7 +321,8 @@ std::vector<PolicySpec> parse_policies(JsonObjectReader& root, const std::string
     JsonObjectReader item = root.child(list[i], spec.path);
     spec.kind = item.required<std::string>("kind");
     if (std::find(kinds.begin(), kinds.end(), spec.kind) == kinds.end())
-      item.fail("kind", "unknown policy kind \"" + spec.kind + "\" (known: " + join(kinds) + ")");
+      item.fail("kind", "unknown policy kind \"" + spec.kind + "\"" + did_you_mean(spec.kind, kinds) +
+                            " (known: " + join(kinds) + ")");
     spec.label = item.optional<std::string>("label", spec.kind);
     if (spec.label.empty()) item.fail("label", "must not be empty");
     if (!labels.insert(spec.label).second)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 
 #include "base/errors.hpp"
@@ -172,6 +173,23 @@ std::vector<GlobalBatch> trace_batches(const Scenario& s, std::optional<std::uin
   return batches;
 }
 
+/// The scenario's profile; a file that cannot be read is named by the key that gave it, as written and as resolved.
+Profile load_scenario_profile(const Scenario& s, const nlohmann::json& document) {
+  std::error_code error;
+  const auto status = std::filesystem::status(s.profile_path, error);
+  if (status.type() == std::filesystem::file_type::not_found || error) {
+    const auto written = document.find("profile");
+    const std::string as_written = written != document.end() && written->is_string() ? written->get<std::string>() : "";
+    const std::string resolved = std::filesystem::absolute(s.profile_path, error).lexically_normal().string();
+    // Named by the resolved path first, as every unreadable file is: the same message wherever the scenario is.
+    throw InputError((resolved.empty() ? s.profile_path : resolved) +
+                     ": cannot open file (no such file); it is the scenario's \"profile\": \"" + as_written +
+                     "\", resolved against the scenario's folder; the shipped profiles are in calibrate/profiles/ "
+                     "(e.g. h100-sxm-default.json)");
+  }
+  return load_profile(s.profile_path);
+}
+
 }  // namespace
 
 PlanningContext LoadedScenario::planning_context(const PolicySpec* policy) const {
@@ -271,7 +289,7 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
     if (const std::string refusal = layout_refusal(spec, *spec.layout); !refusal.empty())
       throw InputError(where + refusal);
   }
-  loaded.profile = load_profile(s.profile_path);
+  loaded.profile = load_scenario_profile(s, document);
   if (loaded.profile.gpu != s.cluster.gpu.name)
     throw InputError(s.profile_path + ": profile is for GPU \"" + loaded.profile.gpu + "\", but " + file +
                      ": cluster.gpu is \"" + s.cluster.gpu.name + "\"");

@@ -2,8 +2,11 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/errors.hpp"
+#include "base/suggest.hpp"
 
 namespace lcsim {
 
@@ -45,6 +48,25 @@ std::string names_of(const std::vector<T>& items) {
   return names;
 }
 
+template <class T>
+std::vector<std::string> name_list(const std::vector<T>& items) {
+  std::vector<std::string> names;
+  for (const auto& item : items) names.push_back(item.name);
+  return names;
+}
+
+/// The item named `name` exactly, or loosely (case, '-', '_', '.' and spaces aside: "Llama-3.1-8B" is
+/// "LLaMA3.1-8B"); nullptr when none is.
+template <class T>
+const T* find_named(const std::vector<T>& items, std::string_view name) {
+  for (const auto& item : items)
+    if (item.name == name) return &item;
+  const std::string loose = loose_name(name);
+  for (const auto& item : items)
+    if (loose_name(item.name) == loose) return &item;
+  return nullptr;
+}
+
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 }  // namespace
@@ -67,9 +89,9 @@ const std::vector<ModelConfig>& named_models() {
 }
 
 const ModelConfig& named_model(std::string_view name) {
-  for (const auto& model : named_models())
-    if (model.name == name) return model;
-  throw InputError("unknown model '" + std::string(name) + "' (known: " + names_of(named_models()) + ")");
+  if (const ModelConfig* model = find_named(named_models(), name)) return *model;
+  throw InputError("unknown model '" + std::string(name) + "'" + did_you_mean(name, name_list(named_models())) +
+                   " (known: " + names_of(named_models()) + ")");
 }
 
 // Datasheet figures. Memory: the vendors' "80GB" and "141GB" are binary gigabytes of HBM -- nvidia-smi shows
@@ -89,9 +111,15 @@ const std::vector<GpuKind>& named_gpus() {
 }
 
 const GpuKind& named_gpu(std::string_view name) {
-  for (const auto& gpu : named_gpus())
-    if (gpu.name == name) return gpu;
-  throw InputError("unknown GPU '" + std::string(name) + "' (known: " + names_of(named_gpus()) + ")");
+  if (const GpuKind* gpu = find_named(named_gpus(), name)) return *gpu;
+  // What people call them: the H100 lcsim knows is the SXM part (the PCIe card has other figures).
+  static const std::vector<std::pair<std::string, std::string>> aliases{
+      {"h100", "H100-SXM"}, {"h100sxm5", "H100-SXM"}, {"h10080gb", "H100-SXM"}, {"h100sxm580gb", "H100-SXM"},
+      {"h200sxm", "H200"},  {"h200141gb", "H200"},    {"a80080gb", "A800"},     {"a100sxm440gb", "A100-40GB"}};
+  for (const auto& [alias, canonical] : aliases)
+    if (loose_name(name) == alias) return *find_named(named_gpus(), canonical);
+  throw InputError("unknown GPU '" + std::string(name) + "'" + did_you_mean(name, name_list(named_gpus())) +
+                   " (known: " + names_of(named_gpus()) + ")");
 }
 
 }  // namespace lcsim

@@ -131,4 +131,14 @@ std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostMod
   return peaks;
 }
 
+double plan_static_bytes(const IterationPlan& plan, const CostModel& cost) {
+  double most = 0;
+  for (const auto& replica : plan.replicas) {
+    if (!replica_shape_ok(replica, cost)) continue;
+    for (int stage = 0; stage < replica.scheme.pp; ++stage)
+      most = std::max(most, cost.static_bytes(replica.scheme, shard_degree(cost, replica.scheme), stage));
+  }
+  return most;
+}
+
 }  // namespace lcsim

@@ -57,6 +57,9 @@ void split_work(const Replica& replica, const MicroBatch& micro_batch, MicroBatc
 /// (1F1B keeps up to pp - s forward passes alive there), whatever their order: a bound of the program's peak
 /// that does not depend on the order the policy chose.
 std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostModel& cost);
+/// The largest static bytes (parameters, gradients, optimizer states: CostModel::static_bytes) of any GPU of the
+/// plan: what estimate_peak_bytes adds activations to.
+double plan_static_bytes(const IterationPlan& plan, const CostModel& cost);
 /// ZeRO sharding degree for a replica's parameters: all GPUs of the plan holding the same model slice.
 int shard_degree(const CostModel& cost, const ParallelScheme& scheme);
 

@@ -49,8 +49,30 @@ void apply_baseline(RunResults& results) {
     throw InputError(results.scenario_file + ": baseline: '" + results.baseline +
                      "' is not the label of a policy of the scenario (labels: " + labels + ")");
   }
-  const double base_rate = base->tokens_per_s;
+  // A baseline that runs out of memory is no reference: the fastest policy that fits is (when one does).
+  const PolicyResult* reference = &*base;
+  if (!base->fits()) {
+    const int fastest = fastest_fitting(results);
+    if (fastest >= 0) reference = &results.policies[static_cast<std::size_t>(fastest)];
+  }
+  results.speedup_reference = reference->label;
+  const double base_rate = reference->tokens_per_s;
   for (auto& p : results.policies) p.speedup_vs_baseline = base_rate > 0 ? p.tokens_per_s / base_rate : 0;
+}
+
+const std::string& speedup_reference(const RunResults& results) {
+  return results.speedup_reference.empty() ? results.baseline : results.speedup_reference;
+}
+
+int fastest_fitting(const RunResults& results) {
+  int best = -1;
+  for (std::size_t p = 0; p < results.policies.size(); ++p) {
+    const PolicyResult& candidate = results.policies[p];
+    if (!candidate.fits()) continue;
+    if (best < 0 || candidate.tokens_per_s > results.policies[static_cast<std::size_t>(best)].tokens_per_s)
+      best = static_cast<int>(p);
+  }
+  return best;
 }
 
 }  // namespace lcsim

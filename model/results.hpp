@@ -19,6 +19,9 @@ struct IterationResult {
   std::size_t per_sequence_micro_batches = 0;  ///< micro-batches with a per-sequence CP split (CpSplit)
   bool oom = false;
   double peak_bytes = 0;  ///< largest per-GPU peak of the iteration
+  /// The largest per-GPU static bytes of the plan (parameters, gradients, optimizer states; not written to files):
+  /// with peak_bytes, what an OOM warning says ran out -- the static part alone or the activations on top of it.
+  double static_bytes = 0;
   BalanceMetrics metrics;
   std::vector<double> busy_seconds;  ///< per GPU (written by simulate; plan fills it from the estimate)
 };
@@ -59,6 +62,10 @@ struct PolicyResult {
   double planning_ms = 0;  ///< wall time the policy took to plan all iterations
   std::vector<IterationResult> iterations;
   PolicyInterval interval;  ///< samples == 1: the nominal figures only
+
+  /// Every iteration fits in GPU memory. A policy that does not fit can never be the winner, nor the reference of
+  /// the speedups.
+  bool fits() const { return oom_iterations == 0; }
 };
 
 /// A figure the paper reports for the scenario, carried into results files so plots draw it beside lcsim's.
@@ -74,8 +81,9 @@ struct RunUncertainty {
   std::vector<std::string> sources;  ///< what varies between worlds, each named with its size
   double model_form_log_sigma = 0;   ///< s_speedup: the spread of log(speedup) the model form adds
   std::string model_form_file;       ///< where it was read ("" when not applied)
-  std::string winner;                ///< the nominal world's highest tokens/s
-  double p_winner = 1;               ///< share of worlds where it is the highest
+  /// The nominal world's highest tokens/s among the policies that fit in memory there; "" when none fits.
+  std::string winner;
+  double p_winner = 1;  ///< share of worlds where it fits and is the highest of those that fit (0 without a winner)
 };
 
 struct RunResults {
@@ -87,6 +95,9 @@ struct RunResults {
   bool calibrated = false;
   std::string dataset_label;  ///< says "synthetic" for sampled distributions
   std::string baseline;
+  /// The policy speedups are over: the baseline, or when the baseline runs out of memory in some iteration (and
+  /// another policy fits), the fastest policy that fits. "" means the baseline (results that predate it).
+  std::string speedup_reference;
   std::vector<PaperSpeedup> paper_figures;
   std::vector<PolicyResult> policies;
   RunUncertainty uncertainty;
@@ -94,7 +105,13 @@ struct RunResults {
 
 /// Fills mean/p50/p99/total/tokens/tokens_per_s/oom/metrics of `result` from its iterations.
 void summarize(PolicyResult& result);
-/// Sets speedup_vs_baseline of every policy; throws InputError when the baseline label is absent.
+/// Sets speedup_reference (the baseline, or the fastest policy that fits when the baseline does not) and
+/// speedup_vs_baseline of every policy over it; throws InputError when the baseline label is absent.
 void apply_baseline(RunResults& results);
+/// The label speedups are over: speedup_reference, or the baseline when it is unset.
+const std::string& speedup_reference(const RunResults& results);
+/// The index in results.policies of the policy with the highest tokens/s among those that fit (ties: the earlier),
+/// or -1 when none fits.
+int fastest_fitting(const RunResults& results);
 
 }  // namespace lcsim

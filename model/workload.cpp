@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/errors.hpp"
+#include "base/suggest.hpp"
 
 namespace lcsim {
 
@@ -139,7 +140,10 @@ const std::vector<LengthDistribution>& named_distributions() {
 const LengthDistribution& named_distribution(std::string_view name) {
   for (const auto& distribution : named_distributions())
     if (distribution.name == name) return distribution;
-  throw InputError("unknown length distribution '" + std::string(name) + "' (known: " + known_names() + ")");
+  std::vector<std::string> names;
+  for (const auto& distribution : named_distributions()) names.push_back(distribution.name);
+  throw InputError("unknown length distribution '" + std::string(name) + "'" + did_you_mean(name, names) +
+                   " (known: " + known_names() + ")");
 }
 
 LengthSampler::LengthSampler(const LengthDistribution& distribution, std::uint64_t seed)

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/errors.hpp"
+#include "base/suggest.hpp"
 #include "model/metrics.hpp"
 #include "model/plan_demand.hpp"
 #include "model/validator.hpp"
@@ -50,9 +51,12 @@ std::vector<const PolicySpec*> select_policies(const Scenario& scenario, const s
   for (const auto& label : only_labels) {
     const bool known = std::any_of(scenario.policies.begin(), scenario.policies.end(),
                                    [&](const PolicySpec& p) { return p.label == label; });
-    if (!known)
-      throw InputError("--policy " + label + ": " + scenario.file +
-                       " has no policy with that label (labels: " + known_labels(scenario) + ")");
+    if (!known) {
+      std::vector<std::string> labels;
+      for (const auto& p : scenario.policies) labels.push_back(p.label);
+      throw InputError("--policy " + label + ": " + scenario.file + " has no policy with that label" +
+                       did_you_mean(label, labels) + " (labels: " + known_labels(scenario) + ")");
+    }
   }
   std::vector<const PolicySpec*> selected;
   for (const auto& p : scenario.policies) {
@@ -146,6 +150,7 @@ PolicyResult estimate_plans(const LoadedScenario& loaded, const PolicyPlans& pla
   for (std::size_t i = 0; i < planned.plans.size(); ++i) {
     const IterationPlan& plan = planned.plans[i];
     result.iterations.push_back(iteration_result(plan, static_cast<int>(i), estimator.estimate(plan), world));
+    result.iterations.back().static_bytes = plan_static_bytes(plan, *loaded.cost);
   }
   summarize(result);
   return result;
@@ -163,6 +168,49 @@ RunResults evaluate_plans(const LoadedScenario& loaded, const std::vector<std::s
   if (progress) progress(selected.size(), selected.size(), "");
   apply_baseline(results);
   return results;
+}
+
+namespace {
+
+std::string gib_text(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+/// What does not fit in the first OOM iteration of `policy`.
+std::string policy_oom_warning(const PolicyResult& policy, double capacity) {
+  const auto first = std::find_if(policy.iterations.begin(), policy.iterations.end(),
+                                  [](const IterationResult& it) { return it.oom; });
+  std::string text = policy.label + " does not fit in GPU memory and cannot be the winner: OOM in " +
+                     std::to_string(policy.oom_iterations) + " of " + std::to_string(policy.iterations.size()) +
+                     " iterations";
+  if (first == policy.iterations.end()) return text;
+  text += "; the first, iteration " + std::to_string(first->index) + ", peaks at " + gib_text(first->peak_bytes) +
+          " per GPU of " + gib_text(capacity) + " usable: ";
+  if (first->static_bytes > capacity)
+    text += "optimizer memory (parameters, gradients and optimizer states alone take " + gib_text(first->static_bytes) +
+            "; a higher ZeRO stage or more GPUs per replica shard them)";
+  else
+    text += "activation memory (" + gib_text(first->peak_bytes - first->static_bytes) + " of activations on " +
+            gib_text(first->static_bytes) + " of parameters, gradients and optimizer states)";
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> out_of_memory_warnings(const RunResults& results, const LoadedScenario& loaded) {
+  std::vector<std::string> warnings;
+  const std::string everything = out_of_memory_warning(results, loaded);
+  if (!everything.empty()) return {everything};
+  const double capacity = loaded.cost->capacity_bytes();
+  for (const PolicyResult& policy : results.policies)
+    if (!policy.fits()) warnings.push_back(policy_oom_warning(policy, capacity));
+  const std::string& reference = speedup_reference(results);
+  if (reference != results.baseline)
+    warnings.push_back("the baseline " + results.baseline + " does not fit in GPU memory: speedups are over " +
+                       reference + ", the fastest policy that fits");
+  return warnings;
 }
 
 std::string out_of_memory_warning(const RunResults& results, const LoadedScenario& loaded) {

@@ -58,6 +58,13 @@ bool needs_child(const RunRequest& request) {
   }
 }
 
+/// Warnings one a line, as RunOutcome::warning holds them.
+std::string joined_lines(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += (text.empty() ? "" : "\n") + line;
+  return text;
+}
+
 PolicyProgress policy_steps(const StepsProgress& steps, const std::string& what) {
   if (!steps) return {};
   return [steps, what](std::size_t done, std::size_t total, const std::string& label) {
@@ -78,7 +85,7 @@ RunOutcome plan_here(const RunRequest& r, const ModelForm& model_form, const Ste
       loaded, r.policies, checked_samples(r.samples), model_form, policy_steps(steps, "policies planned"),
       world_steps(steps, "sampled worlds"), r.draw_data, checked_world_jobs(r.world_jobs));
   RunOutcome o;
-  o.warning = out_of_memory_warning(results, loaded);
+  o.warning = joined_lines(out_of_memory_warnings(results, loaded));
   o.results = results_to_json(results);
   std::ostringstream table;
   print_results_table(results, table);
@@ -99,7 +106,7 @@ RunOutcome simulate_here(const RunRequest& r, const ModelForm& model_form, const
   sim::SimulationReport report = sim::simulate_scenario(loaded, settings);
   sim::attach_sampled_worlds(report, loaded, settings, checked_samples(r.samples), model_form);
   RunOutcome o;
-  o.warning = out_of_memory_warning(report.results, loaded);
+  o.warning = joined_lines(out_of_memory_warnings(report.results, loaded));
   o.results = sim::simulation_to_json(report);
   std::ostringstream table;
   sim::print_simulation_table(report, table);
@@ -219,8 +226,10 @@ std::string run_error_message(const RunOutcome& outcome) {
 }
 
 std::string run_log_text(const RunOutcome& outcome) {
-  return (outcome.warning.empty() ? "" : "lcsim: warning: " + outcome.warning + "\n") +
-         (outcome.error.empty() ? "" : outcome.error + "\n");
+  std::string text;
+  std::istringstream warnings(outcome.warning);
+  for (std::string line; std::getline(warnings, line);) text += "lcsim: warning: " + line + "\n";
+  return text + (outcome.error.empty() ? "" : outcome.error + "\n");
 }
 
 RunOutcome run_here(const RunRequest& request, const ModelForm& model_form, const StepsProgress& steps) {

@@ -48,7 +48,7 @@ struct RunRequest {
 struct RunOutcome {
   int status = kExitOk;            ///< kExitOk, kExitBadInput, kExitPlanning or kExitInternal
   std::string error;               ///< report_error's line when status is not kExitOk
-  std::string warning;             ///< the warning the command prints (plans out of memory); may be empty
+  std::string warning;             ///< the warnings the command prints (plans out of memory), one a line; may be empty
   nlohmann::ordered_json results;  ///< lcsim-results/2 when status is kExitOk
   std::string table;               ///< the table the command prints for it
 };

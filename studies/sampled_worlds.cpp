@@ -196,6 +196,7 @@ WorldFigures world_figures(const PolicyResult& result) {
   f.mean_iteration_s = result.mean_iteration_s;
   f.tokens_per_s = result.tokens_per_s;
   f.metrics = result.metrics;
+  f.oom_iterations = result.oom_iterations;
   double peak = 0;
   for (const auto& it : result.iterations) peak += it.peak_bytes;
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -223,6 +224,8 @@ WorldFigures transfer_world(const WorldFigures& simulated_nominal, const WorldFi
   f.metrics.cr = shift(s.cr, e0.cr, ew.cr);
   f.metrics.max_min_time_ratio = shift(s.max_min_time_ratio, e0.max_min_time_ratio, ew.max_min_time_ratio);
   f.metrics.pipeline_gap = shift(s.pipeline_gap, e0.pipeline_gap, ew.pipeline_gap);
+  // The world's own memory verdict: the estimate's peaks are the simulator's (estimate_peak_bytes).
+  f.oom_iterations = estimated_world.oom_iterations;
   return f;
 }
 
@@ -233,8 +236,10 @@ void attach_intervals(RunResults& results, const std::vector<std::vector<WorldFi
   const std::size_t samples = worlds.empty() ? 1 : worlds.front().size();
   for (const auto& w : worlds)
     if (w.size() != samples || samples == 0) throw std::logic_error("attach_intervals: uneven world counts");
+  // Speedups are over the reference: the baseline, or the fastest policy that fits when the baseline does not.
+  const std::string& reference = speedup_reference(results);
   const auto base = std::find_if(results.policies.begin(), results.policies.end(),
-                                 [&](const PolicyResult& p) { return p.label == results.baseline; });
+                                 [&](const PolicyResult& p) { return p.label == reference; });
   if (base == results.policies.end()) throw std::logic_error("attach_intervals: no baseline");
   const auto base_index = static_cast<std::size_t>(base - results.policies.begin());
   const double time_sigma = model_form.speedup_log_sigma / std::numbers::sqrt2;
@@ -266,7 +271,7 @@ void attach_intervals(RunResults& results, const std::vector<std::vector<WorldFi
       rates.push_back(rate[p][w]);
       const double speedup = rate[base_index][w] > 0 ? rate[p][w] / rate[base_index][w] : 0;
       speedups.push_back(speedup);
-      if (speedup > 1) ++beats;
+      if (speedup > 1 && f.oom_iterations == 0) ++beats;  // a plan that does not fit beats nothing
     }
     in.iteration_s = quantiles_of(times);
     in.speedup = quantiles_of(speedups);
@@ -287,18 +292,20 @@ void attach_intervals(RunResults& results, const std::vector<std::vector<WorldFi
   u.sources = samples > 1 ? std::move(sources) : std::vector<std::string>{};
   u.model_form_log_sigma = model_form.file.empty() ? 0 : model_form.speedup_log_sigma;
   u.model_form_file = model_form.file;
-  // The nominal winner, and how often it stays the winner; ties go to the earlier policy, as in the table.
+  // The nominal winner, and how often it stays the winner; ties go to the earlier policy, as in the table. Only
+  // the policies that fit in memory in a world can win it.
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   const auto best_in = [&](std::size_t w) {
-    std::size_t best = 0;
-    for (std::size_t p = 1; p < worlds.size(); ++p)
-      if (rate[p][w] > rate[best][w]) best = p;
+    std::size_t best = kNone;
+    for (std::size_t p = 0; p < worlds.size(); ++p)
+      if (worlds[p][w].oom_iterations == 0 && (best == kNone || rate[p][w] > rate[best][w])) best = p;
     return best;
   };
   const std::size_t winner = best_in(0);
-  u.winner = results.policies[winner].label;
+  u.winner = winner == kNone ? std::string() : results.policies[winner].label;
   int wins = 0;
   for (std::size_t w = 0; w < samples; ++w)
-    if (best_in(w) == winner) ++wins;
+    if (winner != kNone && best_in(w) == winner) ++wins;
   u.p_winner = static_cast<double>(wins) / static_cast<double>(samples);
 }
 

@@ -87,6 +87,7 @@ struct WorldFigures {
   double tokens_per_s = 0;
   double peak_GiB = 0;  ///< per-iteration largest per-GPU peak, mean over iterations
   BalanceMetrics metrics;
+  int oom_iterations = 0;  ///< iterations that exceed GPU memory in this world: the policy cannot win it
 };
 WorldFigures world_figures(const PolicyResult& result);
 
@@ -96,7 +97,9 @@ WorldFigures transfer_world(const WorldFigures& simulated_nominal, const WorldFi
                             const WorldFigures& estimated_world);
 
 /// Fills every policy's interval and the run's uncertainty from `worlds[p][w]` (policy p of results.policies,
-/// world w, world 0 the nominal). `sources` names what was sampled (without the model form, which this adds).
+/// world w, world 0 the nominal). Speedups are over speedup_reference(results) in each world; a policy that runs
+/// out of memory in a world neither beats the reference there nor wins it (winner and P(winner) count only the
+/// policies that fit). `sources` names what was sampled (without the model form, which this adds).
 void attach_intervals(RunResults& results, const std::vector<std::vector<WorldFigures>>& worlds,
                       std::vector<std::string> sources, const ModelForm& model_form);
 

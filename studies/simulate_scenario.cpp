@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "base/errors.hpp"
 #include "base/files.hpp"
@@ -42,7 +43,9 @@ IterationResult simulated_iteration(const IterationPlan& plan, std::size_t index
   const double capacity = cost.capacity_bytes();
   simulated.oom_gpus = static_cast<int>(
       std::count_if(outcome.peak_bytes.begin(), outcome.peak_bytes.end(), [&](double b) { return b > capacity; }));
-  return iteration_result(plan, static_cast<int>(index), simulated, world);
+  IterationResult result = iteration_result(plan, static_cast<int>(index), simulated, world);
+  result.static_bytes = plan_static_bytes(plan, cost);
+  return result;
 }
 
 std::string format(const char* spec, double value) {
@@ -156,24 +159,30 @@ void write_simulation_json(const SimulationReport& report, const std::string& fi
   write_file_atomically(file, simulation_to_json(report).dump(2) + "\n");
 }
 
-void print_simulation_table(const SimulationReport& report, std::ostream& out) {
+void print_simulation_table(const SimulationReport& report, std::ostream& out, std::size_t max_columns) {
   const RunResults& r = report.results;
-  out << "scenario  " << r.scenario << " (" << r.scenario_file << ")\n";
-  out << "mode      simulate (SimGrid: " << report.world_size << " GPUs, "
-      << (report.layers_per_block > 0 ? std::to_string(report.layers_per_block) + " layer(s) per simulated block"
-                                      : std::string("each stage's layers folded into one block"))
-      << ")\n";
-  out << "dataset   " << r.dataset_label << '\n';
-  out << "baseline  " << r.baseline << '\n';
-  out << "profile   " << r.profile_label << '\n';
+  std::ostringstream header_lines;
+  print_results_header(
+      r,
+      "simulate (SimGrid: " + std::to_string(report.world_size) + " GPUs, " +
+          (report.layers_per_block > 0 ? std::to_string(report.layers_per_block) + " layer(s) per simulated block"
+                                       : std::string("each stage's layers folded into one block")) +
+          ")",
+      header_lines);
+  out << wrap_lines(header_lines.str(), max_columns);
 
   std::vector<std::vector<std::string>> rows;
   const bool sampled = r.uncertainty.samples > 1;
   std::vector<std::string> header{"policy", "mean s", "p50 s", "p99 s", "tokens/s", "speedup"};
-  if (sampled) header.insert(header.end(), interval_headers().begin(), interval_headers().end());
+  std::vector<int> drop{0, 0, 2, 2, 0, 0};
+  if (sampled) {
+    header.insert(header.end(), interval_headers().begin(), interval_headers().end());
+    drop.insert(drop.end(), {1, 0, 0});
+  }
   for (const char* column :
        {"busy max s", "busy min s", "OOM iters", "estimate s", "wall ms/iter", "cpu ms/iter", "build ms/iter"})
     header.push_back(column);
+  drop.insert(drop.end(), {3, 3, 0, 4, 5, 5, 5});
   rows.push_back(std::move(header));
   for (std::size_t p = 0; p < r.policies.size(); ++p) {
     const PolicyResult& pr = r.policies[p];
@@ -186,29 +195,53 @@ void print_simulation_table(const SimulationReport& report, std::ostream& out) {
                                  format("%.0f", pr.tokens_per_s),
                                  format("%.2fx", pr.speedup_vs_baseline)};
     if (sampled) {
-      const std::vector<std::string> cells = interval_cells(pr, r.baseline);
+      const std::vector<std::string> cells = interval_cells(pr, speedup_reference(r));
       row.insert(row.end(), cells.begin(), cells.end());
     }
     for (std::string cell :
-         {format("%.4f", ex.busy_max_mean_s), format("%.4f", ex.busy_min_mean_s),
-          std::to_string(pr.oom_iterations) + "/" + std::to_string(pr.iterations.size()),
+         {format("%.4f", ex.busy_max_mean_s), format("%.4f", ex.busy_min_mean_s), oom_cell(pr),
           format("%.4f", ex.estimate_mean_s), format("%.3f", 1e3 * ex.wall_s / iterations),
           format("%.3f", 1e3 * ex.cpu_s / iterations), format("%.3f", 1e3 * ex.build_cpu_s / iterations)})
       row.push_back(std::move(cell));
     rows.push_back(std::move(row));
   }
-  print_aligned_rows(rows, out);
-  out << "speedup: tokens/s over " << r.baseline
-      << "'s; busy max/min: busiest and least busy GPU of the plan (compute + collectives; waits and pipeline\n"
-         "transfers are idle), mean over iterations; estimate s: the same programs without contention (lcsim plan);\n"
-         "wall ms/iter, cpu ms/iter: wall and CPU time to simulate one iteration -- build its program from the plan,\n"
-         "then run it (the CPU time is the wall time on a dedicated core); build ms/iter: the building part of the "
-         "CPU\n"
-         "time; none is written to files\n";
+  const std::vector<std::string> left_out = print_fitting_rows(rows, drop, max_columns, out);
+  const auto shown = [&](const char* column) {
+    return std::find(left_out.begin(), left_out.end(), column) == left_out.end();
+  };
+  std::string notes = speedup_line(r);
+  if (shown("busy max s"))
+    notes +=
+        "; busy max/min: busiest and least busy GPU of the plan (compute + collectives; waits and pipeline "
+        "transfers are idle), mean over iterations";
+  if (shown("estimate s")) notes += "; estimate s: the same programs without contention (lcsim plan)";
+  if (shown("wall ms/iter"))
+    notes +=
+        "; wall ms/iter, cpu ms/iter: wall and CPU time to simulate one iteration -- build its program from the "
+        "plan, then run it (the CPU time is the wall time on a dedicated core); build ms/iter: the building part of "
+        "the CPU time; none is written to files";
+  if (left_out.empty()) {
+    // Every column: the notes exactly as they always read.
+    out << speedup_line(r)
+        << "; busy max/min: busiest and least busy GPU of the plan (compute + collectives; waits and pipeline\n"
+           "transfers are idle), mean over iterations; estimate s: the same programs without contention (lcsim "
+           "plan);\n"
+           "wall ms/iter, cpu ms/iter: wall and CPU time to simulate one iteration -- build its program from the "
+           "plan,\n"
+           "then run it (the CPU time is the wall time on a dedicated core); build ms/iter: the building part of the "
+           "CPU\n"
+           "time; none is written to files\n";
+  } else {
+    out << wrap_lines(notes + "\n", max_columns);
+  }
+  out << wrap_lines(out_of_memory_lines(r), max_columns);
+  out << wrap_lines(left_out_line(left_out), max_columns);
+  std::ostringstream tail;
   if (sampled)
-    out << "sampled worlds: the nominal world is simulated; worlds 1..N-1 are the estimate's, scaled to it: "
-           "t_sim(w) = t_sim(0) t_est(w) / t_est(0)\n";
-  print_uncertainty_lines(r, out);
+    tail << "sampled worlds: the nominal world is simulated; worlds 1..N-1 are the estimate's, scaled to it: "
+            "t_sim(w) = t_sim(0) t_est(w) / t_est(0)\n";
+  print_uncertainty_lines(r, tail);
+  out << wrap_lines(tail.str(), max_columns);
 }
 
 void attach_sampled_worlds(SimulationReport& report, const LoadedScenario& loaded, const SimulateSettings& settings,

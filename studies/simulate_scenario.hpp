@@ -63,8 +63,10 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
 nlohmann::ordered_json simulation_to_json(const SimulationReport& report);
 void write_simulation_json(const SimulationReport& report, const std::string& file);
 /// Header lines and one row per policy: mean/p50/p99 iteration seconds, tokens/s, speedup over the baseline,
-/// busiest and least busy GPU's busy seconds, OOM iterations, the estimate and the wall time.
-void print_simulation_table(const SimulationReport& report, std::ostream& out);
+/// busiest and least busy GPU's busy seconds, OOM iterations, the estimate and the wall time. `max_columns` above
+/// 0: lines of at most that many columns, leaving out the wall and CPU times, then the estimate, then the busy
+/// times, then the interval of the iteration time as needed; 0 prints every column.
+void print_simulation_table(const SimulationReport& report, std::ostream& out, std::size_t max_columns = 0);
 
 /// The intervals of a simulation (`--samples`): world 0 is the simulation; worlds 1..samples-1 are estimated and
 /// scaled to it (transfer_world: t_sim(w) = t_sim(0) t_est(w) / t_est(0)), since simulating every world at

@@ -358,6 +358,7 @@ TuneVerdict judge_tune(const TuneSpace& space, const std::vector<TuneOutcome>& o
                              : o.estimated ? ratio_text(o.estimate_tokens_per_s / at(*v.best).estimate_tokens_per_s)
                                            : "-";
           s.values.emplace_back(knob_value(c, k), cell);
+          if (!o.failed.empty()) s.failures.emplace_back(knob_value(c, k), o.failed);
         }
         v.sensitivity.push_back(std::move(s));
       }

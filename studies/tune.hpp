@@ -118,7 +118,8 @@ std::vector<int> most_promising(const std::vector<TuneCandidate>& candidates, co
 /// moves ("OOM", "failed", "pruned" or "-" for a value without an accepted run).
 struct KnobSensitivity {
   std::string knob;
-  std::vector<std::pair<std::string, std::string>> values;  ///< value -> "0.85x" | "OOM" | "failed" | "pruned" | "-"
+  std::vector<std::pair<std::string, std::string>> values;    ///< value -> "0.85x" | "OOM" | "failed" | "pruned" | "-"
+  std::vector<std::pair<std::string, std::string>> failures;  ///< value -> why its run failed (not in files)
 };
 
 struct PolicyVerdict {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/errors.hpp"
+#include "base/suggest.hpp"
 #include "formats/results_io.hpp"
 #include "formats/scenario_loader.hpp"
 #include "studies/sampled_worlds.hpp"
@@ -223,8 +224,11 @@ ValidationPlan plan_validation(const ValidateSettings& settings) {
   plan.jobs = settings.jobs;
   const auto& entries = plan.catalogue->entries;
   for (const auto& id : settings.only)
-    if (std::none_of(entries.begin(), entries.end(), [&](const auto& e) { return e.id == id; }))
-      throw InputError("--only: " + plan.catalogue_file + " has no entry '" + id + "'");
+    if (std::none_of(entries.begin(), entries.end(), [&](const auto& e) { return e.id == id; })) {
+      std::vector<std::string> ids;
+      for (const auto& e : entries) ids.push_back(e.id);
+      throw InputError("--only: " + plan.catalogue_file + " has no entry '" + id + "'" + did_you_mean(id, ids));
+    }
   for (const auto& e : entries)
     if (settings.only.empty() || std::find(settings.only.begin(), settings.only.end(), e.id) != settings.only.end())
       plan.entries.push_back(&e);

@@ -53,10 +53,13 @@ struct CommandRun {
   std::string output;  ///< stdout and stderr together
 };
 
-/// Runs `command` through the shell with stderr folded into stdout.
+/// Runs `command` through the shell with stderr folded into stdout. Progress is off (LCSIM_PROGRESS=none) unless
+/// the environment or the command sets it: a pipe gets `lcsim-progress` lines once a run passes 2 s, which would
+/// make outputs depend on the machine's speed.
 inline CommandRun run_command(const std::string& command) {
   CommandRun run;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  const std::string quiet = "LCSIM_PROGRESS=\"${LCSIM_PROGRESS:-none}\"; export LCSIM_PROGRESS; ";
+  FILE* pipe = ::popen((quiet + command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return run;
   char buffer[4096];
   std::size_t n = 0;

@@ -264,7 +264,7 @@ TEST(HbpPolicy, OptionsAreCheckedStrictly) {
             std::string::npos);
   EXPECT_NE(input_error([] {
               make_hbp_policy(spec({{"groups", {{{"length_tokens", 8192}, {"spp", 1}}}}}));
-            }).find("options.groups[0].sp: missing"),
+            }).find("options.groups[0].spp: unknown key (did you mean `sp`?); `sp` is required"),
             std::string::npos);
   EXPECT_NE(input_error([] {
               make_hbp_policy(spec({{"curriculum_iterations", -1}}));

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "model/cluster.hpp"
 #include "base/errors.hpp"
+#include "model/cluster.hpp"
 #include "model/model.hpp"
 
 namespace lcsim {
@@ -96,12 +96,18 @@ TEST(ModelGpuTest, DatasheetFigures) {
 
 TEST(ModelGpuTest, UnknownGpuListsTheKnownOnes) {
   try {
-    named_gpu("H100");
+    named_gpu("H20");
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown GPU 'H100' (known: H100-SXM, H200, A800, A100-40GB)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("unknown GPU 'H20' (did you mean `H200`?) (known: H100-SXM, H200, A800, "
+                                         "A100-40GB)"),
+              std::string::npos)
         << e.what();
   }
+  // What people call them: H100 is the SXM part lcsim knows; case and punctuation do not matter.
+  EXPECT_EQ(named_gpu("H100").name, "H100-SXM");
+  EXPECT_EQ(named_gpu("h100 sxm").name, "H100-SXM");
+  EXPECT_EQ(named_model("Llama-3.1-8B").name, "LLaMA3.1-8B");
 }
 
 TEST(ModelClusterTest, LinkClassFollowsNodeBoundaries) {

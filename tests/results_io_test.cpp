@@ -166,7 +166,8 @@ TEST(ResultsIoTable, HeaderProfileLineThenAlignedRows) {
   std::vector<std::string> lines;
   std::stringstream in(out.str());
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 11u);  // 5 header lines, column header, 2 policies, 3 legend lines
+  // 5 header lines, column header, 2 policies, 3 legend lines, the line naming the policies that do not fit
+  ASSERT_EQ(lines.size(), 12u);
   EXPECT_TRUE(contains(lines[0], "demo (scenarios/demo.json)"));
   EXPECT_TRUE(contains(lines[1], "plan"));
   EXPECT_TRUE(contains(lines[2], "synthetic tulu3"));
@@ -178,7 +179,8 @@ TEST(ResultsIoTable, HeaderProfileLineThenAlignedRows) {
   EXPECT_EQ(lines[6].size(), lines[7].size());
   EXPECT_TRUE(contains(lines[6], "0.3000"));
   EXPECT_TRUE(contains(lines[6], "1.00x"));
-  EXPECT_TRUE(contains(lines[6], "1/2"));
+  EXPECT_TRUE(contains(lines[6], "OOM 1/2"));  // an OOM iteration marks the row
+  EXPECT_TRUE(contains(lines[11], "OOM: base run out of GPU memory"));
   EXPECT_TRUE(contains(lines[6], "12.5"));
   EXPECT_TRUE(contains(lines[7], "0.67x"));
   EXPECT_TRUE(contains(lines[7], "0/2"));
@@ -230,7 +232,9 @@ TEST(ResultsIoIntervals, SampledRunsAddIntervalColumnsTheWinnerAndTheSources) {
   EXPECT_TRUE(contains(text, "speedup p10-p90  P(>base)"));
   EXPECT_TRUE(contains(text, "0.67x  0.2500-0.7500       0.50-1.25x      0.38  0.500"));
   EXPECT_TRUE(contains(text, "1.00x  0.0000-0.0000       0.00-0.00x         -  0.500"));  // the baseline's P: -
-  EXPECT_TRUE(contains(text, "winner: base, the highest tokens/s in 62% of 8 sampled worlds (P(winner) = 0.62)"));
+  EXPECT_TRUE(contains(text,
+                       "winner: base, the highest tokens/s of the policies that fit in memory in 62% of 8 "
+                       "sampled worlds (P(winner) = 0.62)"));
   EXPECT_TRUE(contains(text, "  dataset: resampled\n"));
   const auto j = results_to_json(r);
   EXPECT_EQ(j["policies"][1]["interval"]["speedup"].dump(), R"({"p10":0.5,"p50":0.7,"p90":1.25})");
@@ -242,7 +246,33 @@ TEST(ResultsIoIntervals, SampledRunsAddIntervalColumnsTheWinnerAndTheSources) {
   std::ostringstream one;
   print_results_table(r, one);
   EXPECT_FALSE(contains(one.str(), "P(>base)"));
-  EXPECT_FALSE(contains(one.str(), "winner"));
+  EXPECT_FALSE(contains(one.str(), "winner:"));
+}
+
+TEST(ResultsIoTable, FitsTheWidthItIsGivenAndSaysWhatItLeftOut) {
+  RunResults r = sample_results();
+  std::ostringstream wide, narrow;
+  print_results_table(r, wide);
+  print_results_table(r, narrow, 80);
+  std::stringstream in(narrow.str());
+  for (std::string line; std::getline(in, line);) EXPECT_LE(line.size(), 80u) << line;
+  EXPECT_TRUE(contains(narrow.str(), "not shown: DBR, PR, ABR, ABRw, CR, plan ms (--wide shows every column)"));
+  EXPECT_TRUE(contains(narrow.str(), "OOM iters"));
+  EXPECT_FALSE(contains(wide.str(), "not shown"));
+  EXPECT_TRUE(contains(wide.str(), "ABRw"));
+}
+
+TEST(ResultsIoJson, TheSpeedupReferenceIsWrittenOnlyWhenItIsNotTheBaseline) {
+  RunResults r = sample_results();
+  EXPECT_FALSE(results_to_json(r).contains("speedup_reference"));
+  r.speedup_reference = "fast";
+  EXPECT_EQ(results_to_json(r)["speedup_reference"], "fast");
+  r.uncertainty.winner = "";
+  EXPECT_TRUE(results_to_json(r)["uncertainty"]["winner"].is_null());
+  std::ostringstream out;
+  print_results_table(r, out);
+  EXPECT_TRUE(contains(out.str(), "baseline  base (does not fit in GPU memory: speedups are over fast"));
+  EXPECT_TRUE(contains(out.str(), "speedup: tokens/s over fast's, the fastest policy that fits"));
 }
 
 TEST(ResultsIoIntervals, LiveResultsCarryNoSampledWorlds) {

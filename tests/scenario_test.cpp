@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/errors.hpp"
+#include "base/suggest.hpp"
 #include "formats/scenario.hpp"
 #include "formats/scenario_loader.hpp"
 #include "studies/evaluation.hpp"
@@ -117,11 +118,34 @@ TEST(ScenarioParse, UnknownKeysAreErrorsNamingFileAndPath) {
 
   doc = minimal();
   doc["cluster"]["nvlink_gbps"] = 450;  // a typo of nvlink_GBps must not be dropped silently
-  EXPECT_EQ(error_of(doc), kFile + ": cluster.nvlink_gbps: unknown key");
+  EXPECT_EQ(error_of(doc), kFile + ": cluster.nvlink_gbps: unknown key (did you mean `nvlink_GBps`?)");
 
   doc = minimal();
   doc["policies"][1]["option"] = Json::object();
-  EXPECT_EQ(error_of(doc), kFile + ": policies[1].option: unknown key");
+  EXPECT_EQ(error_of(doc), kFile + ": policies[1].option: unknown key (did you mean `options`?)");
+
+  // A misspelt required key is the unknown key, not a missing field.
+  doc = minimal();
+  doc["training"]["context_length"] = doc["training"]["context_length_tokens"];
+  doc["training"].erase("context_length_tokens");
+  EXPECT_EQ(error_of(doc), kFile +
+                               ": training.context_length: unknown key (did you mean `context_length_tokens`?); "
+                               "`context_length_tokens` is required");
+}
+
+TEST(ScenarioParse, BuiltInNamesCompareLooselyAndSuggestTheNearest) {
+  Json doc = minimal();
+  doc["model"] = "qwen2.5 0.5b";
+  EXPECT_NO_THROW(scenario_from_json(doc, kFile));
+  doc["cluster"]["gpu"] = "H100";
+  EXPECT_EQ(scenario_from_json(doc, kFile).cluster.gpu.name, "H100-SXM");
+  doc["cluster"]["gpu"] = "H200-SXM";
+  EXPECT_EQ(scenario_from_json(doc, kFile).cluster.gpu.name, "H200");
+  doc["model"] = "Qwen2.5-0.6B";
+  EXPECT_TRUE(testing::contains(error_of(doc), "model: unknown model 'Qwen2.5-0.6B' (did you mean `Qwen2.5-0.5B`?)"));
+  EXPECT_EQ(nearest_name("completely-different", {"Qwen2.5-0.5B", "H100-SXM"}), "");
+  EXPECT_EQ(nearest_name("A100", {"H100-SXM", "H200", "A800", "A100-40GB"}), "A100-40GB");
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
 }
 
 TEST(ScenarioParse, WrongTypesNameTheField) {

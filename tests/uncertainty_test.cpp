@@ -89,6 +89,46 @@ TEST(Uncertainty, IntervalsAndWinProbabilitiesOfConstructedWorlds) {
   EXPECT_DOUBLE_EQ(r.uncertainty.model_form_log_sigma, 0);
 }
 
+TEST(Uncertainty, APolicyWinsOnlyTheWorldsWhereItFitsInMemory) {
+  RunResults r = two_policies();
+  // "fast" is the faster in every world but runs out of memory in worlds 0 and 2: it wins only 1, 3 and 4, and
+  // the nominal winner is the baseline, which fits.
+  std::vector<WorldFigures> fast = figures({150, 90, 120, 200, 110});
+  fast[0].oom_iterations = 1;
+  fast[2].oom_iterations = 3;
+  r.policies[1].oom_iterations = 1;
+  attach_intervals(r, {figures({100, 80, 100, 100, 100}), fast}, {"test"}, {});
+  EXPECT_EQ(r.uncertainty.winner, "base");
+  EXPECT_DOUBLE_EQ(r.uncertainty.p_winner, 0.4);                   // worlds 0 and 2 only
+  EXPECT_DOUBLE_EQ(r.policies[1].interval.p_beats_baseline, 0.6);  // 1, 3, 4: a world it does not fit beats nothing
+}
+
+TEST(Uncertainty, NoWinnerWhenNothingFitsAndSpeedupsOverTheFastestThatFits) {
+  RunResults r = two_policies();
+  std::vector<WorldFigures> base = figures({100, 100}), fast = figures({150, 150});
+  base[0].oom_iterations = fast[0].oom_iterations = 1;
+  attach_intervals(r, {base, fast}, {"test"}, {});
+  EXPECT_EQ(r.uncertainty.winner, "");
+  EXPECT_DOUBLE_EQ(r.uncertainty.p_winner, 0);
+
+  // The baseline does not fit: apply_baseline makes the fastest policy that fits the reference.
+  RunResults three = two_policies();
+  three.policies.resize(3);
+  three.policies[2].label = "slow";
+  three.policies[0].tokens_per_s = 100, three.policies[0].oom_iterations = 2;
+  three.policies[1].tokens_per_s = 300, three.policies[1].oom_iterations = 1;
+  three.policies[2].tokens_per_s = 200;
+  apply_baseline(three);
+  EXPECT_EQ(three.speedup_reference, "slow");
+  EXPECT_DOUBLE_EQ(three.policies[0].speedup_vs_baseline, 0.5);
+  EXPECT_DOUBLE_EQ(three.policies[2].speedup_vs_baseline, 1.0);
+  EXPECT_EQ(fastest_fitting(three), 2);
+  // A baseline that fits stays the reference.
+  three.policies[0].oom_iterations = 0;
+  apply_baseline(three);
+  EXPECT_EQ(three.speedup_reference, "base");
+}
+
 TEST(Uncertainty, ModelFormGivesASpeedupTheFileSigmaAndATimeItsShare) {
   // Every world alike: all spread comes from the model form. A speedup, a ratio of two independently perturbed
   // times, must spread by s_speedup (0.2), one time by s_speedup / sqrt(2).

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "policies/baselines/deepspeed.hpp"
 #include "base/errors.hpp"
 #include "base/random.hpp"
+#include "policies/baselines/deepspeed.hpp"
 
 namespace lcsim::baselines {
 namespace {
@@ -22,11 +22,17 @@ std::vector<IterationPlan> PackingPolicy::plan(const PlanningContext& context, s
   if (capacity <= 0)
     for (const auto& s : window) capacity = std::max(capacity, s.tokens);
   for (const auto& s : window) {
-    if (s.tokens > capacity)
+    if (s.tokens <= capacity) continue;
+    if (options_.packing_length)
       throw InputError(where + "packing_length_tokens: sequence " + std::to_string(s.id) + " has " +
                        std::to_string(s.tokens) + " tokens, more than the packing length " + std::to_string(capacity) +
-                       (options_.packing_length ? "" : " (default: training.context_length)") +
                        "; packing does not truncate sequences");
+    // Packing to the context by default: the data is what is too long for it.
+    throw InputError(options_.file + ": dataset: sequence " + std::to_string(s.id) + " has " +
+                     std::to_string(s.tokens) + " tokens, more than training.context_length_tokens (" +
+                     std::to_string(capacity) + "), which " + options_.path +
+                     " packs to and does not truncate; set dataset.truncate_to_context to true to cut such sequences "
+                     "to the context as a data loader does, or raise training.context_length_tokens");
   }
 
   ParallelScheme scheme = layout_scheme(context);

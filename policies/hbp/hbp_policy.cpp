@@ -79,11 +79,18 @@ std::vector<Strategy> HbpPolicy::choose_groups(const CostModel& cost, int world,
   const std::vector<int> sp_degrees = options_.sp_degrees.value_or(default_sp_degrees(world));
   for (std::size_t k = 0; k < sp_degrees.size(); ++k) check_sp(sp_degrees[k], "sp_degrees[" + std::to_string(k) + "]");
   const std::vector<Tokens> candidates = options_.packing_lengths.value_or(default_packing_lengths(cap));
-  if (longest > candidates.back())
+  if (longest > candidates.back() && options_.packing_lengths)
     throw InputError(where + "packing_lengths_tokens: the window's longest sequence has " + std::to_string(longest) +
                      " tokens, more than the longest packing length " + std::to_string(candidates.back()) +
-                     (options_.packing_lengths ? "" : " (default: up to training.context_length)") +
                      "; HBP does not truncate sequences");
+  // Without packing lengths of its own, HBP packs up to the context: the data is what is too long for it.
+  if (longest > candidates.back())
+    throw InputError(options_.file + ": dataset: the window's longest sequence has " + std::to_string(longest) +
+                     " tokens, more than training.context_length_tokens (" + std::to_string(candidates.back()) +
+                     "), and HBP (" + options_.path +
+                     ") does not truncate sequences; set dataset.truncate_to_context "
+                     "to true to cut them to the context as a data loader does, or raise "
+                     "training.context_length_tokens");
   const Selection selection = selector.select(candidates, sp_degrees);
   if (options_.hierarchical) return selection.groups;
   return {selection.longest};

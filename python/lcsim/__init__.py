@@ -249,6 +249,23 @@ class Results:
         return copy.deepcopy(self._document)
 
     @property
+    def winner(self):
+        """The winning policy's label: the highest tokens/s among the policies that fit in GPU memory (``None``
+        when none fits). A policy with an out-of-memory iteration is never the winner."""
+        return self._document.get("uncertainty", {}).get("winner")
+
+    @property
+    def speedup_reference(self):
+        """The policy the speedups are over: the baseline, or the fastest policy that fits when the baseline runs
+        out of GPU memory."""
+        return self._document.get("speedup_reference", self._document.get("baseline"))
+
+    @property
+    def out_of_memory(self):
+        """Labels of the policies with an out-of-memory iteration: they cannot run as planned, nor win."""
+        return [p["name"] for p in self._document["policies"] if p.get("oom_iterations", 0) > 0]
+
+    @property
     def policies(self):
         """Per policy: its summary (mean iteration time, tokens/s, speedup, interval), without its iterations."""
         return [{k: v for k, v in p.items() if k != "iterations"} for p in self._document["policies"]]

@@ -87,6 +87,14 @@ def test_plan_gives_the_command_lines_results(tmp_path):
     assert [p["name"] for p in only.policies] == ["deepspeed", "skrull"]  # the baseline always runs
 
 
+def test_the_winner_and_the_speedups_reference_fit_in_memory():
+    results = lcsim.plan(DEFAULT, samples=2, iterations=2, progress=False)
+    assert results.out_of_memory == []
+    assert results.speedup_reference == "deepspeed"  # the baseline fits: it is the reference
+    assert results.winner in [p["name"] for p in results.policies]
+    assert results.winner not in results.out_of_memory
+
+
 def test_sampled_worlds_on_threads_give_the_same_results():
     one = lcsim.plan(DEFAULT, samples=4, iterations=2, policies=["skrull"], jobs=1, progress=False)
     three = lcsim.plan(DEFAULT, samples=4, iterations=2, policies=["skrull"], jobs=3, progress=False)
