@@ -15,6 +15,7 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr int kBisectionSteps = 40;
 constexpr double kMakespanPrecision = 1e-4;  // relative: finer than any cost the view can tell apart
 constexpr std::size_t kNoGroup = std::numeric_limits<std::size_t>::max();
+constexpr int kOrderedFromGpus = 256;
 
 std::vector<std::size_t> longest_first(std::span<const Tokens> lengths) {
   std::vector<std::size_t> order(lengths.size());
@@ -42,6 +43,72 @@ double makespan_of(const std::vector<Group>& groups, const FlexSpView& view) {
   return m;
 }
 
+/// greedy_within on a few open groups: a scan of them all, in group order.
+/// The scan reads the open groups' sums and coefficients from columns, and leaves out for good a group that can take
+/// no sequence still to come (the shortest of them does not fit it): with a, b >= 0 a group's time only grows with
+/// the sequence and with what it holds, so such a group is never chosen again. Same choices, same arithmetic.
+std::optional<std::vector<Group>> greedy_scan(std::span<const Tokens> lengths, std::span<const std::size_t> order,
+                                                const FlexSpView& view, double limit) {
+  std::vector<Group> groups;
+  struct Open {
+    std::vector<double> a, b, c, sum, sum_sq, capacity;
+    std::vector<std::size_t> group;
+    std::vector<char> rises;  ///< a, b >= 0: the time test may rule the group out for good
+    void erase(std::size_t j) {
+      const auto at = static_cast<std::ptrdiff_t>(j);
+      for (auto* column : {&a, &b, &c, &sum, &sum_sq, &capacity}) column->erase(column->begin() + at);
+      group.erase(group.begin() + at);
+      rises.erase(rises.begin() + at);
+    }
+  } open;
+  Tokens least = std::numeric_limits<Tokens>::max();
+  for (std::size_t i : order) least = std::min(least, lengths[i]);
+  const auto shortest = static_cast<double>(least);
+  int used = 0;
+  for (std::size_t i : order) {
+    const auto s = static_cast<double>(lengths[i]);
+    const double s2 = s * s;
+    std::size_t best = kNoGroup;
+    double best_time = -1;
+    const std::size_t live = open.group.size();
+    for (std::size_t j = 0; j < live; ++j) {
+      if (open.sum[j] + s > open.capacity[j]) continue;
+      const double t = open.a[j] * (open.sum_sq[j] + s2) + open.b[j] * (open.sum[j] + s) + open.c[j];
+      if (t <= limit && t > best_time) best = j, best_time = t;
+    }
+    if (best == kNoGroup) {
+      const DegreeCost* opened = nullptr;
+      for (const auto& d : view.degrees()) {
+        if (lengths[i] > d.capacity || used + d.degree > view.gpus() || d.seconds(s * s, s) > limit) continue;
+        opened = &d;
+        break;
+      }
+      if (!opened) return std::nullopt;
+      groups.push_back(Group{opened->degree, {}, 0, 0});
+      used += opened->degree;
+      open.a.push_back(opened->time.a);
+      open.b.push_back(opened->time.b);
+      open.c.push_back(opened->time.c);
+      open.sum.push_back(0);
+      open.sum_sq.push_back(0);
+      open.capacity.push_back(static_cast<double>(opened->capacity));
+      open.group.push_back(groups.size() - 1);
+      open.rises.push_back(opened->time.a >= 0 && opened->time.b >= 0);
+      best = open.group.size() - 1;
+    }
+    Group& g = groups[open.group[best]];
+    add(g, lengths[i], i);
+    open.sum[best] = g.sum;
+    open.sum_sq[best] = g.sum_sq;
+    const bool full = g.sum + shortest > open.capacity[best] ||
+                      (open.rises[best] && open.a[best] * (g.sum_sq + shortest * shortest) +
+                                                   open.b[best] * (g.sum + shortest) + open.c[best] >
+                                               limit);
+    if (full) open.erase(best);
+  }
+  return groups;
+}
+
 /// The greedy at makespan `limit`: every sequence, longest first, into the group it leaves fullest (the largest
 /// time still within the limit, ties to the earlier group), else a new group of the smallest degree that runs it
 /// within the limit.
@@ -54,6 +121,8 @@ double makespan_of(const std::vector<Group>& groups, const FlexSpView& view) {
 /// its time only grows with what it holds and with the sequence).
 std::optional<std::vector<Group>> greedy_within(std::span<const Tokens> lengths, std::span<const std::size_t> order,
                                                 const FlexSpView& view, double limit) {
+  // The ordered sets pay off once there are hundreds of groups; below, scanning them all is cheaper.
+  if (view.gpus() < kOrderedFromGpus) return greedy_scan(lengths, order, view, limit);
   std::vector<Group> groups;
   const std::vector<DegreeCost>& degrees = view.degrees();
   std::vector<std::size_t> slot_of;  // per group: its degree's index
