@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <queue>
+#include <set>
 #include <stdexcept>
 
 namespace lcsim::flexsp {
@@ -13,6 +14,8 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr int kBisectionSteps = 40;
 constexpr double kMakespanPrecision = 1e-4;  // relative: finer than any cost the view can tell apart
+constexpr std::size_t kNoGroup = std::numeric_limits<std::size_t>::max();
+constexpr int kOrderedFromGpus = 256;
 
 std::vector<std::size_t> longest_first(std::span<const Tokens> lengths) {
   std::vector<std::size_t> order(lengths.size());
@@ -40,34 +43,147 @@ double makespan_of(const std::vector<Group>& groups, const FlexSpView& view) {
   return m;
 }
 
-/// The greedy at makespan `limit`: every sequence, longest first, into the group it leaves fullest (the largest
-/// time still within the limit), else a new group of the smallest degree that runs it within the limit.
-std::optional<std::vector<Group>> greedy_within(std::span<const Tokens> lengths, std::span<const std::size_t> order,
+/// greedy_within on a few open groups: a scan of them all, in group order.
+/// The scan reads the open groups' sums and coefficients from columns, and leaves out for good a group that can take
+/// no sequence still to come (the shortest of them does not fit it): with a, b >= 0 a group's time only grows with
+/// the sequence and with what it holds, so such a group is never chosen again. Same choices, same arithmetic.
+std::optional<std::vector<Group>> greedy_scan(std::span<const Tokens> lengths, std::span<const std::size_t> order,
                                                 const FlexSpView& view, double limit) {
   std::vector<Group> groups;
-  std::vector<const DegreeCost*> costs;
+  struct Open {
+    std::vector<double> a, b, c, sum, sum_sq, capacity;
+    std::vector<std::size_t> group;
+    std::vector<char> rises;  ///< a, b >= 0: the time test may rule the group out for good
+    void erase(std::size_t j) {
+      const auto at = static_cast<std::ptrdiff_t>(j);
+      for (auto* column : {&a, &b, &c, &sum, &sum_sq, &capacity}) column->erase(column->begin() + at);
+      group.erase(group.begin() + at);
+      rises.erase(rises.begin() + at);
+    }
+  } open;
+  Tokens least = std::numeric_limits<Tokens>::max();
+  for (std::size_t i : order) least = std::min(least, lengths[i]);
+  const auto shortest = static_cast<double>(least);
   int used = 0;
   for (std::size_t i : order) {
     const auto s = static_cast<double>(lengths[i]);
-    int best = -1;
+    const double s2 = s * s;
+    std::size_t best = kNoGroup;
     double best_time = -1;
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      if (groups[g].sum + s > static_cast<double>(costs[g]->capacity)) continue;
-      const double t = costs[g]->seconds(groups[g].sum_sq + s * s, groups[g].sum + s);
-      if (t <= limit && t > best_time) best = static_cast<int>(g), best_time = t;
+    const std::size_t live = open.group.size();
+    for (std::size_t j = 0; j < live; ++j) {
+      if (open.sum[j] + s > open.capacity[j]) continue;
+      const double t = open.a[j] * (open.sum_sq[j] + s2) + open.b[j] * (open.sum[j] + s) + open.c[j];
+      if (t <= limit && t > best_time) best = j, best_time = t;
     }
-    if (best < 0) {
+    if (best == kNoGroup) {
+      const DegreeCost* opened = nullptr;
       for (const auto& d : view.degrees()) {
         if (lengths[i] > d.capacity || used + d.degree > view.gpus() || d.seconds(s * s, s) > limit) continue;
-        groups.push_back(Group{d.degree, {}, 0, 0});
-        costs.push_back(&d);
-        used += d.degree;
-        best = static_cast<int>(groups.size()) - 1;
+        opened = &d;
         break;
       }
-      if (best < 0) return std::nullopt;
+      if (!opened) return std::nullopt;
+      groups.push_back(Group{opened->degree, {}, 0, 0});
+      used += opened->degree;
+      open.a.push_back(opened->time.a);
+      open.b.push_back(opened->time.b);
+      open.c.push_back(opened->time.c);
+      open.sum.push_back(0);
+      open.sum_sq.push_back(0);
+      open.capacity.push_back(static_cast<double>(opened->capacity));
+      open.group.push_back(groups.size() - 1);
+      open.rises.push_back(opened->time.a >= 0 && opened->time.b >= 0);
+      best = open.group.size() - 1;
     }
-    add(groups[static_cast<std::size_t>(best)], lengths[i], i);
+    Group& g = groups[open.group[best]];
+    add(g, lengths[i], i);
+    open.sum[best] = g.sum;
+    open.sum_sq[best] = g.sum_sq;
+    const bool full = g.sum + shortest > open.capacity[best] ||
+                      (open.rises[best] && open.a[best] * (g.sum_sq + shortest * shortest) +
+                                                   open.b[best] * (g.sum + shortest) + open.c[best] >
+                                               limit);
+    if (full) open.erase(best);
+  }
+  return groups;
+}
+
+/// The greedy at makespan `limit`: every sequence, longest first, into the group it leaves fullest (the largest
+/// time still within the limit, ties to the earlier group), else a new group of the smallest degree that runs it
+/// within the limit.
+///
+/// The groups of one degree share the time formula, and a sequence adds the same a s^2 + b s to each: their times
+/// after it keep the order of their times before it, up to rounding. So each degree keeps its open groups ordered
+/// by time, and a sequence visits, per degree, only those whose time plus its own lies within `margin` of the limit
+/// and of the best found so far; each one visited is priced exactly as a scan of every group would price it, so
+/// the choice is the scan's. A group the shortest sequence to come no longer fits leaves for good (with a, b >= 0
+/// its time only grows with what it holds and with the sequence).
+std::optional<std::vector<Group>> greedy_within(std::span<const Tokens> lengths, std::span<const std::size_t> order,
+                                                const FlexSpView& view, double limit) {
+  // The ordered sets pay off once there are hundreds of groups; below, scanning them all is cheaper.
+  if (view.gpus() < kOrderedFromGpus) return greedy_scan(lengths, order, view, limit);
+  std::vector<Group> groups;
+  const std::vector<DegreeCost>& degrees = view.degrees();
+  std::vector<std::size_t> slot_of;  // per group: its degree's index
+  std::vector<std::set<std::pair<double, std::size_t>>> open(degrees.size());  // per degree: (time, group)
+  std::vector<std::multiset<double>> sums(degrees.size());  // per degree: its open groups' tokens
+  Tokens least = std::numeric_limits<Tokens>::max();
+  for (std::size_t i : order) least = std::min(least, lengths[i]);
+  const auto shortest = static_cast<double>(least);
+  int used = 0;
+  for (std::size_t i : order) {
+    const auto s = static_cast<double>(lengths[i]);
+    const double s2 = s * s;
+    std::size_t best = kNoGroup;
+    double best_time = -1;
+    for (std::size_t k = 0; k < degrees.size(); ++k) {
+      if (open[k].empty()) continue;
+      const DegreeCost& d = degrees[k];
+      const double a = d.time.a, b = d.time.b, c = d.time.c;
+      const auto capacity = static_cast<double>(d.capacity);
+      if (*sums[k].begin() + s > capacity) continue;  // not even its emptiest group has room
+      const double added = a * s2 + b * s;
+      // Rounding in either sum is a few ulps of its largest term; a group holds at most capacity tokens.
+      const double margin =
+          1e-12 * (std::abs(a) * (capacity * capacity + s2) + std::abs(b) * (capacity + s) + std::abs(c));
+      auto it = open[k].upper_bound({limit - added + margin, kNoGroup});
+      while (it != open[k].begin()) {
+        --it;
+        const auto [before, g] = *it;
+        if (before + added < best_time - margin) break;
+        const Group& group = groups[g];
+        if (group.sum + s > capacity) continue;
+        const double t = d.seconds(group.sum_sq + s2, group.sum + s);
+        if (t <= limit && (t > best_time || (t == best_time && g < best))) best = g, best_time = t;
+      }
+    }
+    if (best == kNoGroup) {
+      for (std::size_t k = 0; k < degrees.size(); ++k) {
+        const DegreeCost& d = degrees[k];
+        if (lengths[i] > d.capacity || used + d.degree > view.gpus() || d.seconds(s * s, s) > limit) continue;
+        groups.push_back(Group{d.degree, {}, 0, 0});
+        slot_of.push_back(k);
+        used += d.degree;
+        best = groups.size() - 1;
+        break;
+      }
+      if (best == kNoGroup) return std::nullopt;
+    } else {
+      const DegreeCost& d = degrees[slot_of[best]];
+      open[slot_of[best]].erase({d.seconds(groups[best].sum_sq, groups[best].sum), best});
+      sums[slot_of[best]].erase(sums[slot_of[best]].find(groups[best].sum));
+    }
+    Group& g = groups[best];
+    add(g, lengths[i], i);
+    const DegreeCost& d = degrees[slot_of[best]];
+    const bool rises = d.time.a >= 0 && d.time.b >= 0;
+    const bool full = g.sum + shortest > static_cast<double>(d.capacity) ||
+                      (rises && d.seconds(g.sum_sq + shortest * shortest, g.sum + shortest) > limit);
+    if (!full) {
+      open[slot_of[best]].insert({d.seconds(g.sum_sq, g.sum), best});
+      sums[slot_of[best]].insert(g.sum);
+    }
   }
   return groups;
 }

@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -80,6 +81,19 @@ void plan_batches(benchmark::State& state, const char* kind) {
     next = (next + 1) % s.batches.size();
   }
   state.counters["sequences"] = static_cast<double>(s.batches[0].size());
+  // Every batch's choices (groups and the sequences each runs) folded into one number: a change of speed that
+  // changes a choice shows here.
+  std::uint64_t h = 0xCBF29CE484222325ULL;
+  const auto fold = [&](std::uint64_t v) { h = (h ^ v) * 0x100000001B3ULL; };
+  for (const auto& batch : s.batches)
+    for (const auto& plan : policy->plan(context, std::span(&batch, 1)))
+      for (const auto& replica : plan.replicas) {
+        fold(static_cast<std::uint64_t>(replica.phase));
+        fold(replica.gpus.size());
+        for (const auto& mb : replica.micro_batches)
+          for (const auto& p : mb.placements) fold(static_cast<std::uint64_t>(p.sequence_id));
+      }
+  state.counters["choices"] = static_cast<double>(h % 1000000007ULL);
   state.SetLabel(label.substr(0, 60));
 }
 
