@@ -230,8 +230,8 @@ void list_profiles(std::ostream& out) {
     rows.push_back({name, profile.gpu, p.stack.empty() ? "-" : p.stack,
                     p.calibrated ? "calibrated on " + p.device + ", " + p.date : "uncalibrated, " + p.source});
   }
-  out << "shipped profiles (use as \"profile\": \"calibrate/profiles/NAME\", relative to the scenario; stack presets: "
-         "docs/calibration.md)\n";
+  out << "shipped profiles in calibrate/profiles/ (a scenario's \"profile\" names one, relative to its folder; stack "
+         "presets:\ndocs/calibration.md)\n";
   print_rows(rows, out, true);
 }
 

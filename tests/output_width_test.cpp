@@ -74,7 +74,7 @@ TEST_F(OutputWidthTest, TuneFits120ColumnsAndSaysWhyACandidateFailed) {
 
 TEST_F(OutputWidthTest, ValidateListAndFitTraceFit120Columns) {
   expect_fits(kLcsim + "validate --samples 1 --jobs 2 --only skrull-table3-rr-vs-deepspeed");
-  for (const char* subject : {"models", "gpus", "distributions", "policies", "finetuning", "topologies"})
+  for (const char* subject : {"models", "gpus", "distributions", "policies", "finetuning", "topologies", "profiles"})
     expect_fits(kLcsim + "list " + subject);
   expect_fits(kFitTrace + "'" + kSource + "/measurements/torch/h200-2026-11-26/torch-qwen2.5-0.5b.trace.json.gz' " +
               "--model Qwen2.5-0.5B --out '" + path("fitted.json") + "'");
