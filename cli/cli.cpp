@@ -7,6 +7,7 @@ std::string main_usage() {
          " -- compare data-scheduling policies for long-context LLM fine-tuning\n"
          "\n"
          "Usage:\n"
+         "  lcsim new FILE [--model NAME] [--gpu NAME] [--nodes N] [--trace FILE | --distribution NAME] ...\n"
          "  lcsim plan SCENARIO [--policy LABEL]... [--iterations N] [--json FILE] [--csv FILE] [--quiet]\n"
          "  lcsim simulate SCENARIO [--policy LABEL]... [--iterations N] [--json FILE] [--csv FILE]\n"
          "                 [--trace FILE] [--layer-granularity K] [--quiet]\n"
@@ -17,11 +18,12 @@ std::string main_usage() {
          "                 [--profile FILE]...\n"
          "  lcsim tune SCENARIO [--policy LABEL]... [--jobs N] [--budget-s S] [--json FILE] [--csv FILE] [--quiet]\n"
          "             [--shard K/N --slice FILE | --merge FILE...]\n"
-         "  lcsim list models|gpus|distributions|policies|finetuning|topologies\n"
+         "  lcsim list models|gpus|distributions|policies|finetuning|topologies|profiles\n"
          "  lcsim COMMAND --help\n"
          "  lcsim --help | --version\n"
          "\n"
          "Commands:\n"
+         "  new    a scenario for your own case from a few options (then tune, then simulate)\n"
          "  plan   every policy of the scenario plans the same global batches; each plan is validated and timed\n"
          "         by replaying its iteration program without contention; prints a comparison table\n"
          "  simulate the same plans, run in a SimGrid simulation of the cluster (contention, overlap, pipelines,\n"
@@ -58,6 +60,8 @@ void run_command_line(const std::vector<std::string>& args, std::ostream& out) {
     run_tune_command(rest, out);
   } else if (command == "list") {
     run_list_command(rest, out);
+  } else if (command == "new") {
+    run_new_command(rest, out);
   } else {
     throw UsageError("unknown command \"" + command + "\"", main_usage());
   }
