@@ -56,4 +56,15 @@ TEST_F(NewCommandTest, YourOwnCaseInThreeCommandsNewTuneSimulate) {
   EXPECT_FALSE(std::filesystem::exists(path("x.json")));
 }
 
+TEST(ReadmeFrontPage, IsAtMost130LinesAndOpensYourOwnCaseWithTheThreeCommandsTestedAbove) {
+  std::ifstream readme(std::string(LCSIM_SOURCE_DIR) + "/README.md");
+  std::string text, line;
+  int lines = 0;
+  for (; std::getline(readme, line); ++lines) text += line + "\n";
+  EXPECT_LE(lines, 130);
+  for (const char* command :
+       {"lcsim new mine.json", "lcsim tune mine.json --write-scenario tuned.json", "lcsim simulate tuned.json"})
+    EXPECT_TRUE(contains(text, command)) << command;
+}
+
 }  // namespace new_command_test
