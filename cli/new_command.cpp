@@ -130,6 +130,9 @@ void run_new_command(const std::vector<std::string>& args, std::ostream& out) {
   if (fs::exists(file) && !vm.count("force")) throw InputError(parsed->file + ": exists (--force replaces it)");
   if (vm.count("trace") && !vm["distribution"].defaulted())
     throw InputError("--trace and --distribution: give one of them");
+  for (const char* input : {"trace", "profile"})
+    if (vm.count(input) && fs::weakly_canonical(vm[input].as<std::string>()) == fs::weakly_canonical(file))
+      throw InputError(parsed->file + ": is the input --" + std::string(input) + " file; name another output");
   const Json doc = scenario_document(vm, file);
   // Checked as `lcsim plan` would load it, so the file written is one that runs.
   (void)load_and_prepare(nlohmann::json::parse(doc.dump()), fs::absolute(file).string());

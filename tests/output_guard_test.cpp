@@ -202,8 +202,15 @@ TEST_F(OutputGuardCli, EveryOutputOptionOfEveryCommandRefusesAnInput) {
        }},
   };
   // Options that name inputs only.
-  const std::set<std::string> inputs = {"validate --catalogue", "validate --profile", "tune --merge",
-                                        "plan --model-form", "simulate --model-form"};
+  const std::set<std::string> inputs = {"validate --catalogue", "validate --profile",    "tune --merge",
+                                        "plan --model-form",    "simulate --model-form", "new --profile",
+                                        "new --trace"};
+  // `lcsim new FILE --force` never writes over the trace or profile it names.
+  write("lengths.txt", "1000\n2000\n");
+  expect_refused(
+      "new lengths.txt --force --trace lengths.txt --batch 2 --iterations 1 --cp 1 --nodes 1 "
+      "--gpus-per-node 1",
+      "lengths.txt");
   {
     // `tune --merge a --merge b --json a`: the slice a is an input.
     write("a.json", "{}");
