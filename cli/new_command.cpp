@@ -44,7 +44,8 @@ po::options_description new_options() {
        "comma-separated policy kinds; the first is the baseline (lcsim list policies)")  //
       ("profile", po::value<std::string>()->value_name("FILE"),
        "calibration profile (default: the GPU kind's shipped default; lcsim list profiles)")  //
-      ("force", "replace FILE when it exists");
+      ("force", "replace FILE when it exists")                                                //
+      ("help,h", "print this help");
   return options;
 }
 

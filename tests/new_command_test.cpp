@@ -54,6 +54,9 @@ TEST_F(NewCommandTest, YourOwnCaseInThreeCommandsNewTuneSimulate) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_TRUE(contains(bad.output, "Z100")) << bad.output;
   EXPECT_FALSE(std::filesystem::exists(path("x.json")));
+  const auto help = run_command(kLcsim + "new --help 2>&1");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_TRUE(contains(help.output, "Usage: lcsim new FILE")) << help.output;
 }
 
 TEST(ReadmeFrontPage, IsAtMost130LinesAndOpensYourOwnCaseWithTheThreeCommandsTestedAbove) {
