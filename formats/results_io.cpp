@@ -230,9 +230,17 @@ std::string speedup_line(const RunResults& results) {
 
 std::string out_of_memory_lines(const RunResults& results) {
   std::string names;
+  int count = 0;
   for (const auto& p : results.policies)
-    if (!p.fits()) names += (names.empty() ? "" : ", ") + p.label;
-  if (names.empty()) return "";
+    if (!p.fits()) {
+      names += (names.empty() ? "" : ", ") + p.label;
+      ++count;
+    }
+  if (count == 0) return "";
+  if (count == 1)
+    return "OOM: " + names +
+           " runs out of GPU memory in some iterations (the warnings say where and why): its plans could not run, so "
+           "it cannot be the winner\n";
   return "OOM: " + names +
          " run out of GPU memory in some iterations (the warnings say where and why): their plans could not run, "
          "so none of them can be the winner\n";

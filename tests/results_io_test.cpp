@@ -180,7 +180,7 @@ TEST(ResultsIoTable, HeaderProfileLineThenAlignedRows) {
   EXPECT_TRUE(contains(lines[6], "0.3000"));
   EXPECT_TRUE(contains(lines[6], "1.00x"));
   EXPECT_TRUE(contains(lines[6], "OOM 1/2"));  // an OOM iteration marks the row
-  EXPECT_TRUE(contains(lines[11], "OOM: base run out of GPU memory"));
+  EXPECT_TRUE(contains(lines[11], "OOM: base runs out of GPU memory"));
   EXPECT_TRUE(contains(lines[6], "12.5"));
   EXPECT_TRUE(contains(lines[7], "0.67x"));
   EXPECT_TRUE(contains(lines[7], "0/2"));
