@@ -43,12 +43,32 @@ double makespan_of(const std::vector<Group>& groups, const FlexSpView& view) {
   return m;
 }
 
+/// The shortest of the sequences in `order`: a group it no longer fits takes none of those still to come.
+double shortest_of(std::span<const Tokens> lengths, std::span<const std::size_t> order) {
+  Tokens least = std::numeric_limits<Tokens>::max();
+  for (std::size_t i : order) least = std::min(least, lengths[i]);
+  return static_cast<double>(least);
+}
+
+/// The degree a new group opens with for a sequence of `tokens`: the first (smallest) that holds it, has its GPUs
+/// free beside the `used` ones and runs it within `limit`; none when no degree can.
+std::optional<std::size_t> degree_to_open(const FlexSpView& view, Tokens tokens, int used, double limit) {
+  const auto s = static_cast<double>(tokens);
+  const std::vector<DegreeCost>& degrees = view.degrees();
+  for (std::size_t k = 0; k < degrees.size(); ++k) {
+    const DegreeCost& d = degrees[k];
+    if (tokens > d.capacity || used + d.degree > view.gpus() || d.seconds(s * s, s) > limit) continue;
+    return k;
+  }
+  return std::nullopt;
+}
+
 /// greedy_within on a few open groups: a scan of them all, in group order.
 /// The scan reads the open groups' sums and coefficients from columns, and leaves out for good a group that can take
 /// no sequence still to come (the shortest of them does not fit it): with a, b >= 0 a group's time only grows with
 /// the sequence and with what it holds, so such a group is never chosen again. Same choices, same arithmetic.
 std::optional<std::vector<Group>> greedy_scan(std::span<const Tokens> lengths, std::span<const std::size_t> order,
-                                                const FlexSpView& view, double limit) {
+                                              const FlexSpView& view, double limit) {
   std::vector<Group> groups;
   struct Open {
     std::vector<double> a, b, c, sum, sum_sq, capacity;
@@ -61,9 +81,7 @@ std::optional<std::vector<Group>> greedy_scan(std::span<const Tokens> lengths, s
       rises.erase(rises.begin() + at);
     }
   } open;
-  Tokens least = std::numeric_limits<Tokens>::max();
-  for (std::size_t i : order) least = std::min(least, lengths[i]);
-  const auto shortest = static_cast<double>(least);
+  const double shortest = shortest_of(lengths, order);
   int used = 0;
   for (std::size_t i : order) {
     const auto s = static_cast<double>(lengths[i]);
@@ -77,13 +95,9 @@ std::optional<std::vector<Group>> greedy_scan(std::span<const Tokens> lengths, s
       if (t <= limit && t > best_time) best = j, best_time = t;
     }
     if (best == kNoGroup) {
-      const DegreeCost* opened = nullptr;
-      for (const auto& d : view.degrees()) {
-        if (lengths[i] > d.capacity || used + d.degree > view.gpus() || d.seconds(s * s, s) > limit) continue;
-        opened = &d;
-        break;
-      }
-      if (!opened) return std::nullopt;
+      const std::optional<std::size_t> k = degree_to_open(view, lengths[i], used, limit);
+      if (!k) return std::nullopt;
+      const DegreeCost* opened = &view.degrees()[*k];
       groups.push_back(Group{opened->degree, {}, 0, 0});
       used += opened->degree;
       open.a.push_back(opened->time.a);
@@ -100,10 +114,10 @@ std::optional<std::vector<Group>> greedy_scan(std::span<const Tokens> lengths, s
     add(g, lengths[i], i);
     open.sum[best] = g.sum;
     open.sum_sq[best] = g.sum_sq;
-    const bool full = g.sum + shortest > open.capacity[best] ||
-                      (open.rises[best] && open.a[best] * (g.sum_sq + shortest * shortest) +
-                                                   open.b[best] * (g.sum + shortest) + open.c[best] >
-                                               limit);
+    const bool full =
+        g.sum + shortest > open.capacity[best] ||
+        (open.rises[best] &&
+         open.a[best] * (g.sum_sq + shortest * shortest) + open.b[best] * (g.sum + shortest) + open.c[best] > limit);
     if (full) open.erase(best);
   }
   return groups;
@@ -125,12 +139,10 @@ std::optional<std::vector<Group>> greedy_within(std::span<const Tokens> lengths,
   if (view.gpus() < kOrderedFromGpus) return greedy_scan(lengths, order, view, limit);
   std::vector<Group> groups;
   const std::vector<DegreeCost>& degrees = view.degrees();
-  std::vector<std::size_t> slot_of;  // per group: its degree's index
+  std::vector<std::size_t> slot_of;                                            // per group: its degree's index
   std::vector<std::set<std::pair<double, std::size_t>>> open(degrees.size());  // per degree: (time, group)
-  std::vector<std::multiset<double>> sums(degrees.size());  // per degree: its open groups' tokens
-  Tokens least = std::numeric_limits<Tokens>::max();
-  for (std::size_t i : order) least = std::min(least, lengths[i]);
-  const auto shortest = static_cast<double>(least);
+  std::vector<std::multiset<double>> sums(degrees.size());                     // per degree: its open groups' tokens
+  const double shortest = shortest_of(lengths, order);
   int used = 0;
   for (std::size_t i : order) {
     const auto s = static_cast<double>(lengths[i]);
@@ -159,16 +171,12 @@ std::optional<std::vector<Group>> greedy_within(std::span<const Tokens> lengths,
       }
     }
     if (best == kNoGroup) {
-      for (std::size_t k = 0; k < degrees.size(); ++k) {
-        const DegreeCost& d = degrees[k];
-        if (lengths[i] > d.capacity || used + d.degree > view.gpus() || d.seconds(s * s, s) > limit) continue;
-        groups.push_back(Group{d.degree, {}, 0, 0});
-        slot_of.push_back(k);
-        used += d.degree;
-        best = groups.size() - 1;
-        break;
-      }
-      if (best == kNoGroup) return std::nullopt;
+      const std::optional<std::size_t> k = degree_to_open(view, lengths[i], used, limit);
+      if (!k) return std::nullopt;
+      groups.push_back(Group{degrees[*k].degree, {}, 0, 0});
+      slot_of.push_back(*k);
+      used += degrees[*k].degree;
+      best = groups.size() - 1;
     } else {
       const DegreeCost& d = degrees[slot_of[best]];
       open[slot_of[best]].erase({d.seconds(groups[best].sum_sq, groups[best].sum), best});
