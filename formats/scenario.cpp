@@ -165,6 +165,13 @@ Precision parse_precision(JsonObjectReader& r) {
   r.fail("precision", "expected \"bf16\" or \"fp8\", got \"" + value + "\"");
 }
 
+Elementwise parse_elementwise(JsonObjectReader& r) {
+  const std::string value = r.optional<std::string>("elementwise", "fused");
+  if (value == "fused") return Elementwise::Fused;
+  if (value == "eager") return Elementwise::Eager;
+  r.fail("elementwise", "expected \"fused\" or \"eager\", got \"" + value + "\"");
+}
+
 Recompute parse_recompute(JsonObjectReader& r) {
   const std::string value = r.optional<std::string>("recompute", "selective");
   if (value == "none") return Recompute::None;
@@ -256,6 +263,7 @@ TrainingConfig parse_training(JsonObjectReader r, const ModelConfig& model) {
   t.zero_stage = r.has("zero_stage") ? int_in(r, "zero_stage", 0, 3) : 2;
   t.recompute = parse_recompute(r);
   t.precision = parse_precision(r);
+  t.elementwise = parse_elementwise(r);
   t.context_length = r.integer_in("context_length_tokens", 1, kMaxTokens);
   if (r.has("bucket_size_tokens")) t.bucket_size_tokens = r.integer_in("bucket_size_tokens", 1, kMaxTokens);
   if (r.has("finetuning")) t.finetuning = parse_finetuning(r.object("finetuning"), model);

@@ -299,7 +299,8 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
   if (s.cp_attention == CpAttention::Ring) check_ring_fits(loaded.profile, s, file);
   loaded.cost =
       std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
-                                  CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning, s.training.precision});
+                                  CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning, s.training.precision,
+                   s.training.elementwise});
   std::vector<Tokens> whole;
   loaded.batches = prepare_window(s, loaded.dataset_label, std::nullopt, plans_from_dataset ? &whole : nullptr);
   if (plans_from_dataset) loaded.dataset_lengths = std::make_shared<const std::vector<Tokens>>(std::move(whole));

@@ -57,6 +57,10 @@ std::string_view to_string(Recompute recompute) {
   return "unknown";
 }
 
+std::string_view to_string(Elementwise elementwise) {
+  return elementwise == Elementwise::Eager ? "eager" : "fused";
+}
+
 std::string_view to_string(Precision precision) {
   return precision == Precision::Fp8 ? "fp8" : "bf16";
 }
@@ -154,7 +158,27 @@ CostModel::ElementwiseBytes CostModel::layer_elementwise_bytes_per_token() const
   // Forward: two RMSNorms (read h, write h), rotary on Q and K (read and write q + kv), two residual adds (read 2h,
   // write h), SwiGLU (read gate and up, write f). Backward: each norm reads x and dy and writes dx, rotary as
   // forward, the two gradient sums at the residuals 3h each, SwiGLU reads gate, up and dy and writes two gradients.
-  return {kBf16Bytes * (10 * h + 2 * (q + kv) + 3 * f), kBf16Bytes * (12 * h + 2 * (q + kv) + 5 * f)};
+  ElementwiseBytes bytes{kBf16Bytes * (10 * h + 2 * (q + kv) + 3 * f), kBf16Bytes * (12 * h + 2 * (q + kv) + 5 * f)};
+  if (options_.elementwise == Elementwise::Eager) {
+    // Eager PyTorch (torchtitan's Llama code): each op its own kernel. Each RMSNorm upcasts to FP32, squares,
+    // averages, scales, downcasts and multiplies by its weight (36 h bytes forward, 56 h backward, against the
+    // floor's 4 h and 6 h); rotary goes through FP32 complex numbers (20 bytes an element each way, against 4); the
+    // attention output is made contiguous; SwiGLU is a silu and a product (10 f forward, 18 f backward, against 6 f
+    // and 10 f); under GQA, the repeat of K and V to every query head is a copy and its gradient a sum.
+    // docs/model.md, "Element-wise kernels", counts each kernel.
+    const double repeat_kv = kv < q ? 4 * (q + kv) : 0;
+    bytes.forward += 64 * h + 20 * q + 16 * kv + 4 * f + repeat_kv;
+    bytes.backward += 100 * h + 20 * q + 16 * kv + 8 * f + repeat_kv;
+  }
+  if (options_.precision == Precision::Fp8) {
+    // FP8 GEMMs read FP8 copies of both operands, row-major and transposed (Hopper's FP8 MMA takes one layout).
+    // Forward: the attention output (q) and the SwiGLU output (f) are cast and transposed (read 2 bytes, write
+    // 1 + 1); the norms write their output in FP8 (1 byte less) but its transpose still costs a pass (1 + 1).
+    // Backward: each GEMM group's output gradient (Q, K, V; output; gate, up; down) is cast and transposed.
+    bytes.forward += 4 * q + 4 * f + 2 * h;
+    bytes.backward += 4 * (q + 2 * kv + 2 * h + 2 * f);
+  }
+  return bytes;
 }
 
 CostModel::ElementwiseBytes CostModel::head_elementwise_bytes_per_token() const {

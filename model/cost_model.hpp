@@ -25,6 +25,12 @@ std::string_view to_string(Recompute recompute);
 enum class Precision : std::uint8_t { Bf16, Fp8 };
 std::string_view to_string(Precision precision);
 
+/// How the element-wise ops (norms, rotary, SwiGLU, GQA's K,V repeat) run (training.elementwise): fused kernels that
+/// read and write each tensor once (torch.compile, Transformer Engine, Megatron's fused kernels), or eager PyTorch, one
+/// kernel per op with FP32 intermediates where the model's code upcasts (docs/model.md, "Element-wise kernels").
+enum class Elementwise : std::uint8_t { Fused, Eager };
+std::string_view to_string(Elementwise elementwise);
+
 /// How one replica (a DP group member: a pipeline of TP x CP GPUs per stage) runs the model.
 struct ParallelScheme {
   int tp = 1;
@@ -127,6 +133,7 @@ struct CostModelOptions {
   CpAttention cp_attention = CpAttention::Ulysses;
   Finetuning finetuning{};  ///< what the run trains: every weight, LoRA adapters, or all but a frozen part
   Precision precision = Precision::Bf16;
+  Elementwise elementwise = Elementwise::Fused;
 };
 
 class CostModel {
@@ -146,7 +153,8 @@ class CostModel {
   /// LM head GEMM per token.
   double head_flops_per_token() const;
   /// The least HBM traffic of one layer's element-wise kernels per token (norms, rotary, residual adds, SwiGLU;
-  /// each reads its inputs and writes its outputs once, bf16), forward and backward; the loss's over the logits.
+  /// each reads its inputs and writes its outputs once, bf16), forward and backward, with FP8's casts and
+  /// transposes of the GEMM operands under training.precision "fp8"; the loss's over the logits.
   struct ElementwiseBytes {
     double forward = 0, backward = 0;
   };

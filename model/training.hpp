@@ -20,6 +20,7 @@ struct TrainingConfig {
   std::optional<Tokens> bucket_size_tokens;  ///< Skrull BucketSize C when the scenario fixes it
   Finetuning finetuning{};                   ///< what is trained; the cost model prices it, policies need not look
   Precision precision = Precision::Bf16;     ///< the layer GEMMs' number format; the cost model prices it
+  Elementwise elementwise = Elementwise::Fused;  ///< fused or eager element-wise kernels; the cost model prices it
 };
 
 /// The scenario's homogeneous layout (the baselines' static strategy): dp x pp x cp x tp GPUs.

@@ -122,6 +122,59 @@ TEST(CostModelTime, Fp8PricesTheLayerGemmsAtTheProfilesSpeedupAndNothingElse) {
   EXPECT_EQ(to_string(Precision::Fp8), "fp8");
 }
 
+TEST(CostModelTime, EagerElementwiseKernelsMoveEachOpsTensorsThroughHbm) {
+  // h 64, q 64, kv 32 (GQA: K and V repeated to every query head), f 128. Eager adds, forward, 64 h (two FP32
+  // RMSNorms) + 20 q + 16 kv (rotary through FP32 complex numbers, the contiguous attention output) + 4 f (silu and
+  // product) + 4 (q + kv) (the repeat) = 4096 + 1280 + 512 + 512 + 384 = 6784 bytes a token; backward 100 h + 20 q +
+  // 16 kv + 8 f + 4 (q + kv) = 6400 + 1280 + 512 + 1024 + 384 = 9600.
+  const ClusterSpec cluster = testing::flat_tiny_cluster(2, 4, 1e9, 1e-6);  // 1e6 B/s of HBM
+  const CostModel fused(tiny_model(), cluster, flat_profile());
+  const CostModel eager(tiny_model(), cluster, flat_profile(), CostModelOptions{.elementwise = Elementwise::Eager});
+  EXPECT_DOUBLE_EQ(eager.layer_elementwise_bytes_per_token().forward, 2 * 1216 + 6784);
+  EXPECT_DOUBLE_EQ(eager.layer_elementwise_bytes_per_token().backward, 2 * 1600 + 9600);
+  // Without GQA (kv = q) nothing is repeated.
+  ModelConfig mha = tiny_model();
+  mha.kv_heads = mha.heads;
+  const CostModel eager_mha(mha, cluster, flat_profile(), CostModelOptions{.elementwise = Elementwise::Eager});
+  const CostModel fused_mha(mha, cluster, flat_profile());
+  EXPECT_DOUBLE_EQ(eager_mha.layer_elementwise_bytes_per_token().forward -
+                       fused_mha.layer_elementwise_bytes_per_token().forward,
+                   64 * 64 + 20 * 64 + 16 * 64 + 4 * 128);
+  // 100 tokens at 1e6 B/s: 0.6784 s more forward, 0.96 s more backward; GEMMs and attention unchanged.
+  const std::vector<SequenceShare> one{{100, 1}};
+  EXPECT_NEAR(eager.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full) -
+                  fused.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full),
+              0.6784 + 0.96, 1e-9);
+  EXPECT_EQ(to_string(Elementwise::Eager), "eager");
+  EXPECT_EQ(to_string(Elementwise::Fused), "fused");
+}
+
+TEST(CostModelTime, Fp8CastsAndTransposesTheGemmOperandsThroughHbm) {
+  // h 64, q 64, kv 32, f 128. BF16 floor: forward 2 x 1216, backward 2 x 1600 bytes a token. FP8 adds, forward,
+  // the attention and SwiGLU outputs cast and transposed (4 q + 4 f) and the norms' FP8 outputs transposed (2 h):
+  // 896; backward, the output gradients of the QKV, output, gate/up and down GEMMs cast and transposed,
+  // 4 (q + 2 kv + 2 h + 2 f) = 2048.
+  Profile p = flat_profile();
+  p.compute.fp8_gemm_speedup = 2.0;
+  const ClusterSpec cluster = testing::flat_tiny_cluster(2, 4, 1e9, 1e-6);  // 1e6 B/s of HBM
+  const CostModel bf16(tiny_model(), cluster, p);
+  const CostModel fp8(tiny_model(), cluster, p, CostModelOptions{.precision = Precision::Fp8});
+  EXPECT_DOUBLE_EQ(fp8.layer_elementwise_bytes_per_token().forward, 2 * 1216 + 896);
+  EXPECT_DOUBLE_EQ(fp8.layer_elementwise_bytes_per_token().backward, 2 * 1600 + 2048);
+  // The loss over the logits stays BF16.
+  EXPECT_DOUBLE_EQ(fp8.head_elementwise_bytes_per_token().forward, bf16.head_elementwise_bytes_per_token().forward);
+  // 100 tokens at 1e6 B/s: the casts add 0.0896 s forward and 0.2048 s backward to the layer, beyond the halved GEMMs;
+  // a recomputed forward casts again.
+  const std::vector<SequenceShare> one{{100, 1}};
+  const double gemm_saved = 3 * 7.3728 / 2;
+  EXPECT_NEAR(bf16.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full) -
+                  fp8.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full),
+              gemm_saved - 0.0896 - 0.2048, 1e-9);
+  EXPECT_NEAR(fp8.layer_seconds(one, 1, Recompute::Full, false, LayerGrad::Full) -
+                  fp8.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full),
+              7.3728 / 2 + 2.56 + 0.2432 + 0.0896, 1e-9);
+}
+
 TEST(CostModelTime, SelectiveRecomputationRerunsTheProfilesShareOfTheForwardGemms) {
   Profile p = flat_profile();
   p.compute.selective_recompute_gemm_share = 0.5;

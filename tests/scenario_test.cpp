@@ -102,6 +102,13 @@ TEST(ScenarioParse, PrecisionAndAPartsOwnMemoryAndBandwidth) {
   doc["training"]["precision"] = "fp16";
   EXPECT_NE(error_of(doc).find(kFile + ": training.precision: expected \"bf16\" or \"fp8\""), std::string::npos);
   doc = minimal();
+  EXPECT_EQ(scenario_from_json(doc, kFile).training.elementwise, Elementwise::Fused);
+  doc["training"]["elementwise"] = "eager";
+  EXPECT_EQ(scenario_from_json(doc, kFile).training.elementwise, Elementwise::Eager);
+  doc["training"]["elementwise"] = "compiled";
+  EXPECT_NE(error_of(doc).find(kFile + ": training.elementwise: expected \"fused\" or \"eager\""),
+            std::string::npos);
+  doc = minimal();
   doc["cluster"]["gpu_memory_GiB"] = 96;
   doc["cluster"]["hbm_TBps"] = 2.4;
   const Scenario s = scenario_from_json(doc, kFile);

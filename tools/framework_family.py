@@ -55,10 +55,11 @@ def row(source, where, rid, claim, published, precision, **setting):
 
 
 def titan(where, rid, claim, tps, precision, model, gpus, dp, seq, lbs, recompute, tp=1, pp=1, cp=1, source=None,
-          fits=None):
+          fits=None, elementwise="fused"):
+    """elementwise: "eager" for the rows run without torch.compile (the tables' "FSDP" rows), else fused."""
     return row(source or TORCHTITAN, where, rid, claim, tps, precision, stack="pytorch-fsdp", cluster=GRAND_TETON,
                model=model, gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, seq=seq, per_micro_batch=lbs,
-               sequences=dp * lbs, zero=3, recompute=recompute, fits=fits)
+               sequences=dp * lbs, zero=3, recompute=recompute, fits=fits, elementwise=elementwise)
 
 
 def nemo(source, where, rid, claim, tps, model, gpus, gbs, seq, tp, pp, cp, recompute="selective", finetuning=None,
@@ -74,7 +75,7 @@ LORA = {"method": "lora", "rank": 32, "alpha": 32}
 ROWS = [
     # torchtitan, Table 1: Llama 3.1 8B, 8 GPUs, FSDP, local batch 2 (seq 8192), selective AC.
     titan("Table 1, FSDP", "torchtitan-t1-fsdp-8b-8gpu", "Llama 3.1 8B, FSDP 8, eager, BF16: 5,762 TPS/GPU (82.4 GiB)",
-          5762, "bf16", "LLaMA3.1-8B", 8, 8, 8192, 2, "selective", fits="ran at 82.4 GiB of 96"),
+          5762, "bf16", "LLaMA3.1-8B", 8, 8, 8192, 2, "selective", fits="ran at 82.4 GiB of 96", elementwise="eager"),
     titan("Table 1, FSDP + torch.compile", "torchtitan-t1-fsdp-compile-8b-8gpu",
           "Llama 3.1 8B, FSDP 8, torch.compile, BF16: 6,667 TPS/GPU", 6667, "bf16", "LLaMA3.1-8B", 8, 8, 8192, 2,
           "selective"),
@@ -89,7 +90,7 @@ ROWS = [
                                 (8, 262144, 548, 84.5)]],
     # Table 3: 128 GPUs.
     titan("Table 3, FSDP", "torchtitan-t3-fsdp-8b-128gpu", "Llama 3.1 8B, FSDP 128, eager, BF16: 5,605 TPS/GPU",
-          5605, "bf16", "LLaMA3.1-8B", 128, 128, 8192, 2, "selective"),
+          5605, "bf16", "LLaMA3.1-8B", 128, 128, 8192, 2, "selective", elementwise="eager"),
     titan("Table 3, FSDP + torch.compile", "torchtitan-t3-fsdp-compile-8b-128gpu",
           "Llama 3.1 8B, FSDP 128, torch.compile, BF16: 6,514 TPS/GPU", 6514, "bf16", "LLaMA3.1-8B", 128, 128, 8192, 2,
           "selective"),
@@ -200,6 +201,8 @@ def scenario(r):
     training = {"global_batch_sequences": s["sequences"], "iterations": 1, "zero_stage": s["zero"],
                 "recompute": s["recompute"], "context_length_tokens": s["seq"] * s["per_micro_batch"],
                 "precision": r["precision"]}
+    if s.get("elementwise", "fused") != "fused":
+        training["elementwise"] = s["elementwise"]
     if s.get("finetuning"):
         training["finetuning"] = s["finetuning"]
     where = f"{r['source']['paper']}, {r['where']}"
