@@ -1,0 +1,17 @@
+#pragma once
+// `lcsim simulate`'s options and run, shared with `lcsim report SCENARIO`, which simulates the same way.
+#include <ostream>
+#include <string>
+
+#include <boost/program_options.hpp>
+
+namespace lcsim {
+
+boost::program_options::options_description simulate_options();
+
+/// Simulates `scenario_file` as `lcsim simulate` does with the parsed options `vm`; a non-empty `report_file` also
+/// gets the report page (formats/html_report.hpp), with the simulation's spans (exposed communication, timeline).
+void simulate_from_options(const boost::program_options::variables_map& vm, const std::string& scenario_file,
+                           const std::string& report_file, std::ostream& out);
+
+}  // namespace lcsim
