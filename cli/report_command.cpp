@@ -21,7 +21,7 @@ po::options_description report_options() {
   po::options_description options("Options", 110, 60);
   options.add_options()  //
       ("out,o", po::value<std::string>()->value_name("FILE"), "the page to write (required), e.g. report.html");
-  options.add(simulate_options());  // for a SCENARIO, which is simulated as `lcsim simulate` does
+  options.add(simulate_options(false));  // for a SCENARIO, which is simulated as `lcsim simulate` does
   return options;
 }
 
@@ -34,7 +34,7 @@ std::string report_help() {
           "per-GPU busy / exposed-communication / idle time, and a zoomable timeline of the winner beside the\n"
           "baseline. RESULTS.json is the --json file of `lcsim plan`, `lcsim simulate` or `lcsim sweep` (a sweep's\n"
           "table is of its last point); it holds no spans, so its page has no timeline nor exposed communication.\n"
-          "A SCENARIO is simulated first, exactly as by `lcsim simulate SCENARIO --report FILE.html`, and the\n"
+          "A SCENARIO is simulated first, exactly as `lcsim simulate` with its --report option does, and the\n"
           "simulate options below apply to it.\n\n"
        << report_options();
   return text.str();
@@ -60,7 +60,7 @@ void run_report_command(const std::vector<std::string>& args, std::ostream& out)
     simulate_from_options(vm, parsed->file, page_file, out);
     return;
   }
-  for (const char* option : {"policy", "iterations", "layers", "json", "csv", "trace", "report", "all-flows"})
+  for (const char* option : {"policy", "iterations", "layers", "json", "csv", "trace", "all-flows"})
     if (vm.count(option))
       throw UsageError("report: --" + std::string(option) + " applies to a scenario, and " + parsed->file +
                            " is a results file",

@@ -34,7 +34,7 @@ void draw_progress(std::size_t done, std::size_t total, const std::string& label
 
 }  // namespace
 
-po::options_description simulate_options() {
+po::options_description simulate_options(bool with_report) {
   po::options_description options("Options", 110, 60);
   options.add_options()              //
       ("help,h", "print this help")  //
@@ -50,9 +50,6 @@ po::options_description simulate_options() {
       ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per policy and iteration to FILE")  //
       ("trace", po::value<std::string>()->value_name("FILE"),
        "write the timeline of every simulated iteration as Chrome trace JSON (open in https://ui.perfetto.dev)")  //
-      ("report", po::value<std::string>()->value_name("FILE"),
-       "write the report page (self-contained HTML: table, charts, per-GPU breakdown, timeline; `lcsim report`) to "
-       "FILE")  //
       ("layer-granularity", po::value<int>()->value_name("K")->default_value(0),
        "layers simulated as one block of compute and communication: 1 = every layer, 0 = all layers of a "
        "pipeline stage folded into one block (fastest; per-layer blocks moved the shipped scenarios' times by "
@@ -62,6 +59,10 @@ po::options_description simulate_options() {
        "and are otherwise timed in closed form (same results, slower: to check that)")  //
       ("quiet,q", "do not print the comparison table")                                  //
       ("wide", "print every column (default: the table fits the terminal, or 120 columns when not a terminal)");
+  if (with_report)
+    options.add_options()("report", po::value<std::string>()->value_name("FILE"),
+                          "write the report page (self-contained HTML: table, charts, per-GPU breakdown, timeline; "
+                          "`lcsim report`) to FILE");
   add_uncertainty_options(options);
   return options;
 }
@@ -102,6 +103,7 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
 void simulate_from_options(const po::variables_map& vm, const std::string& scenario_file,
                            const std::string& report_file, std::ostream& out) {
   const int granularity = vm["layer-granularity"].as<int>();
+  if (granularity < 0) throw InputError("--layer-granularity must be >= 0, got " + std::to_string(granularity));
   std::optional<int> iterations;
   if (vm.count("iterations")) iterations = vm["iterations"].as<int>();
   LoadedScenario loaded = load_and_prepare(scenario_file, iterations);

@@ -7,7 +7,8 @@
 
 namespace lcsim {
 
-boost::program_options::options_description simulate_options();
+/// `lcsim simulate`'s options; without `with_report`, all but --report (`lcsim report` has --out instead).
+boost::program_options::options_description simulate_options(bool with_report = true);
 
 /// Simulates `scenario_file` as `lcsim simulate` does with the parsed options `vm`; a non-empty `report_file` also
 /// gets the report page (formats/html_report.hpp), with the simulation's spans (exposed communication, timeline).
