@@ -80,26 +80,9 @@ std::pair<OrderedJson, OrderedJson> percentiles(JsonObjectReader& interval, std:
   return {number_or_null(q, "p10"), number_or_null(q, "p90")};
 }
 
-OrderedJson policy_data(JsonObjectReader& r) {
-  OrderedJson p;
-  p["name"] = r.required<std::string>("name");
-  p["kind"] = r.required<std::string>("kind");
-  p["mean_s"] = results_number(r.required<double>("mean_iteration_s"));
-  p["tokens_per_s"] = results_number(r.required<double>("tokens_per_s"));
-  p["speedup"] = results_number(r.required<double>("speedup_vs_baseline"));
-  p["oom_iterations"] = r.required<std::int64_t>("oom_iterations");
-  const Json& iterations = array_of(r, "iterations");
-  p["iterations"] = iterations.size();
-  p["iteration_s_p10"] = p["iteration_s_p90"] = p["speedup_p10"] = p["speedup_p90"] = nullptr;
-  p["p_beats_baseline"] = nullptr;
-  if (r.has("interval")) {
-    JsonObjectReader interval = r.object("interval");
-    std::tie(p["iteration_s_p10"], p["iteration_s_p90"]) = percentiles(interval, "iteration_s");
-    std::tie(p["speedup_p10"], p["speedup_p90"]) = percentiles(interval, "speedup");
-    p["p_beats_baseline"] = number_or_null(interval, "p_beats_baseline");
-  }
-  // Per GPU, mean over iterations: busy_s, and idle_s where the simulation wrote it (else the iteration's time less
-  // the busy time, as the simulation defines it).
+/// `p` with "gpu_busy_s", "gpu_idle_s" (per GPU, mean over `iterations`: busy_s, and idle_s where the simulation
+/// wrote it, else the iteration's time less the busy time, as the simulation defines it) and "gpu_exposed_comm_s".
+OrderedJson with_gpu_times(OrderedJson p, JsonObjectReader& r, const Json& iterations) {
   std::vector<double> busy, idle;
   for (std::size_t i = 0; i < iterations.size(); ++i) {
     JsonObjectReader it = r.child(iterations[i], r.path("iterations") + "[" + std::to_string(i) + "]");
@@ -128,6 +111,31 @@ OrderedJson policy_data(JsonObjectReader& r) {
   }
   p["gpu_exposed_comm_s"] = nullptr;
   return p;
+}
+
+/// One policy of a results document; an interval only with more than one world (one world's p10 and p90 are its
+/// nominal figures: no interval to show).
+OrderedJson policy_data(JsonObjectReader& r) {
+  OrderedJson p;
+  p["name"] = r.required<std::string>("name");
+  p["kind"] = r.required<std::string>("kind");
+  p["mean_s"] = results_number(r.required<double>("mean_iteration_s"));
+  p["tokens_per_s"] = results_number(r.required<double>("tokens_per_s"));
+  p["speedup"] = results_number(r.required<double>("speedup_vs_baseline"));
+  p["oom_iterations"] = r.required<std::int64_t>("oom_iterations");
+  const Json& iterations = array_of(r, "iterations");
+  p["iterations"] = iterations.size();
+  p["iteration_s_p10"] = p["iteration_s_p90"] = p["speedup_p10"] = p["speedup_p90"] = nullptr;
+  p["p_beats_baseline"] = nullptr;
+  if (r.has("interval")) {
+    JsonObjectReader interval = r.object("interval");
+    if (interval.required<std::int64_t>("samples") > 1) {
+      std::tie(p["iteration_s_p10"], p["iteration_s_p90"]) = percentiles(interval, "iteration_s");
+      std::tie(p["speedup_p10"], p["speedup_p90"]) = percentiles(interval, "speedup");
+      p["p_beats_baseline"] = number_or_null(interval, "p_beats_baseline");
+    }
+  }
+  return with_gpu_times(p, r, iterations);
 }
 
 OrderedJson results_data(JsonObjectReader& r) {
@@ -164,6 +172,7 @@ OrderedJson results_data(JsonObjectReader& r) {
     if (!winner.is_null() && !winner.is_string()) u.fail("winner", "expected a policy label or null");
     d["winner"] = winner;
     d["p_winner"] = number_or_null(u, "p_winner");
+    if (d["samples"].get<std::int64_t>() <= 1) d["p_winner"] = nullptr;
   } else {
     // A run of one world: the fastest policy that fits in GPU memory wins (formats/results_io.hpp).
     double best = -1;

@@ -110,7 +110,7 @@
         svg.appendChild(svgEl("line", { x1: x(p.speedup_p10), x2: x(p.speedup_p90), y1: y + 11, y2: y + 11,
           stroke: "#222", "stroke-width": 1.5 }));
       svg.appendChild(svgEl("text", { x: x(Math.max(p.speedup, p.speedup_p90 || 0)) + 5, y: y + 14,
-        fill: oom ? "#a33" : "#333" }, fmt(p.speedup, 2) + "x" + (oom ? "  OOM" : "")));
+        style: "fill:" + (oom ? "#a33" : "#333") }, fmt(p.speedup, 2) + "x" + (oom ? "  OOM" : "")));
     });
     svg.appendChild(svgEl("line", { x1: x(1), x2: x(1), y1: 5, y2: height - 25, stroke: "#444",
       "stroke-dasharray": "4 3" }));
@@ -164,7 +164,9 @@
           svg.appendChild(svgEl("circle", { cx: cx, cy: cy, r: 3, fill: color(p.name) }));
         }
       });
-      svg.appendChild(svgEl("text", { x: width - right + 10, y: top + 14 + i * 16, fill: color(p.name) }, p.name));
+      // style, not the fill attribute: the page's CSS colours every SVG text and would win over an attribute.
+      svg.appendChild(svgEl("text", { x: width - right + 10, y: top + 14 + i * 16, style: "fill:" + color(p.name) },
+        p.name));
     });
     s.appendChild(svg);
     s.appendChild(el("p", { class: "caption" }, "Lines: speedup in the nominal world at each point of the sweep; " +
