@@ -62,9 +62,9 @@ void run_report_command(const std::vector<std::string>& args, std::ostream& out)
   }
   for (const char* option : {"policy", "iterations", "layers", "json", "csv", "trace", "all-flows"})
     if (vm.count(option))
-      throw UsageError("report: --" + std::string(option) + " applies to a scenario, and " + parsed->file +
-                           " is a results file",
-                       report_help());
+      throw UsageError(
+          "report: --" + std::string(option) + " applies to a scenario, and " + parsed->file + " is a results file",
+          report_help());
   check_output_files({{"--out", page_file}}, {parsed->file});
   const nlohmann::ordered_json data = report_data_from_results(document, parsed->file);
   std::vector<std::string> written;

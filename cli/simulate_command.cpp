@@ -94,9 +94,9 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   if (!parsed) return;
   const po::variables_map& vm = parsed->options;
   if (vm["layer-granularity"].as<int>() < 0)
-    throw UsageError("simulate: --layer-granularity must be >= 0, got " +
-                         std::to_string(vm["layer-granularity"].as<int>()),
-                     simulate_help());
+    throw UsageError(
+        "simulate: --layer-granularity must be >= 0, got " + std::to_string(vm["layer-granularity"].as<int>()),
+        simulate_help());
   simulate_from_options(vm, parsed->file, vm.count("report") ? vm["report"].as<std::string>() : "", out);
 }
 
@@ -136,8 +136,7 @@ void simulate_from_options(const po::variables_map& vm, const std::string& scena
 
   sim::SimulationReport report = sim::simulate_scenario(loaded, settings);
   sim::attach_sampled_worlds(report, loaded, settings, samples, model_form);
-  for (const std::string& warning : out_of_memory_warnings(report.results, loaded))
-    print_warning(warning);
+  for (const std::string& warning : out_of_memory_warnings(report.results, loaded)) print_warning(warning);
   std::vector<std::string> written;
   if (!settings.trace_file.empty()) written.push_back(settings.trace_file);  // simulate_scenario wrote it
   if (vm.count("json"))

@@ -94,8 +94,8 @@ OrderedJson with_gpu_times(OrderedJson p, JsonObjectReader& r, const Json& itera
     if (!d.empty() && d.size() != b.size())
       it.fail("idle_s", "holds " + std::to_string(d.size()) + " GPUs, busy_s " + std::to_string(b.size()));
     if (i > 0 && b.size() != busy.size())
-      it.fail("busy_s", "holds " + std::to_string(b.size()) + " GPUs, the first iteration " +
-                            std::to_string(busy.size()));
+      it.fail("busy_s",
+              "holds " + std::to_string(b.size()) + " GPUs, the first iteration " + std::to_string(busy.size()));
     busy.resize(b.size(), 0.0);
     idle.resize(b.size(), 0.0);
     for (std::size_t g = 0; g < b.size(); ++g) {

@@ -92,12 +92,11 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
 
   std::unique_ptr<TimelineWriter> timeline;
   if (!settings.trace_file.empty())
-    timeline = std::make_unique<TimelineWriter>(
-        settings.trace_file, loaded.scenario.cluster,
-        nlohmann::ordered_json{{"scenario", report.results.scenario},
-                               {"mode", "simulate"},
-                               {"profile", report.results.profile_label},
-                               {"dataset", report.results.dataset_label}});
+    timeline = std::make_unique<TimelineWriter>(settings.trace_file, loaded.scenario.cluster,
+                                                nlohmann::ordered_json{{"scenario", report.results.scenario},
+                                                                       {"mode", "simulate"},
+                                                                       {"profile", report.results.profile_label},
+                                                                       {"dataset", report.results.dataset_label}});
 
   SimulationOptions options;
   options.program = settings.program;

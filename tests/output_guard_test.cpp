@@ -212,9 +212,9 @@ TEST_F(OutputGuardCli, EveryOutputOptionOfEveryCommandRefusesAnInput) {
        }},
   };
   // Options that name inputs only.
-  const std::set<std::string> inputs = {"validate --catalogue", "validate --profile",    "tune --merge",
-                                        "plan --model-form",    "simulate --model-form", "report --model-form", "new --profile",
-                                        "new --trace"};
+  const std::set<std::string> inputs = {
+      "validate --catalogue",  "validate --profile",  "tune --merge",  "plan --model-form",
+      "simulate --model-form", "report --model-form", "new --profile", "new --trace"};
   // `lcsim new FILE --force` never writes over the trace or profile it names.
   write("lengths.txt", "1000\n2000\n");
   expect_refused(
