@@ -10,7 +10,8 @@ std::string main_usage() {
          "  lcsim new FILE [--model NAME] [--gpu NAME] [--nodes N] [--trace FILE | --distribution NAME] ...\n"
          "  lcsim plan SCENARIO [--policy LABEL]... [--iterations N] [--json FILE] [--csv FILE] [--quiet]\n"
          "  lcsim simulate SCENARIO [--policy LABEL]... [--iterations N] [--json FILE] [--csv FILE]\n"
-         "                 [--trace FILE] [--layer-granularity K] [--quiet]\n"
+         "                 [--trace FILE] [--report FILE] [--layer-granularity K] [--quiet]\n"
+         "  lcsim report RESULTS.json|SCENARIO --out FILE.html\n"
          "  lcsim sweep SWEEP [--jobs N] [--out DIR] [--csv FILE] [--json FILE] [--quiet]\n"
          "  lcsim sweep SWEEP --shard K/N [--jobs N] [--out DIR] [--quiet]\n"
          "  lcsim sweep merge DIR... [--out DIR] [--csv FILE] [--json FILE] [--quiet]\n"
@@ -28,6 +29,8 @@ std::string main_usage() {
          "         by replaying its iteration program without contention; prints a comparison table\n"
          "  simulate the same plans, run in a SimGrid simulation of the cluster (contention, overlap, pipelines,\n"
          "         gradient sync); prints a comparison table and can write a Perfetto timeline\n"
+         "  report one self-contained HTML page of a results file or a simulated scenario: table, charts,\n"
+         "         per-GPU breakdown, timeline\n"
          "  sweep  every point of a sweep file's axes over a base scenario, --jobs processes at a time; merged\n"
          "         CSV and JSON results; --shard K/N runs slice K of N, `sweep merge` joins the slices\n"
          "  validate every published figure of the validation catalogue against lcsim's prediction: error,\n"
@@ -60,6 +63,8 @@ void run_command_line(const std::vector<std::string>& args, std::ostream& out) {
     run_tune_command(rest, out);
   } else if (command == "list") {
     run_list_command(rest, out);
+  } else if (command == "report") {
+    run_report_command(rest, out);
   } else if (command == "new") {
     run_new_command(rest, out);
   } else {

@@ -42,6 +42,8 @@ void run_validate_command(const std::vector<std::string>& args, std::ostream& ou
 void run_tune_command(const std::vector<std::string>& args, std::ostream& out);
 /// `lcsim list ...` (args after "list").
 void run_list_command(const std::vector<std::string>& args, std::ostream& out);
+/// `lcsim report INPUT --out FILE` (cli/report_command.cpp).
+void run_report_command(const std::vector<std::string>& args, std::ostream& out);
 /// `lcsim new FILE [options]`: a scenario for your own case (cli/new_command.cpp).
 void run_new_command(const std::vector<std::string>& args, std::ostream& out);
 

@@ -11,10 +11,13 @@
 #include "cli/cli.hpp"
 #include "cli/command_options.hpp"
 #include "cli/progress.hpp"
+#include "cli/simulate_command.hpp"
+#include "formats/html_report.hpp"
 #include "formats/results_io.hpp"
 #include "formats/scenario_loader.hpp"
 #include "studies/evaluation.hpp"
 #include "studies/model_scaling.hpp"
+#include "studies/report_data.hpp"
 #include "studies/simulate_scenario.hpp"
 
 namespace lcsim {
@@ -24,7 +27,14 @@ namespace po = boost::program_options;
 
 constexpr const char* kSimulateUsage = "Usage: lcsim simulate SCENARIO [options]\n";
 
-po::options_description simulate_options() {
+/// print_progress of the iterations simulated, naming the policy of the last one.
+void draw_progress(std::size_t done, std::size_t total, const std::string& label) {
+  print_progress(done, total, "iterations simulated (" + label + ")");
+}
+
+}  // namespace
+
+po::options_description simulate_options(bool with_report) {
   po::options_description options("Options", 110, 60);
   options.add_options()              //
       ("help,h", "print this help")  //
@@ -49,9 +59,15 @@ po::options_description simulate_options() {
        "and are otherwise timed in closed form (same results, slower: to check that)")  //
       ("quiet,q", "do not print the comparison table")                                  //
       ("wide", "print every column (default: the table fits the terminal, or 120 columns when not a terminal)");
+  if (with_report)
+    options.add_options()("report", po::value<std::string>()->value_name("FILE"),
+                          "write the report page (self-contained HTML: table, charts, per-GPU breakdown, timeline; "
+                          "`lcsim report`) to FILE");
   add_uncertainty_options(options);
   return options;
 }
+
+namespace {
 
 std::string simulate_help() {
   std::ostringstream text;
@@ -71,26 +87,30 @@ std::string simulate_help() {
   return text.str();
 }
 
-/// print_progress of the iterations simulated, naming the policy of the last one.
-void draw_progress(std::size_t done, std::size_t total, const std::string& label) {
-  print_progress(done, total, "iterations simulated (" + label + ")");
-}
-
 }  // namespace
 
 void run_simulate_command(const std::vector<std::string>& args, std::ostream& out) {
   const auto parsed = parse_file_command("simulate", "SCENARIO", args, simulate_options(), simulate_help(), out);
   if (!parsed) return;
   const po::variables_map& vm = parsed->options;
-  const int granularity = vm["layer-granularity"].as<int>();
-  if (granularity < 0)
-    throw UsageError("simulate: --layer-granularity must be >= 0, got " + std::to_string(granularity), simulate_help());
+  if (vm["layer-granularity"].as<int>() < 0)
+    throw UsageError(
+        "simulate: --layer-granularity must be >= 0, got " + std::to_string(vm["layer-granularity"].as<int>()),
+        simulate_help());
+  simulate_from_options(vm, parsed->file, vm.count("report") ? vm["report"].as<std::string>() : "", out);
+}
 
+void simulate_from_options(const po::variables_map& vm, const std::string& scenario_file,
+                           const std::string& report_file, std::ostream& out) {
+  const int granularity = vm["layer-granularity"].as<int>();
+  if (granularity < 0) throw InputError("--layer-granularity must be >= 0, got " + std::to_string(granularity));
   std::optional<int> iterations;
   if (vm.count("iterations")) iterations = vm["iterations"].as<int>();
-  LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
+  LoadedScenario loaded = load_and_prepare(scenario_file, iterations);
   if (vm.count("layers")) scale_model_layers(loaded, vm["layers"].as<int>());
-  check_output_files(output_options(vm, {"trace", "json", "csv"}), command_inputs(vm, loaded));
+  std::vector<OutputOption> outputs = output_options(vm, {"trace", "json", "csv"});
+  if (!report_file.empty()) outputs.push_back({vm.count("out") ? "--out" : "--report", report_file});
+  check_output_files(outputs, command_inputs(vm, loaded));
 
   sim::SimulateSettings settings;
   if (vm.count("policy")) settings.policies = vm["policy"].as<std::vector<std::string>>();
@@ -100,6 +120,13 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
   settings.world_jobs = world_jobs_option(vm);
   if (vm.count("trace")) settings.trace_file = vm["trace"].as<std::string>();
   settings.progress = draw_progress;
+  ReportSpans spans;
+  if (!report_file.empty()) {
+    settings.record_spans = true;
+    settings.on_outcome = [&spans](std::size_t policy, std::size_t iteration, const program::IterationOutcome& o) {
+      spans.add(policy, iteration, o);
+    };
+  }
 
   const int samples = samples_option(vm);
   const ModelForm model_form = model_form_option(vm);
@@ -109,13 +136,18 @@ void run_simulate_command(const std::vector<std::string>& args, std::ostream& ou
 
   sim::SimulationReport report = sim::simulate_scenario(loaded, settings);
   sim::attach_sampled_worlds(report, loaded, settings, samples, model_form);
-  for (const std::string& warning : out_of_memory_warnings(report.results, loaded))
-    print_warning(warning);
+  for (const std::string& warning : out_of_memory_warnings(report.results, loaded)) print_warning(warning);
   std::vector<std::string> written;
   if (!settings.trace_file.empty()) written.push_back(settings.trace_file);  // simulate_scenario wrote it
   if (vm.count("json"))
     write_output(vm["json"].as<std::string>(), sim::simulation_to_json(report).dump(2) + "\n", written);
   if (vm.count("csv")) write_output(vm["csv"].as<std::string>(), results_to_csv(report.results), written);
+  if (!report_file.empty()) {
+    const nlohmann::json results = nlohmann::json::parse(sim::simulation_to_json(report).dump());
+    nlohmann::ordered_json data = report_data_from_results(results, scenario_file);
+    add_report_spans(data, spans);
+    write_output(report_file, report_page(data), written);
+  }
   if (!vm.count("quiet")) {
     const std::size_t columns = output_columns(vm.count("wide") > 0);
     sim::print_simulation_table(report, out, columns);

@@ -22,8 +22,11 @@ std::string quoted(const std::string& text) {
 
 }  // namespace
 
-ChromeTraceWriter::ChromeTraceWriter(const std::string& file) : file_(file), out_(file_.stream()) {
-  out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+ChromeTraceWriter::ChromeTraceWriter(const std::string& file, const nlohmann::ordered_json& metadata)
+    : file_(file), out_(file_.stream()) {
+  out_ << "{\"displayTimeUnit\":\"ms\",";
+  if (metadata.is_object() && !metadata.empty()) out_ << "\"metadata\":" << metadata.dump() << ",";
+  out_ << "\"traceEvents\":[";
 }
 
 void ChromeTraceWriter::begin_event() {

@@ -1,7 +1,7 @@
 #pragma once
 // Chrome trace event JSON (the format chrome://tracing and https://ui.perfetto.dev open), written as a stream so
 // that a long timeline never sits in memory as one JSON document:
-//   {"displayTimeUnit":"ms","traceEvents":[
+//   {"displayTimeUnit":"ms","metadata":{...},"traceEvents":[
 //     {"name":"process_name","ph":"M","pid":1,"args":{"name":"GPU 0 (node 0)"}},
 //     {"name":"forward mb 3","cat":"compute","ph":"X","pid":1,"tid":0,"ts":12.5,"dur":40.25,"args":{...}},
 //     ...]}
@@ -32,8 +32,9 @@ struct TraceSpan {
 class ChromeTraceWriter {
  public:
   /// Opens a temporary file beside `file`; InputError when it cannot. Destroyed without close(), it leaves
-  /// `file` as it was.
-  explicit ChromeTraceWriter(const std::string& file);
+  /// `file` as it was. A non-empty `metadata` object is written as the document's "metadata" (what the trace is of:
+  /// viewers ignore it, plots caption with it).
+  explicit ChromeTraceWriter(const std::string& file, const nlohmann::ordered_json& metadata = {});
 
   /// Names a process track group; viewers order groups by `sort_index`.
   void name_process(int pid, const std::string& name, int sort_index);

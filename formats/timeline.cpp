@@ -63,7 +63,9 @@ TraceSpan describe(const program::GpuSpan& span, const IterationPlan& plan, std:
 
 }  // namespace
 
-TimelineWriter::TimelineWriter(const std::string& file, const ClusterSpec& cluster) : writer_(file) {
+TimelineWriter::TimelineWriter(const std::string& file, const ClusterSpec& cluster,
+                               const nlohmann::ordered_json& metadata)
+    : writer_(file, metadata) {
   writer_.name_process(0, "iterations", 0);
   writer_.name_thread(0, 0, "iterations", 0);
   for (int g = 0; g < cluster.world_size(); ++g) {

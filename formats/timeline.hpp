@@ -18,7 +18,8 @@ namespace lcsim {
 
 class TimelineWriter {
  public:
-  TimelineWriter(const std::string& file, const ClusterSpec& cluster);
+  /// `metadata`: what the trace is of (scenario, profile, dataset labels), ChromeTraceWriter's "metadata".
+  TimelineWriter(const std::string& file, const ClusterSpec& cluster, const nlohmann::ordered_json& metadata = {});
   /// Needs the outcome's spans (SimulationOptions::record_spans, or replay_program).
   void add_iteration(const std::string& policy, std::size_t iteration, const IterationPlan& plan,
                      const program::IterationOutcome& outcome);

@@ -92,11 +92,15 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
 
   std::unique_ptr<TimelineWriter> timeline;
   if (!settings.trace_file.empty())
-    timeline = std::make_unique<TimelineWriter>(settings.trace_file, loaded.scenario.cluster);
+    timeline = std::make_unique<TimelineWriter>(settings.trace_file, loaded.scenario.cluster,
+                                                nlohmann::ordered_json{{"scenario", report.results.scenario},
+                                                                       {"mode", "simulate"},
+                                                                       {"profile", report.results.profile_label},
+                                                                       {"dataset", report.results.dataset_label}});
 
   SimulationOptions options;
   options.program = settings.program;
-  options.record_spans = timeline != nullptr;
+  options.record_spans = timeline != nullptr || settings.record_spans;
   options.exclusive_closed_form = settings.exclusive_closed_form;
   std::size_t done = 0;
   simulate(plans, cost, options, [&](program::IterationOutcome&& outcome) {
@@ -120,6 +124,7 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
     extra.busy_max_mean_s += busy_max;
     extra.busy_min_mean_s += busy_min;
     if (timeline) timeline->add_iteration(result.label, i, plan, outcome);
+    if (settings.on_outcome) settings.on_outcome(p, i, outcome);
     if (settings.progress) settings.progress(++done, plans.size(), result.label);
   });
   if (timeline) timeline->close();

@@ -27,8 +27,11 @@ struct SimulateSettings {
   std::function<void(std::size_t, std::size_t, const std::string&)> progress;
   /// Called as the sampled worlds are estimated (attach_sampled_worlds).
   WorldProgress world_progress;
-  bool draw_data = true;  ///< false (--fixed-data): the sampled worlds keep the scenario's data
-  int world_jobs = 1;     ///< sampled worlds estimated at once (threads)
+  bool draw_data = true;      ///< false (--fixed-data): the sampled worlds keep the scenario's data
+  int world_jobs = 1;         ///< sampled worlds estimated at once (threads)
+  bool record_spans = false;  ///< keep every GPU's spans in the outcomes on_outcome sees (a report's timeline)
+  /// Called with (policy index, iteration index, outcome) after each simulated iteration, before the next runs.
+  std::function<void(std::size_t, std::size_t, const program::IterationOutcome&)> on_outcome;
 };
 
 /// What the simulation adds to a policy's results, beyond PolicyResult.

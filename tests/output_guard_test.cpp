@@ -128,6 +128,16 @@ TEST_F(OutputGuardCli, EveryOutputOptionOfEveryCommandRefusesAnInput) {
       {"simulate --json", [&] { expect_refused("simulate s.json --json p.json", "p.json"); }},
       {"simulate --csv", [&] { expect_refused("simulate s.json --csv s.json", "s.json"); }},
       {"simulate --trace", [&] { expect_refused("simulate s.json --trace ./p.json", "p.json"); }},
+      {"simulate --report", [&] { expect_refused("simulate s.json --report s.json", "s.json"); }},
+      {"report --out",
+       [&] {
+         expect_refused("report s.json --out p.json", "p.json");  // a scenario, simulated first
+         ASSERT_EQ(lcsim_here("plan s.json --samples 1 --json r.json --quiet").exit_code, 0);
+         expect_refused("report r.json --out r.json", "r.json");  // a results file
+       }},
+      {"report --json", [&] { expect_refused("report s.json --out r.html --json s.json", "s.json"); }},
+      {"report --csv", [&] { expect_refused("report s.json --out r.html --csv p.json", "p.json"); }},
+      {"report --trace", [&] { expect_refused("report s.json --out r.html --trace s.json", "s.json"); }},
       {"sweep --csv", [&] { expect_refused("sweep sw.json --out o --csv sw.json", "sw.json"); }},
       {"sweep --json",
        [&] {
@@ -202,9 +212,9 @@ TEST_F(OutputGuardCli, EveryOutputOptionOfEveryCommandRefusesAnInput) {
        }},
   };
   // Options that name inputs only.
-  const std::set<std::string> inputs = {"validate --catalogue", "validate --profile",    "tune --merge",
-                                        "plan --model-form",    "simulate --model-form", "new --profile",
-                                        "new --trace"};
+  const std::set<std::string> inputs = {
+      "validate --catalogue",  "validate --profile",  "tune --merge",  "plan --model-form",
+      "simulate --model-form", "report --model-form", "new --profile", "new --trace"};
   // `lcsim new FILE --force` never writes over the trace or profile it names.
   write("lengths.txt", "1000\n2000\n");
   expect_refused(

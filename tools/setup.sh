@@ -5,6 +5,9 @@
 # one-node Slurm cluster instead of skipping (daemons, key and ports of its own, started and stopped by the test).
 # --target NAME (repeatable) builds only that target and what it needs: the README's first command builds lcsim
 # alone (its table in a fraction of the time the tests, benchmarks and GPU kernels take), the second everything.
+# Without --target (the test set-up), also the test suite's own tools: Debian's chromium (the headless browser that
+# opens `lcsim report`'s page) and python3-venv (a fresh virtual environment for `pip install ./python`), which the
+# first command, building lcsim alone, does not wait for.
 # Other arguments go to the CMake configure step (e.g. tools/setup.sh -DLCSIM_WITH_CUDA=OFF).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -30,6 +33,7 @@ while (($# > 0)); do
   esac
   shift
 done
+if ((${#build_args[@]} == 0)); then packages+=(chromium python3-venv); fi
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

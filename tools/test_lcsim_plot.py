@@ -9,6 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lcsim_plot  # noqa: E402
+import matplotlib.collections  # noqa: E402
 import matplotlib.container  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -30,7 +31,8 @@ def chrome_trace(gpus):
                            "ts": t0 + 500, "dur": 200})
             events.append({"ph": "X", "name": "idle", "cat": "idle", "pid": pid, "tid": 0, "ts": t0 + 700,
                            "dur": 100 * (g + 1)})
-    return {"traceEvents": events}
+    return {"metadata": {"scenario": "t", "mode": "simulate", "profile": "uncalibrated (derived from public figures)",
+                         "dataset": "synthetic wikipedia"}, "traceEvents": events}
 
 
 def results(speedups, paper=None, spread=None):
@@ -81,7 +83,10 @@ class PlotTest(unittest.TestCase):
         self.assert_png(self.path("t.png"))
         self.assertEqual([t.get_text() for t in ax.get_yticklabels()], [f"GPU {g} (node 0)" for g in range(6)])
         self.assertEqual(len(ax.collections), 18)  # compute, communication and idle on every GPU row
-        self.assertEqual(ax.get_xlim(), (0.002, 0.0035))  # skrull's iteration window, not deepspeed's
+        self.assertEqual(ax.get_xlim(), (0.0, 0.0015))  # skrull's iteration from its own start, not deepspeed's
+        self.assertEqual(min(x for c in ax.collections for x, _ in c.get_paths()[0].vertices), 0.0)
+        self.assertIn("synthetic wikipedia | uncalibrated", ax.get_title())  # the caption the module promises
+        self.assertIn("start of the iteration", ax.get_xlabel())
         with self.assertRaises(lcsim_plot.PlotError):
             lcsim_plot.plot_timeline(trace, self.path("u.png"), policy="hydraulis")
 
@@ -102,7 +107,7 @@ class PlotTest(unittest.TestCase):
         sweep = {"schema": "lcsim-sweep/1", "sweep": "scale", "points": points}
         fig, ax = lcsim_plot.plot_scaling(self.write("sw.json", sweep), self.path("c.png"), y="speedup_vs_baseline")
         self.assert_png(self.path("c.png"))
-        lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
+        lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines() if line.get_label()[0] != "_"}
         self.assertEqual(lines, {"deepspeed": [1.0, 1.0, 1.0], "skrull": [2.0, 3.0, 4.0]})
 
     def test_scaling_by_an_axis_has_a_panel_per_value(self):
@@ -116,7 +121,8 @@ class PlotTest(unittest.TestCase):
                                             by="cluster")
         self.assert_png(self.path("p.png"))
         self.assertEqual([ax.get_title() for ax in axes], ["cluster=fat-tree", "cluster=rail"])
-        lines = {line.get_label(): list(line.get_ydata()) for line in axes[1].get_lines()}
+        lines = {line.get_label(): list(line.get_ydata()) for line in axes[1].get_lines()
+                 if line.get_label()[0] != "_"}
         self.assertEqual(lines, {"a": [1.0, 1.0], "b": [4.0, 5.0]})
         with self.assertRaises(lcsim_plot.PlotError):
             lcsim_plot.plot_scaling(self.write("sw.json", sweep), self.path("q.png"), by="dataset")
@@ -131,18 +137,48 @@ class PlotTest(unittest.TestCase):
         self.assertEqual([(round(s[0][1], 6), round(s[1][1], 6)) for s in caps], [(0.75, 1.5), (2.75, 3.5)])
         self.assertIn("p10-p90, 16 worlds", [t.get_text() for t in ax.get_legend().get_texts()][0])
 
-    def test_scaling_lines_carry_error_bars_when_sampled(self):
+    def test_scaling_draws_speedup_with_interval_bands_and_a_readable_label(self):
         points = []
         for i, gpus in enumerate([64, 256]):
             points.append({"index": i, "coordinates": {"gpus": gpus}, "gpus": gpus,
                            "results": results({"deepspeed": 1.0, "skrull": 2.0 + i}, spread=0.5)})
-        sweep = {"schema": "lcsim-sweep/1", "sweep": "scale", "points": points}
-        fig, ax = lcsim_plot.plot_scaling(self.write("sw.json", sweep), self.path("c.png"), y="speedup_vs_baseline")
+        sweep = {"schema": "lcsim-sweep/1", "sweep": "scale", "axes": ["gpus"], "points": points}
+        fig, ax = lcsim_plot.plot_scaling(self.write("sw.json", sweep), self.path("c.png"))
         self.assert_png(self.path("c.png"))
-        bars = {c.get_label(): c for c in ax.containers}
-        segments = bars["skrull"].lines[2][0].get_segments()
-        self.assertEqual([(round(s[0][1], 6), round(s[1][1], 6)) for s in segments], [(1.5, 3.0), (2.5, 4.0)])
+        self.assertEqual(ax.get_ylabel(), "speedup over deepspeed (tokens/s ratio)")
+        self.assertEqual(ax.get_xlabel(), "GPUs")
+        bands = [c for c in ax.collections if isinstance(c, matplotlib.collections.PolyCollection)]
+        self.assertEqual(len(bands), 2)
+        ys = sorted({round(v[1], 6) for v in bands[1].get_paths()[0].vertices})
+        self.assertEqual(ys[0], 1.5)  # skrull's p10 at 64 GPUs
+        self.assertEqual(ys[-1], 4.0)  # its p90 at 256
         self.assertIn("p10-p90 over 16 sampled worlds", ax.get_title())
+
+    def test_scaling_picks_the_axis_the_sweep_varies_and_refuses_stacked_points(self):
+        points = []
+        for i, batch in enumerate([8, 16, 32, 64]):
+            doc = results({"deepspeed": 1.0, "skrull": 1.0 + 0.2 * i})
+            doc["policies"][1]["oom_iterations"] = 1 if batch == 64 else 0
+            points.append({"index": i, "coordinates": {"gpus": 32, "batch_size_per_dp": batch}, "gpus": 32,
+                           "results": doc})
+        sweep = {"schema": "lcsim-sweep/1", "sweep": "batch", "axes": ["gpus", "batch_size_per_dp"],
+                 "points": points}
+        fig, ax = lcsim_plot.plot_scaling(self.write("sw.json", sweep), self.path("b.png"))
+        self.assertEqual(ax.get_xlabel(), "batch_size_per_dp")
+        skrull = next(line for line in ax.get_lines() if line.get_label() == "skrull")
+        self.assertEqual(list(skrull.get_xdata()), [8, 16, 32, 64])
+        crosses = [c for c in ax.collections if c.get_label() == "out of GPU memory"]
+        self.assertEqual([list(p) for p in crosses[0].get_offsets()], [[64, 1.6]])
+        with self.assertRaises(lcsim_plot.PlotError) as caught:
+            lcsim_plot.plot_scaling(self.write("sw.json", sweep), self.path("g.png"), x="gpus")
+        self.assertIn("varies 'batch_size_per_dp'", str(caught.exception))
+
+    def test_speedup_marks_a_policy_out_of_memory(self):
+        doc = results({"deepspeed": 1.0, "wlb-llm": 2.0})
+        doc["policies"][1]["oom_iterations"] = 3
+        fig, ax = lcsim_plot.plot_speedup(self.write("r.json", doc), self.path("o.png"))
+        self.assertEqual([p.get_hatch() for p in ax.patches], [None, "//"])
+        self.assertTrue(any("OOM 3/" in t.get_text() for t in ax.texts))
 
     def test_tune_has_one_row_per_policy_and_rings_the_best(self):
         def candidate(i, policy, cp, tokens, oom=0):
@@ -186,6 +222,26 @@ class PlotTest(unittest.TestCase):
         with open(out, "rb") as f:
             self.assertEqual(f.read(), b"previous plot")
         self.assertEqual(os.listdir(self.dir.name), ["speedup.png"])
+
+
+class FiguresTest(unittest.TestCase):
+    """tools/regenerate_figures.py: every docs/ picture lcsim's results draw, from the committed results."""
+
+    def test_every_docs_picture_is_drawn_from_committed_results(self):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import regenerate_figures
+        root = regenerate_figures.ROOT
+        pictures = {p for p in os.listdir(os.path.join(root, "docs")) if p.endswith(".png")}
+        drawn = {os.path.basename(f[0]) for f in regenerate_figures.FIGURES.values()}
+        self.assertEqual(pictures - drawn, {"scale.png"})  # a timing measurement (tools/scale_bench.py)
+        with tempfile.TemporaryDirectory() as out:
+            run = subprocess.run([sys.executable, regenerate_figures.__file__, "--out-dir", out], capture_output=True,
+                                 text=True)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertEqual(set(os.listdir(out)), drawn)
+            for name in drawn:
+                with open(os.path.join(out, name), "rb") as f:
+                    self.assertEqual(f.read(8), PNG_MAGIC)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,21 @@ class SetupTest(unittest.TestCase):
         with open(self.log + ".dpkg") as f:
             self.assertIn("slurm-wlm", f.read().split())
 
+    def test_only_the_full_set_up_installs_the_test_tools(self):
+        done, _ = self.run_setup()
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(self.log + ".dpkg") as f:
+            asked = f.read().split()
+        self.assertIn("chromium", asked)
+        self.assertIn("python3-venv", asked)
+        os.remove(self.log + ".dpkg")
+        done, _ = self.run_setup("--target", "lcsim")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(self.log + ".dpkg") as f:
+            asked = f.read().split()
+        self.assertNotIn("chromium", asked)
+        self.assertNotIn("python3-venv", asked)
+
     def test_target_without_a_name_is_refused_before_anything_runs(self):
         done, calls = self.run_setup("--target")
         self.assertEqual(done.returncode, 2)

@@ -233,6 +233,17 @@ class Scenario:
         return f"Scenario({self._document.get('name', '?')!r}, file={self.file!r})"
 
 
+def _pandas():
+    """pandas, imported only when a DataFrame is asked for: the package itself does not need it."""
+    try:
+        import pandas
+    except ImportError as e:
+        raise ImportError(f"lcsim: DataFrames need pandas, which {sys.executable} cannot import: "
+                          "`pip install pandas` in this environment, or create the venv with "
+                          "--system-site-packages to use Debian's python3-pandas (docs/python.md)") from e
+    return pandas
+
+
 class Results:
     """The results of a run: the ``lcsim-results`` document as ``to_dict()``, per-iteration rows as ``to_pandas()``."""
 
@@ -283,8 +294,30 @@ class Results:
 
     def to_pandas(self):
         """A DataFrame of :meth:`rows` (pandas is imported here, only when asked for)."""
-        import pandas
-        return pandas.DataFrame(self.rows())
+        return _pandas().DataFrame(self.rows())
+
+    def summary_rows(self):
+        """One dict per policy, in the table's order: its figures, its 80% intervals (``None`` without sampled
+        worlds), whether it fits in GPU memory and whether it is the winner. Speedups are over
+        :attr:`speedup_reference`."""
+        out = []
+        for p in self._document["policies"]:
+            interval = p.get("interval", {})
+            quantile = lambda field, q: interval.get(field, {}).get(q)  # noqa: E731
+            out.append({"policy": p["name"], "kind": p["kind"], "mean_iteration_s": p["mean_iteration_s"],
+                        "p50_iteration_s": p["p50_iteration_s"], "p99_iteration_s": p["p99_iteration_s"],
+                        "tokens_per_s": p["tokens_per_s"], "speedup": p["speedup_vs_baseline"],
+                        "iteration_s_p10": quantile("iteration_s", "p10"),
+                        "iteration_s_p90": quantile("iteration_s", "p90"),
+                        "speedup_p10": quantile("speedup", "p10"), "speedup_p90": quantile("speedup", "p90"),
+                        "p_beats_baseline": interval.get("p_beats_baseline"),
+                        "oom_iterations": p["oom_iterations"], "iterations": len(p["iterations"]),
+                        "fits": p["oom_iterations"] == 0, "winner": p["name"] == self.winner})
+        return out
+
+    def summary(self):
+        """A DataFrame of :meth:`summary_rows`: one row per policy, indexed by its label."""
+        return _pandas().DataFrame(self.summary_rows()).set_index("policy")
 
     def __repr__(self):
         summary = ", ".join(f"{p['name']} {p['speedup_vs_baseline']:.2f}x" for p in self._document["policies"])
@@ -361,8 +394,7 @@ class Document:
 
     def to_pandas(self):
         """A DataFrame of :meth:`rows` (pandas is imported here, only when asked for)."""
-        import pandas
-        return pandas.DataFrame(self.rows())
+        return _pandas().DataFrame(self.rows())
 
 
 class SweepResults(Document):
