@@ -69,7 +69,7 @@ TEST(PaddedPolicy, PadsEachMicroBatchToItsLongestAndPaysForIt) {
   const CostModel cost = testing::tiny_cost(1, 1, testing::tiny_profile(), 1e9);
   const std::vector<GlobalBatch> window = {sequences({100, 300, 50})};
   auto policy = make_padded_policy(spec({{"sequences_per_micro_batch", 2}, {"micro_batches_per_rank", 2}}));
-  EXPECT_FALSE(policy->keeps_global_batches());
+  EXPECT_FALSE(policy->keeps_global_batches()) << "a count makes its own iterations";
   auto plans = policy->plan(context(cost, 1, 1), window);
   ASSERT_EQ(plans.size(), 1u);
   const Replica& r = plans[0].replicas.at(0);
@@ -93,34 +93,61 @@ TEST(PaddedPolicy, PadsEachMicroBatchToItsLongestAndPaysForIt) {
   EXPECT_NEAR(padded.seconds / packed.seconds, 26430.4 / 15627.2, 1e-12);  // padding costs 1.69x here
 
   // One micro-batch per rank per iteration: the same micro-batches, one iteration each.
-  plans = make_padded_policy(spec({{"sequences_per_micro_batch", 2}}))->plan(context(cost, 1, 1), window);
+  plans = make_padded_policy(spec({{"sequences_per_micro_batch", 2}, {"micro_batches_per_rank", 1}}))
+              ->plan(context(cost, 1, 1), window);
   ASSERT_EQ(plans.size(), 2u);
   EXPECT_NEAR(program::estimate_iteration(plans[0], cost).seconds, 25689.6, kTol);
   EXPECT_NEAR(program::estimate_iteration(plans[1], cost).seconds, 740.8, kTol);
 }
 
 TEST(PaddedPolicy, DealsLikeADistributedSamplerInDataOrder) {
-  // dp 2, cp 4, two per micro-batch: an iteration takes 4 sequences, k to rank k % 2; the last takes the 3 left.
+  // dp 2, cp 4, two per micro-batch. By default an iteration is the scenario's global batch (here 4, then 3
+  // sequences), sequence k to rank k % 2, each rank's share cut into micro-batches of 2 (accumulation when longer).
   const CostModel cost = testing::tiny_cost(1, 8, testing::tiny_profile(), 1e12);
   const std::vector<GlobalBatch> window = {sequences({10, 20, 30, 40}), {{4, 50}, {5, 60}, {6, 70}}};
-  const auto plans = make_padded_policy(spec({{"sequences_per_micro_batch", 2}}))->plan(context(cost, 2, 4), window);
+  auto policy = make_padded_policy(spec({{"sequences_per_micro_batch", 2}}));
+  EXPECT_TRUE(policy->keeps_global_batches());
+  auto plans = policy->plan(context(cost, 2, 4), window);
   ASSERT_EQ(plans.size(), 2u);
   ASSERT_EQ(plans[0].replicas.size(), 2u);
   EXPECT_EQ(plans[0].replicas[0].scheme, testing::scheme(1, 1, 4, Recompute::Selective));
   EXPECT_EQ(plans[0].replicas[1].gpus, (std::vector<int>{4, 5, 6, 7}));
-  EXPECT_EQ(ids(plans[0].replicas[0].micro_batches.at(0)), (std::vector<std::int64_t>{0, 2}));
-  EXPECT_EQ(ids(plans[0].replicas[1].micro_batches.at(0)), (std::vector<std::int64_t>{1, 3}));
-  EXPECT_EQ(ids(plans[1].replicas[0].micro_batches.at(0)), (std::vector<std::int64_t>{4, 6}));
-  EXPECT_EQ(ids(plans[1].replicas[1].micro_batches.at(0)), (std::vector<std::int64_t>{5}));
-  for (const auto& plan : plans) {
-    EXPECT_EQ(plan.replicas[0].micro_batches.size(), 1u);
-    for (const auto& replica : plan.replicas)
-      for (const auto& mb : replica.micro_batches)
-        for (const auto& p : mb.placements) EXPECT_TRUE(p.sharded());
-    const auto report = validate_plan(plan, plan_sequences(plan), cost);
-    EXPECT_TRUE(report.structurally_valid()) << report.summary();
+  const auto expect_dealt = [&](const std::vector<IterationPlan>& p) {
+    EXPECT_EQ(ids(p[0].replicas[0].micro_batches.at(0)), (std::vector<std::int64_t>{0, 2}));
+    EXPECT_EQ(ids(p[0].replicas[1].micro_batches.at(0)), (std::vector<std::int64_t>{1, 3}));
+    EXPECT_EQ(ids(p[1].replicas[0].micro_batches.at(0)), (std::vector<std::int64_t>{4, 6}));
+    EXPECT_EQ(ids(p[1].replicas[1].micro_batches.at(0)), (std::vector<std::int64_t>{5}));
+    for (const auto& plan : p) {
+      EXPECT_EQ(plan.replicas[0].micro_batches.size(), 1u);
+      for (const auto& replica : plan.replicas)
+        for (const auto& mb : replica.micro_batches)
+          for (const auto& placement : mb.placements) EXPECT_TRUE(placement.sharded());
+    }
+  };
+  expect_dealt(plans);
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const auto report = validate_plan(plans[i], window[i], cost);
+    EXPECT_TRUE(report.issues.empty()) << report.summary();
   }
-  EXPECT_TRUE(validate_window(plans, window).empty());
+  // The same by count (2 ranks x 1 micro-batch x 2 sequences) on the window as one batch: 4, then the 3 left.
+  const std::vector<GlobalBatch> one = {sequences({10, 20, 30, 40, 50, 60, 70})};
+  plans = make_padded_policy(spec({{"sequences_per_micro_batch", 2}, {"micro_batches_per_rank", 1}}))
+              ->plan(context(cost, 2, 4), one);
+  ASSERT_EQ(plans.size(), 2u);
+  expect_dealt(plans);
+  EXPECT_TRUE(validate_window(plans, one).empty());
+  // Two per rank per iteration: one iteration, rank 0 gets 0 2 | 4 6, rank 1 gets 1 3 | 5.
+  plans = make_padded_policy(spec({{"sequences_per_micro_batch", 2}, {"micro_batches_per_rank", 2}}))
+              ->plan(context(cost, 2, 4), one);
+  ASSERT_EQ(plans.size(), 1u);
+  ASSERT_EQ(plans[0].replicas[0].micro_batches.size(), 2u);
+  EXPECT_EQ(ids(plans[0].replicas[0].micro_batches[1]), (std::vector<std::int64_t>{4, 6}));
+  EXPECT_EQ(ids(plans[0].replicas[1].micro_batches[1]), (std::vector<std::int64_t>{5}));
+  // A global batch longer than dp x N accumulates: 7 sequences on one rank are micro-batches of 2, 2, 2, 1.
+  plans = make_padded_policy(spec({{"sequences_per_micro_batch", 2}}))->plan(context(cost, 1, 4), one);
+  ASSERT_EQ(plans.size(), 1u);
+  ASSERT_EQ(plans[0].replicas[0].micro_batches.size(), 4u);
+  EXPECT_EQ(ids(plans[0].replicas[0].micro_batches[3]), (std::vector<std::int64_t>{6}));
 }
 
 TEST(PaddedPolicy, ShuffleIsRandomBatchingWithTheScenarioSeed) {
@@ -174,9 +201,11 @@ TEST(PaddedPolicy, DefaultsToEightSequencesAndRejectsBadOptions) {
   const CostModel cost = testing::tiny_cost(1, 1, testing::tiny_profile(), 1e12);
   std::vector<Tokens> lengths(20, 10);
   const auto plans = make_policy(spec())->plan(context(cost, 1, 1), std::vector<GlobalBatch>{sequences(lengths)});
-  ASSERT_EQ(plans.size(), 3u);  // 8 + 8 + 4
-  EXPECT_EQ(plans[0].replicas[0].micro_batches.at(0).placements.size(), 8u);
-  EXPECT_EQ(plans[2].replicas[0].micro_batches.at(0).placements.size(), 4u);
+  ASSERT_EQ(plans.size(), 1u);  // the one global batch, accumulated over micro-batches of 8 + 8 + 4
+  const auto& micro_batches = plans[0].replicas[0].micro_batches;
+  ASSERT_EQ(micro_batches.size(), 3u);
+  EXPECT_EQ(micro_batches[0].placements.size(), 8u);
+  EXPECT_EQ(micro_batches[2].placements.size(), 4u);
 
   std::string message = error_of([] { make_padded_policy(spec({{"sequences_per_micro_batch", 0}})); });
   EXPECT_NE(message.find("scenario.json: policies[1].options.sequences_per_micro_batch: must be in [1"),
