@@ -13,6 +13,7 @@
 #include "model/validator.hpp"
 #include "policies/baselines/padded.hpp"
 #include "program/estimate.hpp"
+#include "studies/evaluation.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::baselines {
@@ -226,6 +227,40 @@ TEST(PaddedPolicy, IsRegisteredWithItsTuneKnob) {
   const auto knobs = tune_knobs(spec(), TuneKnobContext{4096, std::nullopt});
   ASSERT_EQ(knobs.size(), 1u);
   EXPECT_EQ(knobs[0].path, "options.sequences_per_micro_batch");
+}
+
+// HBP Table 3's scenarios (scenarios/hbp/*-table3.json) plan without running out of memory and keep the table's
+// structure: random batching pads at 4K (B = 3) and not at 32K and 128K (B = 1), packing never pads, sorting and
+// packing beat random batching at every length, and random batching's DBR is far above the others'.
+TEST(PaddedPolicy, HbpTableThreeScenariosKeepTheTablesStructure) {
+  for (const int k : {4, 32, 128}) {
+    const std::string file =
+        std::string(LCSIM_SOURCE_DIR) + "/scenarios/hbp/llama3.1-8b-tulu3-" + std::to_string(k) + "k-table3.json";
+    SCOPED_TRACE(file);
+    const LoadedScenario loaded = load_and_prepare(file, 8);
+    EXPECT_EQ(loaded.scenario.baseline, "random");
+    const RunResults results = evaluate_plans(loaded, {});
+    const auto by_label = [&](const std::string& label) -> const PolicyResult& {
+      const auto it = std::find_if(results.policies.begin(), results.policies.end(),
+                                   [&](const PolicyResult& p) { return p.label == label; });
+      if (it == results.policies.end()) throw std::runtime_error("no policy " + label);
+      return *it;
+    };
+    for (const auto& p : results.policies) EXPECT_EQ(p.oom_iterations, 0) << p.label;
+    const PolicyResult& random = by_label("random");
+    const PolicyResult& sorted = by_label("sorted");
+    const PolicyResult& packing = by_label("isf-" + std::to_string(k) + "k");
+    if (k == 4)
+      EXPECT_GT(random.metrics.pr, 0.2);
+    else
+      EXPECT_EQ(random.metrics.pr, 0.0);
+    EXPECT_EQ(packing.metrics.pr, 0.0);
+    EXPECT_GT(sorted.tokens_per_s, random.tokens_per_s);
+    EXPECT_GT(packing.tokens_per_s, random.tokens_per_s);
+    EXPECT_GT(random.metrics.dbr, 0.3);
+    EXPECT_LT(sorted.metrics.dbr, 0.1);
+    EXPECT_LT(packing.metrics.dbr, 0.2);
+  }
 }
 
 }  // namespace padded_test

@@ -34,10 +34,10 @@ std::vector<IterationPlan> PaddedPolicy::plan(const PlanningContext& context, st
   }
 
   const auto n = static_cast<std::size_t>(options_.sequences_per_micro_batch);
-  const std::size_t count = options_.micro_batches_per_rank
-                                ? static_cast<std::size_t>(context.layout.dp) *
-                                      static_cast<std::size_t>(*options_.micro_batches_per_rank) * n
-                                : 0;
+  const std::size_t count =
+      options_.micro_batches_per_rank
+          ? static_cast<std::size_t>(context.layout.dp) * static_cast<std::size_t>(*options_.micro_batches_per_rank) * n
+          : 0;
   std::vector<IterationPlan> plans;
   std::size_t first = 0;
   for (const std::size_t last : iteration_ends(batches, window.size(), count)) {
