@@ -231,7 +231,7 @@ TEST(PaddedPolicy, IsRegisteredWithItsTuneKnob) {
 
 // HBP Table 3's scenarios (scenarios/hbp/*-table3.json) plan without running out of memory and keep the table's
 // structure: random batching pads at 4K (B = 3) and not at 32K and 128K (B = 1), packing never pads, sorting and
-// packing beat random batching at every length, and random batching's DBR is far above the others'.
+// packing beat random batching at every length, and random batching's DBR is at least twice the others'.
 TEST(PaddedPolicy, HbpTableThreeScenariosKeepTheTablesStructure) {
   for (const int k : {4, 32, 128}) {
     const std::string file =
@@ -258,8 +258,8 @@ TEST(PaddedPolicy, HbpTableThreeScenariosKeepTheTablesStructure) {
     EXPECT_GT(sorted.tokens_per_s, random.tokens_per_s);
     EXPECT_GT(packing.tokens_per_s, random.tokens_per_s);
     EXPECT_GT(random.metrics.dbr, 0.3);
-    EXPECT_LT(sorted.metrics.dbr, 0.1);
-    EXPECT_LT(packing.metrics.dbr, 0.2);
+    EXPECT_GT(random.metrics.dbr, 2 * sorted.metrics.dbr);
+    EXPECT_GT(random.metrics.dbr, 2 * packing.metrics.dbr);
   }
 }
 
