@@ -159,6 +159,9 @@ std::string_view policy_summary(std::string_view kind) {
       {"deepspeed", "Skrull's DeepSpeed baseline: static Ulysses CP, one sequence per micro-batch"},
       {"sorted", "LongAlign sorted batching: the window sorted by length and cut into global batches"},
       {"packing", "fixed-length packing (ISF, FFD, BFS or random) to a packing length"},
+      {"padded",
+       "Hugging Face's padding collator: N sequences per micro-batch, padded to the longest; "
+       "shuffle: random batching"},
       {"hbp", "HBP: hierarchical balance packing into groups of SP degrees, balanced micro-batches"},
       {"skrull", "Skrull: DACP (local or sharded sequences per micro-batch) inside GDS (global scheduling)"},
       {"skrull-dacp", "Skrull's DACP alone, on micro-batches in the baseline's order"},

@@ -11,6 +11,7 @@
 #include "policies/baselines/hotspa.hpp"
 #include "policies/baselines/megatron.hpp"
 #include "policies/baselines/packing.hpp"
+#include "policies/baselines/padded.hpp"
 #include "policies/baselines/sorted.hpp"
 #include "policies/baselines/ulysses.hpp"
 #include "policies/core/policy.hpp"
@@ -59,6 +60,7 @@ const std::vector<std::pair<std::string, PolicyDescriptor>>& built_in() {
       {"deepspeed", described<baselines::DeepSpeedPolicy>(baselines::make_deepspeed_policy)},
       {"sorted", described<baselines::SortedPolicy>(baselines::make_sorted_policy)},
       {"packing", described<baselines::PackingPolicy>(baselines::make_packing_policy)},
+      {"padded", described<baselines::PaddedPolicy>(baselines::make_padded_policy)},
       {"hbp", described<hbp::HbpPolicy>(hbp::make_hbp_policy)},
       {"skrull", described<skrull::SkrullPolicy>(skrull::make_skrull)},
       {"skrull-dacp", described<skrull::SkrullPolicy>(skrull::make_skrull_dacp)},

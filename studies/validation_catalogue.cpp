@@ -28,6 +28,7 @@ constexpr QuantityName kQuantities[] = {
     {ValidationQuantity::AbrWork, "abr_work"},
     {ValidationQuantity::Cr, "cr"},
     {ValidationQuantity::Dbr, "dbr"},
+    {ValidationQuantity::Pr, "pr"},
     {ValidationQuantity::RankGap, "rank_gap"},
     {ValidationQuantity::IterationSeconds, "iteration_seconds"},
     {ValidationQuantity::PeakGB, "peak_GB"},
@@ -559,6 +560,9 @@ PointPrediction predict_from_results(const ValidationEntry& entry, const Validat
       break;
     case ValidationQuantity::Dbr:
       prediction.value = metric_of(*policy, "dbr", where);
+      break;
+    case ValidationQuantity::Pr:
+      prediction.value = metric_of(*policy, "pr", where);
       break;
     case ValidationQuantity::RankGap:
       prediction.value = metric_of(*policy, "pipeline_gap", where);

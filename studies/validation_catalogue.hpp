@@ -20,6 +20,7 @@ enum class ValidationQuantity {
   AbrWork,             ///< ABR over the run (idle over capacity, iterations weighted by their time)
   Cr,                  ///< HBP's communication ratio of `policy`, mean over iterations
   Dbr,                 ///< HBP's DBR of `policy`, mean over iterations
+  Pr,                  ///< HBP's padding ratio of `policy`, mean over iterations
   RankGap,             ///< (slowest - fastest) / fastest pipeline propagation latency, mean over iterations
                        ///< (Hydraulis Fig. 12b; BalanceMetrics::pipeline_gap)
   IterationSeconds,    ///< mean iteration time of `policy`

@@ -87,6 +87,7 @@ ModelFormFamily family_of(ValidationQuantity quantity, bool calibrated_profile) 
     case ValidationQuantity::AbrWork:
     case ValidationQuantity::Cr:
     case ValidationQuantity::Dbr:
+    case ValidationQuantity::Pr:
       return ModelFormFamily::Balance;
     case ValidationQuantity::RankGap:
       return ModelFormFamily::RankGap;

@@ -210,6 +210,21 @@ TEST(ValidationMaths, SpeedupReadsTheBestReferenceFromResults) {
   EXPECT_DOUBLE_EQ(*predict_from_results(e, e.points.front(), results, 8).value, 1.5);
 }
 
+TEST(ValidationMaths, PaddingRatioIsThePolicysPrMetric) {
+  // HBP Table 3's PR column: the results' mean padding ratio of the entry's policy, nothing else.
+  const auto catalogue = catalogue_of(
+      {entry_json({{"quantity", "pr"}, {"reference", nullptr}, {"policy", "random"}, {"published", 0.416}})});
+  const ValidationEntry& e = catalogue.entries.front();
+  EXPECT_EQ(e.quantity, ValidationQuantity::Pr);
+  const Json results = {{"policies",
+                         {{{"name", "isf-4k"}, {"metrics", {{"pr", 0.0}, {"dbr", 0.1}}}},
+                          {{"name", "random"}, {"metrics", {{"pr", 0.49}, {"dbr", 0.62}}}}}}};
+  EXPECT_DOUBLE_EQ(*predict_from_results(e, e.points.front(), results, 32).value, 0.49);
+  EXPECT_NEAR(*evaluate_entry(e, {value(0.49)}).error, (0.49 - 0.416) / 0.416, 1e-12);
+  const Json no_pr = {{"policies", {{{"name", "random"}, {"metrics", {{"dbr", 0.62}}}}}}};
+  EXPECT_THROW(predict_from_results(e, e.points.front(), no_pr, 32), InputError);
+}
+
 TEST(ValidationMaths, TokensPerGpuSecondIsThePolicysThroughputOverTheClustersGpus) {
   const auto catalogue =
       catalogue_of({entry_json({{"quantity", "tokens_per_gpu_s"}, {"reference", nullptr}, {"published", 4000.0}})});
