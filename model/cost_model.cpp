@@ -61,16 +61,6 @@ std::string_view to_string(Precision precision) {
   return precision == Precision::Fp8 ? "fp8" : "bf16";
 }
 
-std::string_view to_string(CpAttention mode) {
-  switch (mode) {
-    case CpAttention::Ulysses:
-      return "ulysses";
-    case CpAttention::Ring:
-      return "ring";
-  }
-  return "unknown";
-}
-
 namespace {
 
 constexpr double kBf16Bytes = 2;
@@ -219,8 +209,9 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
   parts.elementwise = hbm_seconds(tokens * bytes.forward, tp);
   parts.elementwise_backward = hbm_seconds(tokens * bytes.backward, tp);
   const AttentionBlocks& blocks = c.attention_blocks;
-  const bool ring = options_.cp_attention == CpAttention::Ring;
-  const bool block_model = blocks.tile_tokens > 0 && !ring;  // ring blocks run in cp steps: not modelled
+  const bool token_split = shards_tokens(options_.cp_attention);
+  // Ring and all-gather kernels run in steps whose blocks the busiest-SM model does not follow: not applied.
+  const bool block_model = blocks.tile_tokens > 0 && !token_split;
   std::vector<BlockRun> forward_runs, backward_runs;
   double longest_tokens = 0, largest_block = 0;
   for (const auto& share : work) {
@@ -232,13 +223,17 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
       // run under ring attention, whose blocks it does not model either.
       if (share.chunk_offset < 0 || share.chunk_offset + share.chunk_tokens > share.sequence_tokens)
         throw std::invalid_argument("cost model: CP chunk outside its sequence");
-      parts.attention += 4.0 * model_.q_hidden() * causal_pairs(share.chunk_tokens, share.chunk_offset) / tp /
-                         (peak * c.attention_efficiency.at(static_cast<double>(share.chunk_tokens)));
+      const auto queries = static_cast<double>(share.chunk_tokens);
+      parts.attention +=
+          block_attention_seconds(causal_pairs(share.chunk_tokens, share.chunk_offset), queries, queries, tp);
       continue;
     }
-    const double s = static_cast<double>(share.sequence_tokens);
-    const double kernel_tokens = ring ? s / share.cp : s;
-    parts.attention += attention_flops(share.sequence_tokens) * attention_share(share.cp, tp, ring) /
+    if (token_split && share.cp > 1) {  // the ring's (or the gathered K,V's) steps, as the slowest rank runs them
+      for (double step : cp_step_seconds(share, tp)) parts.attention += step;
+      continue;
+    }
+    const double kernel_tokens = static_cast<double>(share.sequence_tokens);
+    parts.attention += attention_flops(share.sequence_tokens) * attention_share(share.cp, tp) /
                        (peak * c.attention_efficiency.at(kernel_tokens));
     if (!block_model) continue;
     const UlyssesHeads rank = rank_heads(share.cp, tp);
@@ -280,8 +275,8 @@ UlyssesHeads CostModel::rank_heads(int cp, int tp) const {
   return cp == 1 ? UlyssesHeads{heads, kv_heads} : ulysses_rank_heads(heads, kv_heads, cp);
 }
 
-double CostModel::attention_share(int cp, int tp, bool ring) const {
-  if (cp == 1 || ring) return 1.0 / (cp * tp);                          // ring: every head, 1/cp of the tokens
+double CostModel::attention_share(int cp, int tp) const {
+  if (cp == 1) return 1.0 / tp;
   return static_cast<double>(rank_heads(cp, tp).heads) / model_.heads;  // Ulysses: all tokens, whole heads
 }
 
@@ -430,28 +425,6 @@ std::vector<CollectiveCall> CostModel::ulysses_calls(Tokens tokens_on_gpu, int c
   return {{CollectiveOp::AllToAll, cp, q_bytes, per_width}, {CollectiveOp::AllToAll, cp, kv_bytes, per_width}};
 }
 
-std::vector<CpExchange> CostModel::ring_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
-                                                  const ParallelScheme& scheme, int layers, int backward,
-                                                  int checkpointed) const {
-  const int cp = scheme.cp;
-  // The GPU's K,V block: its sharded tokens, K and V, the kv heads of its TP rank.
-  const double block_bytes = static_cast<double>(tokens_on_gpu) * 2 * model_.kv_hidden() * kBf16Bytes / scheme.tp;
-  const LayerParts parts = layer_parts(dist, scheme.tp);  // one layer
-  const double steps = cp - 1;
-  // The blocks the cp - 1 transfers run beside, one layer.
-  const double hidden_forward = steps * parts.attention / cp;
-  const double hidden_backward = steps * parts.attention_backward / cp;
-  std::vector<CpExchange> exchanges;
-  const auto add = [&](CpExchange::Pass pass, double bytes, int passes, double hidden) {
-    if (passes <= 0) return;
-    exchanges.push_back({pass, {{CollectiveOp::SendRecv, 2, bytes, steps * passes}}, hidden * passes});
-  };
-  add(CpExchange::Pass::Forward, block_bytes, layers, hidden_forward);
-  add(CpExchange::Pass::Backward, block_bytes, checkpointed, hidden_forward);   // recomputed forwards
-  add(CpExchange::Pass::Backward, 2 * block_bytes, backward, hidden_backward);  // K,V and dK,dV
-  return exchanges;
-}
-
 std::vector<CpExchange> CostModel::cp_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
                                                 const ParallelScheme& scheme, LayerSpan layers,
                                                 int checkpointed) const {
@@ -462,8 +435,15 @@ std::vector<CpExchange> CostModel::cp_exchanges(std::span<const SequenceShare> d
   if (checkpointed < 0 || checkpointed > backward)
     throw std::invalid_argument("cost model: checkpointed layers outside [0, layers with a backward]");
   if (scheme.cp == 1 || tokens_on_gpu <= 0 || layers.count <= 0 || dist.empty()) return {};
-  if (options_.cp_attention == CpAttention::Ring)
-    return ring_exchanges(dist, tokens_on_gpu, scheme, layers.count, backward, checkpointed);
+  switch (options_.cp_attention) {
+    case CpAttention::Ring:
+    case CpAttention::Zigzag:
+      return ring_exchanges(dist, tokens_on_gpu, scheme, layers.count, backward, checkpointed);
+    case CpAttention::AllGather:
+      return all_gather_exchanges(tokens_on_gpu, scheme, layers.count, backward, checkpointed);
+    case CpAttention::Ulysses:
+      break;
+  }
   return {{CpExchange::Pass::Both, ulysses_calls(tokens_on_gpu, scheme.cp, layers), 0.0}};
 }
 
@@ -715,9 +695,18 @@ double CostModel::activation_bytes_per_token(const ParallelScheme& scheme, Layer
 
 double CostModel::sharded_attention_bytes(std::span<const SequenceShare> dist, const ParallelScheme& scheme,
                                           LayerSpan layers) const {
-  const ShardedAttentionBytes& b = profile_.memory.sharded_attention;
-  if (!b.any() || options_.cp_attention == CpAttention::Ring) return 0;
   const LayerMix mix = layer_mix(scheme, layers);
+  if (options_.cp_attention == CpAttention::AllGather) {
+    double gathered = 0;  // the tokens whose K,V every rank gathers: the sharded sequences (or the pack) whole
+    for (const SequenceShare& share : dist)
+      if (share.cp > 1 && share.sequence_tokens > 0)
+        gathered += share.chunk() ? static_cast<double>(share.chunk_tokens) * share.cp
+                                  : static_cast<double>(share.sequence_tokens);
+    // K,V gathered in forward; in backward gathered again beside the full-length dK,dV it reduce-scatters.
+    return (mix.with_backward() > 0 ? 2 : 1) * kv_bytes(gathered, scheme.tp);
+  }
+  const ShardedAttentionBytes& b = profile_.memory.sharded_attention;
+  if (!b.any() || options_.cp_attention != CpAttention::Ulysses) return 0;
   const int keeping = mix.with_backward() - mix.checkpointed();  // a checkpointed layer keeps its input only
   if (keeping <= 0) return 0;
   double bytes = 0;

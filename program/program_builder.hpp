@@ -282,7 +282,7 @@ class Builder {
       : plan_(plan),
         cost_(cost),
         options_(options),
-        ring_attention_(cost.options().cp_attention == CpAttention::Ring),
+        ring_attention_(shards_tokens(cost.options().cp_attention)),
         program_(std::move(storage)) {
     for (auto& steps : program_.gpus) steps.clear();  // keeps their capacity
     program_.gpus.resize(static_cast<std::size_t>(cost.cluster().world_size()));

@@ -36,7 +36,7 @@ CostModel toy_ring_cost(int nodes, int gpus_per_node, double latency_s) {
   cluster.nvlink_GBps = 450;
   cluster.ib_GBps = 50;
   return CostModel(testing::tiny_model(2), cluster, std::move(profile),
-                   CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
+                   CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Zigzag});
 }
 
 // Sequence 1 (10 tokens) local on CP rank 0, sequence 2 (20 tokens) sharded over CP = 2 (as sim_program_test.cpp):
@@ -154,7 +154,7 @@ void expect_matches_estimate(const std::vector<IterationPlan>& plans, const Cost
 
 TEST(SimRing, MatchesTheClosedFormEstimateOnOneNodeWithoutContention) {
   const CostModel cost =
-      testing::h100_qwen_cost(1, CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
+      testing::h100_qwen_cost(1, CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Zigzag});
   std::vector<IterationPlan> plans(3);
   // DeepSpeed-style: one sharded sequence per micro-batch over CP 8, from 2K (ring exposed) to 64K (hidden).
   plans[0].replicas = {replica(scheme(1, 1, 8), gpus(0, 8),
@@ -176,7 +176,7 @@ TEST(SimRing, MatchesTheClosedFormEstimateOnOneNodeWithoutContention) {
 
 TEST(SimRing, MatchesTheEstimateOnARingAcrossTwoNodes) {
   const CostModel cost =
-      testing::h100_qwen_cost(2, CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
+      testing::h100_qwen_cost(2, CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Zigzag});
   std::vector<IterationPlan> plans(1);
   plans[0].replicas = {
       replica(scheme(1, 1, 16), gpus(0, 16), {micro_batch({sharded(1, 4096)}), micro_batch({sharded(2, 131072)})})};

@@ -59,7 +59,7 @@ double WlbView::micro_batch_seconds(std::span<const Tokens> documents, CpSplit s
 }
 
 CpSplit WlbView::choose_split(std::span<const Tokens> documents) const {
-  if (scheme_.cp == 1 || cost_->options().cp_attention != CpAttention::Ring) return CpSplit::PerDocument;
+  if (scheme_.cp == 1 || !head_tail_chunks(cost_->options().cp_attention)) return CpSplit::PerDocument;
   return micro_batch_seconds(documents, CpSplit::PerSequence) <= micro_batch_seconds(documents, CpSplit::PerDocument)
              ? CpSplit::PerSequence
              : CpSplit::PerDocument;
