@@ -695,18 +695,9 @@ double CostModel::activation_bytes_per_token(const ParallelScheme& scheme, Layer
 
 double CostModel::sharded_attention_bytes(std::span<const SequenceShare> dist, const ParallelScheme& scheme,
                                           LayerSpan layers) const {
-  const LayerMix mix = layer_mix(scheme, layers);
-  if (options_.cp_attention == CpAttention::AllGather) {
-    double gathered = 0;  // the tokens whose K,V every rank gathers: the sharded sequences (or the pack) whole
-    for (const SequenceShare& share : dist)
-      if (share.cp > 1 && share.sequence_tokens > 0)
-        gathered += share.chunk() ? static_cast<double>(share.chunk_tokens) * share.cp
-                                  : static_cast<double>(share.sequence_tokens);
-    // K,V gathered in forward; in backward gathered again beside the full-length dK,dV it reduce-scatters.
-    return (mix.with_backward() > 0 ? 2 : 1) * kv_bytes(gathered, scheme.tp);
-  }
   const ShardedAttentionBytes& b = profile_.memory.sharded_attention;
   if (!b.any() || options_.cp_attention != CpAttention::Ulysses) return 0;
+  const LayerMix mix = layer_mix(scheme, layers);
   const int keeping = mix.with_backward() - mix.checkpointed();  // a checkpointed layer keeps its input only
   if (keeping <= 0) return 0;
   double bytes = 0;

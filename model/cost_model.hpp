@@ -102,6 +102,9 @@ struct CpExchange {
   Pass pass = Pass::Both;
   std::vector<CollectiveCall> calls;
   double beside_s = 0;
+  /// Bytes the GPU holds only while this exchange's layer runs its attention: all-gather CP's gathered K,V (and in
+  /// backward the full-length dK,dV), one layer's at a time; 0 for the others.
+  double buffer_bytes = 0;
 };
 
 /// Layers [first, first + count) of the model that one GPU runs: its pipeline stage (stage_span) or a block of one.
@@ -271,13 +274,15 @@ class CostModel {
   /// Activation bytes per token held on this GPU for `layers` (+ logits when `with_head`), with the scheme's
   /// recomputation; a LayerGrad::None layer keeps none. TP divides it (sequence parallelism).
   double activation_bytes_per_token(const ParallelScheme& scheme, LayerSpan layers, bool with_head) const;
-  /// What one GPU keeps beyond activation_bytes_per_token for the CP shards of a micro-batch (`dist`, as
-  /// cp_exchanges takes them) over `layers`. Ulysses: the profile's sharded_attention bytes for every token of each
-  /// sharded sequence and the rank's heads, in each layer that keeps its activations. All-gather: one layer's
-  /// gathered K,V and, in backward, its full-length dK,dV before the reduce-scatter (the buffers live while that
-  /// layer's attention runs). 0 for ring and zigzag.
+  /// What one GPU keeps beyond activation_bytes_per_token for the Ulysses shards of a micro-batch (`dist`, as
+  /// cp_exchanges takes them) over `layers`: the profile's sharded_attention bytes for every token of each sharded
+  /// sequence and the rank's heads, in each layer that keeps its activations. 0 for the other modes.
   double sharded_attention_bytes(std::span<const SequenceShare> dist, const ParallelScheme& scheme,
                                  LayerSpan layers) const;
+  /// The most a GPU holds at once for a micro-batch's CP buffers (CpExchange::buffer_bytes) over `layers`, with
+  /// `tokens_on_gpu` sharded tokens: all-gather CP's gathered K,V and, when a layer has a backward, its full-length
+  /// dK,dV; 0 for the other modes. Held one layer at a time, so once per GPU, not per micro-batch in flight.
+  double cp_buffer_bytes(Tokens tokens_on_gpu, const ParallelScheme& scheme, LayerSpan layers) const;
   /// Usable memory: GPU capacity minus the profile's reserve.
   double capacity_bytes() const;
 

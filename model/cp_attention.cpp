@@ -146,19 +146,29 @@ std::vector<CpExchange> CostModel::ring_exchanges(std::span<const SequenceShare>
 std::vector<CpExchange> CostModel::all_gather_exchanges(Tokens tokens_on_gpu, const ParallelScheme& scheme, int layers,
                                                         int backward, int checkpointed) const {
   const int cp = scheme.cp;
-  // nccl-tests size of an all-gather or reduce-scatter: the whole, gathered buffer.
+  // nccl-tests size of an all-gather or reduce-scatter: the whole, gathered buffer, which is also what the GPU holds.
   const double gathered = cp * kv_bytes(static_cast<double>(tokens_on_gpu), scheme.tp);
   std::vector<CpExchange> exchanges;
   if (layers > 0)
-    exchanges.push_back({CpExchange::Pass::Forward, {{CollectiveOp::AllGather, cp, gathered, 1.0 * layers}}, 0});
+    exchanges.push_back(
+        {CpExchange::Pass::Forward, {{CollectiveOp::AllGather, cp, gathered, 1.0 * layers}}, 0, gathered});
   if (checkpointed > 0)
-    exchanges.push_back({CpExchange::Pass::Backward, {{CollectiveOp::AllGather, cp, gathered, 1.0 * checkpointed}}, 0});
-  if (backward > 0)
+    exchanges.push_back(
+        {CpExchange::Pass::Backward, {{CollectiveOp::AllGather, cp, gathered, 1.0 * checkpointed}}, 0, gathered});
+  if (backward > 0)  // K,V gathered again beside the full-length dK,dV
     exchanges.push_back({CpExchange::Pass::Backward,
                          {{CollectiveOp::AllGather, cp, gathered, 1.0 * backward},
                           {CollectiveOp::ReduceScatter, cp, gathered, 1.0 * backward}},
-                         0});
+                         0,
+                         2 * gathered});
   return exchanges;
+}
+
+double CostModel::cp_buffer_bytes(Tokens tokens_on_gpu, const ParallelScheme& scheme, LayerSpan layers) const {
+  if (options_.cp_attention != CpAttention::AllGather || scheme.cp < 2 || tokens_on_gpu <= 0 || layers.count <= 0)
+    return 0;
+  const double gathered = scheme.cp * kv_bytes(static_cast<double>(tokens_on_gpu), scheme.tp);
+  return layer_mix(scheme, layers).with_backward() > 0 ? 2 * gathered : gathered;
 }
 
 }  // namespace lcsim

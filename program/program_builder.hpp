@@ -360,6 +360,7 @@ class Builder {
     double beside_s = 0;
     double exposed_s = 0;
     CpExchange::Pass pass = CpExchange::Pass::Forward;
+    double buffer_bytes = 0;  ///< held while the step runs (CpExchange::buffer_bytes)
   };
 
   /// The ring exchanges of one block of `work` over the CP group of TP rank t on a stage, one collective each.

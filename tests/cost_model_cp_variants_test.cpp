@@ -129,13 +129,22 @@ TEST(CostModelCpVariants, AllGatherCollectivesAreExposedWhole) {
   EXPECT_NEAR(cost.cp_comm_seconds(kOneSharded, 25, checkpointed, 2, LinkClass::NvLink), 7 * one, 1e-15);
 }
 
-TEST(CostModelCpVariants, AllGatherHoldsTheGatheredKvAndItsGradient) {
-  // One layer's gathered K,V of the 100 tokens (100 x 2 x 32 x 2 B = 12,800 B) and, in backward, its full-length
-  // dK,dV; ring and zigzag hold nothing beyond their activations.
+TEST(CostModelCpVariants, AllGatherHoldsTheGatheredKvAndItsGradientOneLayerAtATime) {
+  // 25 tokens a GPU over cp 4: the gathered K,V of the 100 tokens is 100 x 2 x 32 x 2 B = 12,800 B, held while the
+  // forward's layer runs; in backward with the full-length dK,dV beside it, 25,600 B. Ring and zigzag hold only
+  // their next block, nothing beyond their activations.
   const ParallelScheme scheme = cp_scheme(4);
-  EXPECT_DOUBLE_EQ(cost_of(CpAttention::AllGather).sharded_attention_bytes(kOneSharded, scheme, 2), 2 * 12800);
-  EXPECT_EQ(cost_of(CpAttention::Ring).sharded_attention_bytes(kOneSharded, scheme, 2), 0.0);
-  EXPECT_EQ(cost_of(CpAttention::Zigzag).sharded_attention_bytes(kOneSharded, scheme, 2), 0.0);
+  const CostModel all_gather = cost_of(CpAttention::AllGather);
+  const auto exchanges = all_gather.cp_exchanges(kOneSharded, 25, scheme, 2, 0);
+  ASSERT_EQ(exchanges.size(), 2u);
+  EXPECT_DOUBLE_EQ(exchanges[0].buffer_bytes, 12800);
+  EXPECT_DOUBLE_EQ(exchanges[1].buffer_bytes, 2 * 12800);
+  EXPECT_DOUBLE_EQ(all_gather.cp_buffer_bytes(25, scheme, 2), 2 * 12800);
+  EXPECT_EQ(all_gather.sharded_attention_bytes(kOneSharded, scheme, 2), 0.0);  // nothing kept between layers
+  for (CpAttention mode : {CpAttention::Ring, CpAttention::Zigzag, CpAttention::Ulysses}) {
+    EXPECT_EQ(cost_of(mode).cp_buffer_bytes(25, scheme, 2), 0.0);
+    for (const auto& e : cost_of(mode).cp_exchanges(kOneSharded, 25, scheme, 2, 0)) EXPECT_EQ(e.buffer_bytes, 0.0);
+  }
 }
 
 TEST(CostModelCpVariants, OnlyHeadTailVariantsDealPerSequenceChunks) {
