@@ -324,7 +324,7 @@ class CostModel {
   std::vector<CpExchange> all_gather_exchanges(Tokens tokens_on_gpu, const ParallelScheme& scheme, int layers,
                                                int backward, int checkpointed) const;
   /// The K,V bytes of `tokens` tokens on one GPU of TP degree `tp`.
-  double kv_bytes(double tokens, int tp) const;
+  double kv_tensor_bytes(double tokens, int tp) const;
   double head_forward_seconds(double tokens, int tp) const;
   /// GEMM passes of a layer's weights: forward, activation gradient, and weight gradient unless frozen (LoRA's
   /// base weights, a frozen layer).

@@ -2,11 +2,11 @@
 // (docs/model.md, "Context parallelism"). Notation: s a sharded sequence's tokens, cp the CP degree, n = s / cp a
 // rank's tokens, h = n / 2 a head-tail chunk, b a rank's K,V bytes, e_a(x) the attention efficiency curve.
 //
-// A block of q queries against k keys with `pairs` query-key pairs costs 4 head_dim pairs FLOPs per head of the TP
-// slice at e_a(min(q, k)): the curve is measured on square causal kernels of x tokens, and a block is charged as no
-// more efficient than the square of its shorter side (few query tiles idle SMs, few key tiles leave each tile's
-// prologue and epilogue unpaid-for), so launch and tile waste at small blocks show up. A causal n x n block has
-// n^2 / 2 pairs (attention_flops' count), a full one n^2.
+// A ring block with `pairs` query-key pairs costs 4 head_dim pairs FLOPs per head of the TP slice at the efficiency
+// of the causal kernel of equal work, e_a(sqrt(2 pairs)): the curve is measured on causal kernels of x tokens
+// (x^2 / 2 pairs), and a smaller block is a smaller kernel whose launch, partial tiles and idle SMs weigh more, so
+// they show up as cp grows. A causal n x n block has n^2 / 2 pairs (attention_flops' count): e_a(n); a full one
+// n^2: e_a(1.41 n). An all-gather chunk call, like a per-sequence split's chunk, runs at e_a of its query tokens.
 //
 // Ring, rank r of cp holding tokens [r n, (r + 1) n): at step i it holds the K,V block of rank (r - i) mod cp,
 // which lies before its queries when i <= r (a full block; i = 0 its causal diagonal) and after them otherwise
@@ -17,12 +17,13 @@
 //
 // Zigzag, rank r holding chunks r and 2 cp - 1 - r of 2 cp: step 0 is its own two chunks, one causal kernel of n
 // tokens; at step i > 0 a rank holding an earlier rank's chunks computes its n queries against their first chunk
-// (n x h) and one holding a later rank's its second chunk against all n keys (h x n); either is n^2 / 2 pairs at
-// e_a(h). Every step costs the same on every rank: cp n^2 / 2 pairs in all, s^2 / (2 cp).
+// (n x h) and one holding a later rank's its second chunk against all n keys (h x n); either is n^2 / 2 pairs, at
+// e_a(n). Every step costs the same on every rank: cp n^2 / 2 pairs in all, s^2 / (2 cp), as balanced as it gets.
 //
 // All-gather (Llama 3): the rank's two chunks, queries [r h, (r + 1) h) and [(2 cp - 1 - r) h, (2 cp - r) h),
-// against the gathered K,V up to their end: h^2 (2 cp - 1) + h^2 pairs on every rank, s^2 / (2 cp), the two calls
-// run side by side on two streams (TransformerEngine), so one kernel of n queries: e_a(n).
+// against the gathered K,V up to their end: h^2 (2 cp - 1) + h^2 pairs on every rank, s^2 / (2 cp), each call of h
+// queries at e_a(h), as the per-sequence split prices its chunks (TransformerEngine runs the two calls on two
+// streams to soften their wave quantisation; not credited).
 //
 // Exchanges per layer and pass (TransformerEngine's P2P ring): forward, the K,V block for step i + 1 moves beside
 // step i's kernel, i = 0..cp-2, and the last step has no transfer; backward, K,V beside step 0, K,V plus the
@@ -31,6 +32,7 @@
 // All-gather: the K,V all-gather before the forward's kernels; in backward the K,V all-gathered again and the
 // full-length dK,dV reduce-scattered; nothing beside them (Llama 3 leaves them exposed).
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -64,7 +66,7 @@ bool head_tail_chunks(CpAttention mode) {
   return mode == CpAttention::Zigzag || mode == CpAttention::AllGather;
 }
 
-double CostModel::kv_bytes(double tokens, int tp) const {
+double CostModel::kv_tensor_bytes(double tokens, int tp) const {
   return tokens * 2 * model_.kv_hidden() * kBf16Bytes / tp;
 }
 
@@ -80,19 +82,21 @@ std::vector<double> CostModel::cp_step_seconds(const SequenceShare& share, int t
   const int cp = share.cp;
   const double n = static_cast<double>(share.sequence_tokens) / cp;
   const double h = n / 2;
+  // A ring block of `pairs` pairs at the efficiency of the causal kernel of equal work (header comment).
+  const auto ring_block_seconds = [&](double pairs) {
+    const double equal_work_tokens = std::sqrt(2 * pairs);
+    return block_attention_seconds(pairs, equal_work_tokens, equal_work_tokens, tp);
+  };
   switch (options_.cp_attention) {
     case CpAttention::Ring: {
-      std::vector<double> steps(static_cast<std::size_t>(cp), block_attention_seconds(n * n, n, n, tp));
-      steps[0] = block_attention_seconds(n * n / 2, n, n, tp);
+      std::vector<double> steps(static_cast<std::size_t>(cp), ring_block_seconds(n * n));
+      steps[0] = ring_block_seconds(n * n / 2);
       return steps;
     }
-    case CpAttention::Zigzag: {
-      std::vector<double> steps(static_cast<std::size_t>(cp), block_attention_seconds(n * n / 2, h, n, tp));
-      steps[0] = block_attention_seconds(n * n / 2, n, n, tp);
-      return steps;
-    }
+    case CpAttention::Zigzag:
+      return std::vector<double>(static_cast<std::size_t>(cp), ring_block_seconds(n * n / 2));
     case CpAttention::AllGather:
-      return {block_attention_seconds(2 * cp * h * h, n, n, tp)};
+      return {block_attention_seconds(2 * cp * h * h, h, h, tp)};
     case CpAttention::Ulysses:
       break;
   }
@@ -120,7 +124,7 @@ std::vector<CpExchange> CostModel::ring_exchanges(std::span<const SequenceShare>
                                                   const ParallelScheme& scheme, int layers, int backward,
                                                   int checkpointed) const {
   const int cp = scheme.cp;
-  const double block = kv_bytes(static_cast<double>(tokens_on_gpu), scheme.tp);
+  const double block = kv_tensor_bytes(static_cast<double>(tokens_on_gpu), scheme.tp);
   const std::vector<double> steps = ring_step_totals(dist, cp, scheme.tp);
   const double first = steps.front();
   double middle = 0;  // steps 1..cp-2, each with a transfer beside it (the same kernel on each)
@@ -147,7 +151,7 @@ std::vector<CpExchange> CostModel::all_gather_exchanges(Tokens tokens_on_gpu, co
                                                         int backward, int checkpointed) const {
   const int cp = scheme.cp;
   // nccl-tests size of an all-gather or reduce-scatter: the whole, gathered buffer, which is also what the GPU holds.
-  const double gathered = cp * kv_bytes(static_cast<double>(tokens_on_gpu), scheme.tp);
+  const double gathered = cp * kv_tensor_bytes(static_cast<double>(tokens_on_gpu), scheme.tp);
   std::vector<CpExchange> exchanges;
   if (layers > 0)
     exchanges.push_back(
@@ -167,7 +171,7 @@ std::vector<CpExchange> CostModel::all_gather_exchanges(Tokens tokens_on_gpu, co
 double CostModel::cp_buffer_bytes(Tokens tokens_on_gpu, const ParallelScheme& scheme, LayerSpan layers) const {
   if (options_.cp_attention != CpAttention::AllGather || scheme.cp < 2 || tokens_on_gpu <= 0 || layers.count <= 0)
     return 0;
-  const double gathered = scheme.cp * kv_bytes(static_cast<double>(tokens_on_gpu), scheme.tp);
+  const double gathered = scheme.cp * kv_tensor_bytes(static_cast<double>(tokens_on_gpu), scheme.tp);
   return layer_mix(scheme, layers).with_backward() > 0 ? 2 * gathered : gathered;
 }
 

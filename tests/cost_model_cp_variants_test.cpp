@@ -3,6 +3,7 @@
 // the tiny model and flat profile of cost_model_ring_test.cpp (4 heads of 16, 2 KV heads, 1 MFLOP/s, e_a 0.5).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "model/cost_model.hpp"
@@ -81,24 +82,30 @@ TEST(CostModelCpVariants, PlainRingTransfersHideBehindItsLongerSteps) {
 }
 
 TEST(CostModelCpVariants, RingBlocksRunAtTheEfficiencyOfTheirSize) {
-  // e_a rising from 0.2 at 100 tokens to 0.6 at 10,000: 4000 tokens over cp 4 give n = 1000, h = 500. Zigzag's
-  // step 0 is a causal 1000 x 1000 kernel at e(1000); its later half blocks (1000 x 500, 500 x 1000) run at e(500),
-  // slower per FLOP: the smaller the block, the more its launch and partial tiles cost.
+  // e_a rising from 0.2 at 100 tokens to 0.6 at 10,000. 4000 tokens over cp 4: n = 1000, every zigzag step
+  // 500,000 pairs, the work of a causal 1000-token kernel, at e(1000); over cp 8, n = 500: 125,000 pairs a step at
+  // e(500), slower per FLOP. The plain ring's full 1000 x 1000 block (10^6 pairs) runs at e(1414), its diagonal at
+  // e(1000). Smaller blocks pay their launch and partial tiles: the cp 8 zigzag's attention exceeds the cp 4 one's
+  // halved share.
   Profile p = flat_profile();
   p.compute.attention_efficiency = Curve{{100, 10000}, {0.2, 0.6}, std::nullopt};
   const Curve& e = p.compute.attention_efficiency;
   ASSERT_LT(e.at(500), e.at(1000));
-  const double pairs = 1000.0 * 1000 / 2;
-  const auto zigzag = cost_of(CpAttention::Zigzag, p).cp_step_seconds({4000, 4}, 1);
-  ASSERT_EQ(zigzag.size(), 4u);
-  EXPECT_NEAR(zigzag[0], pairs * 256 / (1e6 * e.at(1000)), 1e-9);
-  EXPECT_NEAR(zigzag[1], pairs * 256 / (1e6 * e.at(500)), 1e-9);
+  const CostModel zigzag = cost_of(CpAttention::Zigzag, p);
+  const auto four = zigzag.cp_step_seconds({4000, 4}, 1);
+  ASSERT_EQ(four.size(), 4u);
+  for (double step : four) EXPECT_NEAR(step, 500000.0 * 256 / (1e6 * e.at(1000)), 1e-9);
+  const auto eight = zigzag.cp_step_seconds({4000, 8}, 1);
+  ASSERT_EQ(eight.size(), 8u);
+  for (double step : eight) EXPECT_NEAR(step, 125000.0 * 256 / (1e6 * e.at(500)), 1e-9);
+  EXPECT_GT(8 * eight[0], 4 * four[0] / 2);
   const auto ring = cost_of(CpAttention::Ring, p).cp_step_seconds({4000, 4}, 1);
-  EXPECT_NEAR(ring[1], 2 * pairs * 256 / (1e6 * e.at(1000)), 1e-9);
+  EXPECT_NEAR(ring[0], 500000.0 * 256 / (1e6 * e.at(1000)), 1e-9);
+  EXPECT_NEAR(ring[1], 1e6 * 256 / (1e6 * e.at(std::sqrt(2e6))), 1e-9);
 }
 
-TEST(CostModelCpVariants, AllGatherIsBalancedAndRunsItsChunksAsOneKernel) {
-  // Rank r's chunks of h = 12.5 queries: h^2 (2 cp - 1) + h^2 pairs = 8 x 156.25 = 1250 on every rank, at e(n).
+TEST(CostModelCpVariants, AllGatherIsBalanced) {
+  // Rank r's chunks of h = 12.5 queries: h^2 (2 cp - 1) + h^2 pairs = 8 x 156.25 = 1250 on every rank, at e(h).
   const auto steps = cost_of(CpAttention::AllGather).cp_step_seconds(kOneSharded[0], 1);
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_NEAR(steps[0], 1250 * kPair, 1e-12);
