@@ -62,7 +62,9 @@ TEST(SimRing, EachExchangeRunsBesideTheAttentionBlocksThatHideIt) {
     const Step& step = rank0[2 + e];
     EXPECT_EQ(step.type, e < 2 ? T::ComputeWithCollective : T::Collective) << e;
     EXPECT_EQ(step.kind, e < 2 ? WorkKind::Compute : WorkKind::CpRing) << e;
-    if (e < 2) EXPECT_NEAR(step.seconds, beside[e], kTol);
+    if (e < 2) {
+      EXPECT_NEAR(step.seconds, beside[e], kTol);
+    }
     EXPECT_EQ(step.lead_s, 0.0);
     EXPECT_EQ(program.gpus[1][2 + e].index, step.index);  // both ranks join one ring
     const auto& spec = program.collectives[static_cast<std::size_t>(step.index)];
