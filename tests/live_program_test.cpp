@@ -203,20 +203,21 @@ TEST(LiveProgram, RingAttentionIsRefusedNotMismeasured) {
     }
     std::filesystem::remove(file);
   }
+}
 
-  TEST(LiveProgram, LoraIsRefusedNotMismeasured) {
-    nlohmann::json scenario = parse_json_file(LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8.json");
-    scenario["training"]["finetuning"] = {{"method", "lora"}, {"rank", 16}};
-    try {
-      plan_live(load_and_prepare(scenario, LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8.json", 1),
-                {});
-      ADD_FAILURE() << "a LoRA scenario was accepted";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("training.finetuning.method: live runs full fine-tuning only"),
-                std::string::npos)
-          << e.what();
-    }
+TEST(LiveProgram, LoraIsRefusedNotMismeasured) {
+  nlohmann::json scenario = parse_json_file(LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8.json");
+  scenario["training"]["finetuning"] = {{"method", "lora"}, {"rank", 16}};
+  try {
+    plan_live(load_and_prepare(scenario, LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8.json", 1),
+              {});
+    ADD_FAILURE() << "a LoRA scenario was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.finetuning.method: live runs full fine-tuning only"),
+              std::string::npos)
+        << e.what();
   }
+}
 
 }  // namespace live_program_test
 }  // namespace lcsim
