@@ -5,9 +5,9 @@
 //   GEMM forward       G = T * gemm_flops_per_token / t / (P * e_g(T))
 //   attention forward  A = sum over shares of attention_flops(s) x share / (P * e_a(s)); share = 1/t for whole
 //                          sequences; Ulysses: all s tokens for the busiest rank's whole heads (ulysses_rank_heads
-//                          of the TP slice, heads / (cp t) when cp divides them); ring attention: 1/(cp t), at
-//                          e_a(s / cp), its kernels see blocks of s/cp tokens; a per-sequence CP chunk of c
-//                          queries p tokens into its sequence: 4 q (c p + c (c + 1) / 2) / t at e_a(c)
+//                          of the TP slice, heads / (cp t) when cp divides them); ring, zigzag and all-gather:
+//                          the slowest rank's steps (cp_step_seconds, model/cp_attention.cpp); a per-sequence CP
+//                          chunk of c queries p tokens into its sequence: 4 q (c p + c (c + 1) / 2) / t at e_a(c)
 //   busiest SM         with the profile's attention_blocks (tile b, S SMs, o blocks per SM): a call's forward
 //                          lasts at least the tile pairs its busiest SM holds (the blocks of ranks 0, S, ..., (o-1) S,
 //                          launched longest first: attention_blocks.hpp) x one tile pair's time on one SM,

@@ -313,7 +313,8 @@ class CostModel {
   /// The forward pass of one layer (forward_seconds), its overheads shared as `grad`'s backward implies.
   double layer_forward_seconds(const LayerParts& parts, LayerGrad grad) const;
   /// Forward seconds of a q x k block of `pairs` query-key pairs on one GPU of TP degree `tp`: 4 head_dim FLOPs a
-  /// pair and head of the TP slice, at the attention efficiency of the block's shorter side (model/cp_attention.cpp).
+  /// pair and head of the TP slice, at the attention efficiency of min(q, k) tokens. Callers pass the kernel length
+  /// they price at: a ring block's causal kernel of equal work, a chunk's queries (model/cp_attention.cpp).
   double block_attention_seconds(double pairs, double queries, double keys, int tp) const;
   /// The forward attention of `dist` in each of the cp ring steps: cp_step_seconds of the whole shares, plus each
   /// chunk share's attention spread evenly over the steps.
