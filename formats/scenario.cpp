@@ -273,9 +273,12 @@ TrainingConfig parse_training(JsonObjectReader r, const ModelConfig& model) {
 
 CpAttention parse_cp_attention(JsonObjectReader& r) {
   const std::string value = r.optional<std::string>("cp_attention", "ulysses");
-  if (value == "ulysses") return CpAttention::Ulysses;
-  if (value == "ring") return CpAttention::Ring;
-  r.fail("cp_attention", "expected \"ulysses\" or \"ring\", got \"" + value + "\"");
+  std::string expected;
+  for (CpAttention mode : kCpAttentionModes) {
+    if (value == to_string(mode)) return mode;
+    expected += (expected.empty() ? "\"" : ", \"") + std::string(to_string(mode)) + "\"";
+  }
+  r.fail("cp_attention", "expected one of " + expected + ", got \"" + value + "\"");
 }
 
 ParallelLayout parse_layout(JsonObjectReader r, const ModelConfig& model, const ClusterSpec& cluster,

@@ -208,19 +208,23 @@ namespace {
 /// 1e-5 still holds a length.
 constexpr std::size_t kDistributionLengths = std::size_t{1} << 17;
 
-/// Ring attention times its transfers with the profile's send_recv fits: on NVLink, and on InfiniBand when a CP
-/// group can span nodes. Refused here, naming both files, rather than at the first sharded micro-batch.
-void check_ring_fits(const Profile& profile, const Scenario& scenario, const std::string& file) {
+/// Ring and zigzag attention time their transfers with the profile's send_recv fits, all-gather CP with its
+/// all_gather and reduce_scatter fits: on NVLink, and on InfiniBand when a CP group can span nodes. Refused here,
+/// naming both files, rather than at the first sharded micro-batch.
+void check_cp_fits(const Profile& profile, const Scenario& scenario, const std::string& file) {
+  std::vector<CollectiveOp> ops{CollectiveOp::SendRecv};
+  if (scenario.cp_attention == CpAttention::AllGather) ops = {CollectiveOp::AllGather, CollectiveOp::ReduceScatter};
   std::vector<LinkClass> links{LinkClass::NvLink};
   if (scenario.cluster.nodes > 1) links.push_back(LinkClass::InfiniBand);
-  for (LinkClass link : links) {
-    const bool found = std::any_of(profile.collectives.begin(), profile.collectives.end(), [&](const CollectiveFit& f) {
-      return f.op == CollectiveOp::SendRecv && f.link == link;
-    });
-    if (!found)
-      throw InputError(file + ": parallel.cp_attention: \"ring\" needs a send_recv fit on " +
-                       std::string(to_string(link)) + ", which the profile " + scenario.profile_path + " lacks");
-  }
+  for (CollectiveOp op : ops)
+    for (LinkClass link : links) {
+      const bool found = std::any_of(profile.collectives.begin(), profile.collectives.end(),
+                                     [&](const CollectiveFit& f) { return f.op == op && f.link == link; });
+      if (!found)
+        throw InputError(file + ": parallel.cp_attention: \"" + std::string(to_string(scenario.cp_attention)) +
+                         "\" needs a " + std::string(to_string(op)) + " fit on " + std::string(to_string(link)) +
+                         ", which the profile " + scenario.profile_path + " lacks");
+    }
 }
 
 /// prepare_batches, and when `whole` is given the whole dataset's lengths (LoadedScenario::dataset_lengths): every
@@ -296,11 +300,11 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
   if (s.layout.gpus() != s.cluster.world_size())
     throw InputError(file + ": parallel: layout has " + std::to_string(s.layout.gpus()) + " GPUs, the cluster " +
                      std::to_string(s.cluster.world_size()));
-  if (s.cp_attention == CpAttention::Ring) check_ring_fits(loaded.profile, s, file);
-  loaded.cost =
-      std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
-                                  CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning, s.training.precision,
-                   s.training.elementwise});
+  if (shards_tokens(s.cp_attention)) check_cp_fits(loaded.profile, s, file);
+  loaded.cost = std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
+                                            CostModelOptions{s.training.zero_stage, s.cp_attention,
+                                                             s.training.finetuning, s.training.precision,
+                                                             s.training.elementwise});
   std::vector<Tokens> whole;
   loaded.batches = prepare_window(s, loaded.dataset_label, std::nullopt, plans_from_dataset ? &whole : nullptr);
   if (plans_from_dataset) loaded.dataset_lengths = std::make_shared<const std::vector<Tokens>>(std::move(whole));

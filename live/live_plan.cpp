@@ -19,8 +19,8 @@ LivePlans plan_live(LoadedScenario loaded, const std::vector<std::string>& polic
   LivePlans live;
   live.loaded = std::move(loaded);
   const CostModel& cost = *live.loaded.cost;
-  // The layer proxy runs a sharded sequence's attention the Ulysses way (all tokens, the rank's heads); ring
-  // attention's blockwise exchange would be measured as something it is not.
+  // The layer proxy runs a sharded sequence's attention the Ulysses way (all tokens, the rank's heads); a ring's
+  // blockwise steps or all-gather CP's gathered K,V would be measured as something they are not.
   if (cost.options().cp_attention != CpAttention::Ulysses)
     throw InputError(live.loaded.scenario.file +
                      ": parallel.cp_attention: live runs Ulysses context parallelism "

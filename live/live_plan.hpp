@@ -29,7 +29,8 @@ struct LivePlans {
 
 /// Loads the scenario (--iterations, --layers applied), plans and validates the selected policies (plan_policy)
 /// and builds each plan's program. Throws InputError / PlanningError as `lcsim simulate` does, and InputError for
-/// ring CP attention (parallel.cp_attention "ring"), which the layer proxy does not run.
+/// ring, zigzag or all-gather CP attention (parallel.cp_attention other than "ulysses"), which the layer proxy does
+/// not run.
 LivePlans plan_live(const LiveOptions& options);
 /// The same from a loaded scenario (tests).
 LivePlans plan_live(LoadedScenario loaded, const std::vector<std::string>& policies);

@@ -5,9 +5,9 @@
 //   GEMM forward       G = T * gemm_flops_per_token / t / (P * e_g(T))
 //   attention forward  A = sum over shares of attention_flops(s) x share / (P * e_a(s)); share = 1/t for whole
 //                          sequences; Ulysses: all s tokens for the busiest rank's whole heads (ulysses_rank_heads
-//                          of the TP slice, heads / (cp t) when cp divides them); ring attention: 1/(cp t), at
-//                          e_a(s / cp), its kernels see blocks of s/cp tokens; a per-sequence CP chunk of c
-//                          queries p tokens into its sequence: 4 q (c p + c (c + 1) / 2) / t at e_a(c)
+//                          of the TP slice, heads / (cp t) when cp divides them); ring, zigzag and all-gather:
+//                          the slowest rank's steps (cp_step_seconds, model/cp_attention.cpp); a per-sequence CP
+//                          chunk of c queries p tokens into its sequence: 4 q (c p + c (c + 1) / 2) / t at e_a(c)
 //   busiest SM         with the profile's attention_blocks (tile b, S SMs, o blocks per SM): a call's forward
 //                          lasts at least the tile pairs its busiest SM holds (the blocks of ranks 0, S, ..., (o-1) S,
 //                          launched longest first: attention_blocks.hpp) x one tile pair's time on one SM,
@@ -63,16 +63,6 @@ std::string_view to_string(Elementwise elementwise) {
 
 std::string_view to_string(Precision precision) {
   return precision == Precision::Fp8 ? "fp8" : "bf16";
-}
-
-std::string_view to_string(CpAttention mode) {
-  switch (mode) {
-    case CpAttention::Ulysses:
-      return "ulysses";
-    case CpAttention::Ring:
-      return "ring";
-  }
-  return "unknown";
 }
 
 namespace {
@@ -243,8 +233,9 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
   parts.elementwise = hbm_seconds(tokens * bytes.forward, tp);
   parts.elementwise_backward = hbm_seconds(tokens * bytes.backward, tp);
   const AttentionBlocks& blocks = c.attention_blocks;
-  const bool ring = options_.cp_attention == CpAttention::Ring;
-  const bool block_model = blocks.tile_tokens > 0 && !ring;  // ring blocks run in cp steps: not modelled
+  const bool token_split = shards_tokens(options_.cp_attention);
+  // Ring and all-gather kernels run in steps whose blocks the busiest-SM model does not follow: not applied.
+  const bool block_model = blocks.tile_tokens > 0 && !token_split;
   std::vector<BlockRun> forward_runs, backward_runs;
   double longest_tokens = 0, largest_block = 0;
   for (const auto& share : work) {
@@ -256,13 +247,17 @@ CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work
       // run under ring attention, whose blocks it does not model either.
       if (share.chunk_offset < 0 || share.chunk_offset + share.chunk_tokens > share.sequence_tokens)
         throw std::invalid_argument("cost model: CP chunk outside its sequence");
-      parts.attention += 4.0 * model_.q_hidden() * causal_pairs(share.chunk_tokens, share.chunk_offset) / tp /
-                         (peak * c.attention_efficiency.at(static_cast<double>(share.chunk_tokens)));
+      const auto queries = static_cast<double>(share.chunk_tokens);
+      parts.attention +=
+          block_attention_seconds(causal_pairs(share.chunk_tokens, share.chunk_offset), queries, queries, tp);
       continue;
     }
-    const double s = static_cast<double>(share.sequence_tokens);
-    const double kernel_tokens = ring ? s / share.cp : s;
-    parts.attention += attention_flops(share.sequence_tokens) * attention_share(share.cp, tp, ring) /
+    if (token_split && share.cp > 1) {  // the ring's (or the gathered K,V's) steps, as the slowest rank runs them
+      for (double step : cp_step_seconds(share, tp)) parts.attention += step;
+      continue;
+    }
+    const double kernel_tokens = static_cast<double>(share.sequence_tokens);
+    parts.attention += attention_flops(share.sequence_tokens) * attention_share(share.cp, tp) /
                        (peak * c.attention_efficiency.at(kernel_tokens));
     if (!block_model) continue;
     const UlyssesHeads rank = rank_heads(share.cp, tp);
@@ -304,8 +299,8 @@ UlyssesHeads CostModel::rank_heads(int cp, int tp) const {
   return cp == 1 ? UlyssesHeads{heads, kv_heads} : ulysses_rank_heads(heads, kv_heads, cp);
 }
 
-double CostModel::attention_share(int cp, int tp, bool ring) const {
-  if (cp == 1 || ring) return 1.0 / (cp * tp);                          // ring: every head, 1/cp of the tokens
+double CostModel::attention_share(int cp, int tp) const {
+  if (cp == 1) return 1.0 / tp;
   return static_cast<double>(rank_heads(cp, tp).heads) / model_.heads;  // Ulysses: all tokens, whole heads
 }
 
@@ -454,28 +449,6 @@ std::vector<CollectiveCall> CostModel::ulysses_calls(Tokens tokens_on_gpu, int c
   return {{CollectiveOp::AllToAll, cp, q_bytes, per_width}, {CollectiveOp::AllToAll, cp, kv_bytes, per_width}};
 }
 
-std::vector<CpExchange> CostModel::ring_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
-                                                  const ParallelScheme& scheme, int layers, int backward,
-                                                  int checkpointed) const {
-  const int cp = scheme.cp;
-  // The GPU's K,V block: its sharded tokens, K and V, the kv heads of its TP rank.
-  const double block_bytes = static_cast<double>(tokens_on_gpu) * 2 * model_.kv_hidden() * kBf16Bytes / scheme.tp;
-  const LayerParts parts = layer_parts(dist, scheme.tp);  // one layer
-  const double steps = cp - 1;
-  // The blocks the cp - 1 transfers run beside, one layer.
-  const double hidden_forward = steps * parts.attention / cp;
-  const double hidden_backward = steps * parts.attention_backward / cp;
-  std::vector<CpExchange> exchanges;
-  const auto add = [&](CpExchange::Pass pass, double bytes, int passes, double hidden) {
-    if (passes <= 0) return;
-    exchanges.push_back({pass, {{CollectiveOp::SendRecv, 2, bytes, steps * passes}}, hidden * passes});
-  };
-  add(CpExchange::Pass::Forward, block_bytes, layers, hidden_forward);
-  add(CpExchange::Pass::Backward, block_bytes, checkpointed, hidden_forward);   // recomputed forwards
-  add(CpExchange::Pass::Backward, 2 * block_bytes, backward, hidden_backward);  // K,V and dK,dV
-  return exchanges;
-}
-
 std::vector<CpExchange> CostModel::cp_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
                                                 const ParallelScheme& scheme, LayerSpan layers,
                                                 int checkpointed) const {
@@ -486,8 +459,15 @@ std::vector<CpExchange> CostModel::cp_exchanges(std::span<const SequenceShare> d
   if (checkpointed < 0 || checkpointed > backward)
     throw std::invalid_argument("cost model: checkpointed layers outside [0, layers with a backward]");
   if (scheme.cp == 1 || tokens_on_gpu <= 0 || layers.count <= 0 || dist.empty()) return {};
-  if (options_.cp_attention == CpAttention::Ring)
-    return ring_exchanges(dist, tokens_on_gpu, scheme, layers.count, backward, checkpointed);
+  switch (options_.cp_attention) {
+    case CpAttention::Ring:
+    case CpAttention::Zigzag:
+      return ring_exchanges(dist, tokens_on_gpu, scheme, layers.count, backward, checkpointed);
+    case CpAttention::AllGather:
+      return all_gather_exchanges(tokens_on_gpu, scheme, layers.count, backward, checkpointed);
+    case CpAttention::Ulysses:
+      break;
+  }
   return {{CpExchange::Pass::Both, ulysses_calls(tokens_on_gpu, scheme.cp, layers), 0.0}};
 }
 
@@ -740,7 +720,7 @@ double CostModel::activation_bytes_per_token(const ParallelScheme& scheme, Layer
 double CostModel::sharded_attention_bytes(std::span<const SequenceShare> dist, const ParallelScheme& scheme,
                                           LayerSpan layers) const {
   const ShardedAttentionBytes& b = profile_.memory.sharded_attention;
-  if (!b.any() || options_.cp_attention == CpAttention::Ring) return 0;
+  if (!b.any() || options_.cp_attention != CpAttention::Ulysses) return 0;
   const LayerMix mix = layer_mix(scheme, layers);
   const int keeping = mix.with_backward() - mix.checkpointed();  // a checkpointed layer keeps its input only
   if (keeping <= 0) return 0;

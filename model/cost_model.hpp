@@ -3,8 +3,9 @@
 // estimate, the simulator and live replay), each paper's own formula (each policy's view of it, e.g.
 // skrull/skrull_view.hpp) -- comes from this class, which is built from a calibration profile.
 //
-// Context parallelism: Ulysses' all-to-alls, or ring attention's K,V exchanges beside the blockwise attention
-// (cp_exchanges()); the derivation is in docs/model.md.
+// Context parallelism: Ulysses' all-to-alls, ring attention's K,V exchanges step by step beside the blockwise
+// attention (plain or zigzag), or all-gather CP's gathered K,V (cp_exchanges(), model/cp_attention.cpp); the
+// derivation is in docs/model.md.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -35,7 +36,7 @@ std::string_view to_string(Elementwise elementwise);
 struct ParallelScheme {
   int tp = 1;
   int pp = 1;
-  int cp = 1;  ///< context / sequence parallel degree (Ulysses or ring: CostModelOptions::cp_attention)
+  int cp = 1;  ///< context / sequence parallel degree (how it runs attention: CostModelOptions::cp_attention)
   Recompute recompute = Recompute::Selective;
   /// Layers (per GPU's stage) with full gradient checkpointing on top of `recompute` (HBP's GC layers);
   /// ignored when recompute is Full, which checkpoints every layer.
@@ -77,21 +78,39 @@ struct CollectiveCall {
 /// view's TP, CP and pipeline groups), or not known yet, priced at the placement the wiring helps least.
 enum class GroupPlacement : std::uint8_t { Aligned, Scattered };
 
-/// How a CP group runs the attention of its sharded sequences (header comment).
-enum class CpAttention : std::uint8_t { Ulysses, Ring };
+/// How a CP group runs the attention of its sharded sequences (docs/model.md, "Context parallelism").
+enum class CpAttention : std::uint8_t {
+  Ulysses,    ///< all-to-alls to head shards; every rank attends over all tokens for its heads
+  Ring,       ///< plain ring: contiguous token shards, K,V blocks passed around; causally imbalanced
+  Zigzag,     ///< head-tail ring: rank r holds chunks r and 2 cp - 1 - r of 2 cp; balanced
+  AllGather,  ///< Llama 3's: K,V all-gathered, each rank's head-tail query chunks against them
+};
 std::string_view to_string(CpAttention mode);
+/// Every value, in the order the scenario format lists them.
+inline constexpr CpAttention kCpAttentionModes[] = {CpAttention::Ulysses, CpAttention::Ring, CpAttention::Zigzag,
+                                                    CpAttention::AllGather};
+/// Whether each CP rank keeps its own tokens with every head of its TP slice (ring, zigzag, all-gather), rather
+/// than trading them for head shards (Ulysses).
+bool shards_tokens(CpAttention mode);
+/// Whether a rank's tokens are head-tail chunks (zigzag, all-gather), which a per-sequence CP split also deals.
+bool head_tail_chunks(CpAttention mode);
 
 /// One part of a micro-batch's CP communication on one GPU: the collectives it issues and the GPU's compute that
 /// runs beside them (ring attention blocks). Its exposed time is max(0, collective_time(calls) - beside_s).
+/// A ring exchange is the steps of one kind (the same transfer beside the same block kernel), `count` of them per
+/// layer and pass: max(0, n c - n a) = n max(0, c - a), so each step is priced as its own call.
 struct CpExchange {
   enum class Pass : std::uint8_t {
     Both,      ///< Ulysses: the forward and backward all-to-alls (a pipeline runs half in each pass)
-    Forward,   ///< ring: the forward passes' transfers
-    Backward,  ///< ring: the backward passes' transfers, or a checkpointed layer's recomputed forward
+    Forward,   ///< ring, all-gather: the forward passes' transfers
+    Backward,  ///< ring, all-gather: the backward passes' transfers, or a checkpointed layer's recomputed forward
   };
   Pass pass = Pass::Both;
   std::vector<CollectiveCall> calls;
   double beside_s = 0;
+  /// Bytes the GPU holds only while this exchange's layer runs its attention: all-gather CP's gathered K,V (and in
+  /// backward the full-length dK,dV), one layer's at a time; 0 for the others.
+  double buffer_bytes = 0;
 };
 
 /// Layers [first, first + count) of the model that one GPU runs: its pipeline stage (stage_span) or a block of one.
@@ -210,6 +229,11 @@ class CostModel {
   /// has steps. Empty when nothing is sharded or cp == 1.
   std::vector<CpExchange> cp_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
                                        const ParallelScheme& scheme, LayerSpan layers, int checkpointed) const;
+  /// Forward attention seconds, on one GPU of TP degree `tp`, of each step of one whole sequence sharded over
+  /// share.cp ranks under a token-sharding mode (shards_tokens), as the slowest rank runs the step: the ring waits
+  /// for it (docs/model.md). Ring and zigzag: cp steps, the first the ranks' own diagonal blocks; all-gather: the
+  /// rank's two head-tail chunk calls against the gathered K,V. Their sum is the layer's attention forward.
+  std::vector<double> cp_step_seconds(const SequenceShare& share, int tp) const;
   /// Exposed seconds of one exchange on `link`: max(0, collective time - beside_s).
   double exposed_seconds(const CpExchange& exchange, LinkClass link) const;
   /// The same over the GPUs of `group`, as the topology wires them.
@@ -260,9 +284,13 @@ class CostModel {
   double activation_bytes_per_token(const ParallelScheme& scheme, LayerSpan layers, bool with_head) const;
   /// What one GPU keeps beyond activation_bytes_per_token for the Ulysses shards of a micro-batch (`dist`, as
   /// cp_exchanges takes them) over `layers`: the profile's sharded_attention bytes for every token of each sharded
-  /// sequence and the rank's heads, in each layer that keeps its activations. 0 for ring attention.
+  /// sequence and the rank's heads, in each layer that keeps its activations. 0 for the other modes.
   double sharded_attention_bytes(std::span<const SequenceShare> dist, const ParallelScheme& scheme,
                                  LayerSpan layers) const;
+  /// The most a GPU holds at once for a micro-batch's CP buffers (CpExchange::buffer_bytes) over `layers`, with
+  /// `tokens_on_gpu` sharded tokens: all-gather CP's gathered K,V and, when a layer has a backward, its full-length
+  /// dK,dV; 0 for the other modes. Held one layer at a time, so once per GPU, not per micro-batch in flight.
+  double cp_buffer_bytes(Tokens tokens_on_gpu, const ParallelScheme& scheme, LayerSpan layers) const;
   /// Usable memory: GPU capacity minus the profile's reserve.
   double capacity_bytes() const;
 
@@ -287,14 +315,25 @@ class CostModel {
   /// The heads one GPU runs for a sequence over cp Ulysses ranks (cp 1: whole) at TP degree tp.
   UlyssesHeads rank_heads(int cp, int tp) const;
   /// The part of a sequence's attention FLOPs one GPU runs: 1/tp whole, Ulysses the busiest rank's heads.
-  double attention_share(int cp, int tp, bool ring) const;
+  double attention_share(int cp, int tp) const;
   /// The GEMM passes of one layer (and its LoRA adapters), with the forward again when `recomputed`.
   double layer_gemm_seconds(const LayerParts& parts, bool recomputed, LayerGrad grad) const;
   /// The forward pass of one layer (forward_seconds), its overheads shared as `grad`'s backward implies.
   double layer_forward_seconds(const LayerParts& parts, LayerGrad grad) const;
+  /// Forward seconds of a q x k block of `pairs` query-key pairs on one GPU of TP degree `tp`: 4 head_dim FLOPs a
+  /// pair and head of the TP slice, at the attention efficiency of min(q, k) tokens. Callers pass the kernel length
+  /// they price at: a ring block's causal kernel of equal work, a chunk's queries (model/cp_attention.cpp).
+  double block_attention_seconds(double pairs, double queries, double keys, int tp) const;
+  /// The forward attention of `dist` in each of the cp ring steps: cp_step_seconds of the whole shares, plus each
+  /// chunk share's attention spread evenly over the steps.
+  std::vector<double> ring_step_totals(std::span<const SequenceShare> dist, int cp, int tp) const;
   std::vector<CpExchange> ring_exchanges(std::span<const SequenceShare> dist, Tokens tokens_on_gpu,
                                          const ParallelScheme& scheme, int layers, int backward,
                                          int checkpointed) const;
+  std::vector<CpExchange> all_gather_exchanges(Tokens tokens_on_gpu, const ParallelScheme& scheme, int layers,
+                                               int backward, int checkpointed) const;
+  /// The K,V bytes of `tokens` tokens on one GPU of TP degree `tp`.
+  double kv_tensor_bytes(double tokens, int tp) const;
   double head_forward_seconds(double tokens, int tp) const;
   /// GEMM passes of a layer's weights: forward, activation gradient, and weight gradient unless frozen (LoRA's
   /// base weights, a frozen layer).

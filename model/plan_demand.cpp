@@ -109,7 +109,11 @@ std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostMod
       const double per_token = cost.activation_bytes_per_token(s, layers, stage == s.pp - 1);
       // The shards' copies of a micro-batch are the same on every CP rank.
       std::vector<double> sharded;
-      for (const MicroBatchWork& work : works) sharded.push_back(cost.sharded_attention_bytes(work.dist, s, layers));
+      double buffers = 0;  // all-gather CP's gathered K,V: one layer of one micro-batch at a time
+      for (const MicroBatchWork& work : works) {
+        sharded.push_back(cost.sharded_attention_bytes(work.dist, s, layers));
+        buffers = std::max(buffers, cost.cp_buffer_bytes(work.sharded_per_gpu, s, layers));
+      }
       for (int j = 0; j < s.cp; ++j) {
         // What CP rank j keeps for each micro-batch; at most pp - stage of them are in flight at once.
         std::vector<double> per_rank;
@@ -119,7 +123,7 @@ std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostMod
         const std::size_t in_flight = std::min(static_cast<std::size_t>(s.pp - stage), per_rank.size());
         double held = 0;
         for (std::size_t m = 0; m < in_flight; ++m) held += per_rank[m];
-        const double bytes = static_bytes + held;
+        const double bytes = static_bytes + held + buffers;
         for (int t = 0; t < s.tp; ++t) {
           const int g = replica.gpu(stage, j, t);
           if (g >= 0 && g < world)

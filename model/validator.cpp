@@ -123,11 +123,14 @@ class Checker {
   void check_micro_batch(std::size_t r, std::size_t m, const Replica& replica) {
     const auto& mb = replica.micro_batches[m];
     if (mb.placements.empty()) add(PlanIssue::Kind::EmptyMicroBatch, where(r, m) + ": no sequences");
-    // A per-sequence split cuts the pack's tokens across ranks: it means nothing where Ulysses shards heads, and
-    // neither Skrull's overlap nor padding has a chunked form.
+    // A per-sequence split deals the pack's head-tail chunks across ranks: it means nothing where Ulysses shards
+    // heads or where a plain ring keeps contiguous shards, and neither Skrull's overlap nor padding has a chunked form.
     if (mb.cp_split == CpSplit::PerSequence && replica.scheme.cp > 1) {
-      if (cost_.options().cp_attention != CpAttention::Ring)
-        add(PlanIssue::Kind::BadScheme, where(r, m) + ": a per-sequence CP split needs ring attention (cp_attention)");
+      if (!head_tail_chunks(cost_.options().cp_attention))
+        add(PlanIssue::Kind::BadScheme, where(r, m) +
+                                            ": a per-sequence CP split needs head-tail chunks (cp_attention "
+                                            "\"zigzag\" or \"all-gather\"), not \"" +
+                                            std::string(to_string(cost_.options().cp_attention)) + "\"");
       if (replica.overlap_cp_comm || mb.padded)
         add(PlanIssue::Kind::BadScheme,
             where(r, m) + ": a per-sequence CP split is not modelled with overlap_cp_comm or padding");

@@ -105,7 +105,7 @@ IterationProgram build_program(const IterationPlan& plan, const CostModel& cost,
 
 std::vector<FlowGroup> flow_groups(const IterationPlan& plan, const CostModel& cost) {
   check_replicas(plan, cost);  // the groups do not depend on placements
-  const WorkKind cp_kind = cost.options().cp_attention == CpAttention::Ring ? WorkKind::CpRing : WorkKind::CpAllToAll;
+  const WorkKind cp_kind = shards_tokens(cost.options().cp_attention) ? WorkKind::CpRing : WorkKind::CpAllToAll;
   std::vector<FlowGroup> groups;
   for (const auto& [phase, replicas] : replicas_by_phase(plan)) {
     for (int r : replicas) {

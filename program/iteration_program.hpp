@@ -31,7 +31,8 @@ enum class WorkKind : std::uint8_t {
   PpActivation,  ///< pipeline activations, stage s -> s + 1
   PpGradient,    ///< pipeline gradients, stage s + 1 -> s
   PhaseBarrier,
-  CpRing,  ///< ring attention's K,V (and dK,dV) transfers of a block, beside its attention blocks
+  CpRing,  ///< ring attention's K,V (and dK,dV) transfers of a block, beside its attention blocks; all-gather CP's
+           ///< K,V all-gathers and dK,dV reduce-scatters (NCCL runs them as rings), beside nothing
 };
 const char* to_string(WorkKind kind);
 bool is_communication(WorkKind kind);

@@ -282,7 +282,7 @@ class Builder {
       : plan_(plan),
         cost_(cost),
         options_(options),
-        ring_attention_(cost.options().cp_attention == CpAttention::Ring),
+        ring_attention_(shards_tokens(cost.options().cp_attention)),
         program_(std::move(storage)) {
     for (auto& steps : program_.gpus) steps.clear();  // keeps their capacity
     program_.gpus.resize(static_cast<std::size_t>(cost.cluster().world_size()));
@@ -360,6 +360,7 @@ class Builder {
     double beside_s = 0;
     double exposed_s = 0;
     CpExchange::Pass pass = CpExchange::Pass::Forward;
+    double buffer_bytes = 0;  ///< held while the step runs (CpExchange::buffer_bytes)
   };
 
   /// The ring exchanges of one block of `work` over the CP group of TP rank t on a stage, one collective each.

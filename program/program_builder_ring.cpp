@@ -8,7 +8,8 @@ std::vector<Builder::RingStep> Builder::add_ring(const Replica& rep, int stage, 
   std::vector<int> group = group_over_cp(rep, stage, t);
   std::vector<RingStep> steps;
   for (const CpExchange& e : cost_.cp_exchanges(work.dist, work.sharded_per_gpu, rep.scheme, b.span, b.checkpointed()))
-    steps.push_back({add_calls(group, e.calls, WorkKind::CpRing), e.beside_s, cost_.exposed_seconds(e, group), e.pass});
+    steps.push_back({add_calls(group, e.calls, WorkKind::CpRing), e.beside_s, cost_.exposed_seconds(e, group), e.pass,
+                     e.buffer_bytes});
   return steps;
 }
 
@@ -44,6 +45,7 @@ void Builder::add_block_ring(int gpu, bool overlap, BlockWork local, BlockWork d
     const double dealt = e + 1 == ring.size() ? local_left : std::min(local_left, ring[e].exposed_s);
     local_left -= dealt;
     Step step = join(ring[e].collective, WorkKind::CpRing, r, m);
+    step.alloc_bytes = step.free_bytes = ring[e].buffer_bytes;  // all-gather CP's gathered K,V, for this step only
     if (ring[e].beside_s + dealt > 0) {  // the step's kind names its compute part, the collective's the transfers
       step.type = Step::Type::ComputeWithCollective;
       step.kind = compute_kind;

@@ -233,7 +233,7 @@ TEST(CostModelMemory, UlyssesShardsKeepTheProfilesCopiesForEveryTokenOfTheSequen
   checkpointed.recompute = Recompute::Full;
   EXPECT_DOUBLE_EQ(cost.sharded_attention_bytes(dist, checkpointed, LayerSpan{0, 2}), 0.0);
   const CostModel ring(tiny_model(), tiny_cluster(), p,
-                       CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
+                       CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Zigzag});
   EXPECT_DOUBLE_EQ(ring.sharded_attention_bytes(dist, scheme, LayerSpan{0, 2}), 0.0);
   EXPECT_DOUBLE_EQ(tiny_cost().sharded_attention_bytes(dist, scheme, LayerSpan{0, 2}), 0.0);
 }

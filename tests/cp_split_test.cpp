@@ -55,7 +55,7 @@ CostModel ring_tiny_cost() {
   for (auto& fit : p.collectives)
     if (fit.op == CollectiveOp::SendRecv) fit.segments.front().latency_us = 0;
   return CostModel(testing::tiny_model(), testing::tiny_cluster(1, 2), std::move(p),
-                   CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
+                   CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Zigzag});
 }
 
 TEST(CpSplit, CostModelPricesAChunkFromItsOwnPairs) {
@@ -84,12 +84,19 @@ TEST(CpSplit, EstimateWaitsForTheBusiestRank) {
   EXPECT_NEAR(per_sequence - per_document, 1.792, 1e-9);
 }
 
-TEST(CpSplit, ValidatorRefusesAPerSequenceSplitWithoutRingAttention) {
+TEST(CpSplit, ValidatorRefusesAPerSequenceSplitWithoutHeadTailChunks) {
   const CostModel ulysses = testing::tiny_cost();
   const std::vector<Sequence> batch{{1, 6}, {2, 2}};
   const ValidationReport report = validate_plan(pack_plan(CpSplit::PerSequence), batch, ulysses);
   EXPECT_FALSE(report.structurally_valid());
-  EXPECT_NE(report.summary().find("needs ring attention"), std::string::npos);
+  EXPECT_NE(report.summary().find("needs head-tail chunks"), std::string::npos) << report.summary();
+  // A plain ring keeps contiguous shards: no head-tail chunks to deal either.
+  const CostModel zigzag = ring_tiny_cost();
+  const CostModel plain(zigzag.model(), zigzag.cluster(), zigzag.profile(),
+                        CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
+  const ValidationReport plain_report = validate_plan(pack_plan(CpSplit::PerSequence), batch, plain);
+  EXPECT_FALSE(plain_report.structurally_valid());
+  EXPECT_NE(plain_report.summary().find("not \"ring\""), std::string::npos) << plain_report.summary();
   EXPECT_TRUE(validate_plan(pack_plan(CpSplit::PerSequence), batch, ring_tiny_cost()).structurally_valid());
 }
 

@@ -203,7 +203,7 @@ TEST(HydraulisStrategy, SharedSpaceIsReusedForTheSameInputsOnly) {
   EXPECT_NE(a.get(), d.get());
   EXPECT_GT(d->schemes().front().max_len, a->schemes().front().max_len);
   CostModelOptions ring_options = cost.options();
-  ring_options.cp_attention = CpAttention::Ring;
+  ring_options.cp_attention = CpAttention::Zigzag;
   EXPECT_NE(a.get(),
             shared_scheme_space(CostModel(cost.model(), cost.cluster(), cost.profile(), ring_options), 8, base).get());
 }

@@ -185,20 +185,24 @@ TEST(LiveProgram, EverySequenceRunsOnTheGpusItsPlanPlacesItOn) {
 }
 
 TEST(LiveProgram, RingAttentionIsRefusedNotMismeasured) {
-  nlohmann::json scenario = parse_json_file(LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8.json");
-  scenario["parallel"]["cp_attention"] = "ring";
-  scenario["profile"] = LCSIM_SOURCE_DIR "/calibrate/profiles/h100-sxm-default.json";
-  const auto file = std::filesystem::temp_directory_path() / ("live-ring-" + std::to_string(::getpid()) + ".json");
-  std::ofstream(file) << scenario.dump();
-  try {
-    plan_live(load_and_prepare(file.string(), 1), {});
-    ADD_FAILURE() << "a ring-attention scenario was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("parallel.cp_attention: live runs Ulysses context parallelism only"),
-              std::string::npos)
-        << e.what();
+  for (const char* mode : {"ring", "zigzag", "all-gather"}) {
+    nlohmann::json scenario = parse_json_file(LCSIM_SOURCE_DIR "/scenarios/live/qwen2.5-0.5b-wikipedia-dp1-cp8.json");
+    scenario["parallel"]["cp_attention"] = mode;
+    scenario["profile"] = LCSIM_SOURCE_DIR "/calibrate/profiles/h100-sxm-default.json";
+    const auto file = std::filesystem::temp_directory_path() / ("live-ring-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(file) << scenario.dump();
+    try {
+      plan_live(load_and_prepare(file.string(), 1), {});
+      ADD_FAILURE() << "a " << mode << " scenario was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("parallel.cp_attention: live runs Ulysses context parallelism only"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("\"" + std::string(mode) + "\" is not executed live"), std::string::npos)
+          << e.what();
+    }
+    std::filesystem::remove(file);
   }
-  std::filesystem::remove(file);
 }
 
 TEST(LiveProgram, LoraIsRefusedNotMismeasured) {

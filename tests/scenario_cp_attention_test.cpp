@@ -45,10 +45,14 @@ TEST(ScenarioCpAttention, DefaultsToUlysses) {
   EXPECT_EQ(scenario_from_json(doc, kFile).cp_attention, CpAttention::Ulysses);
 }
 
-TEST(ScenarioCpAttention, ParsesBothModes) {
+TEST(ScenarioCpAttention, ParsesEveryMode) {
   Json doc = minimal();
   doc["parallel"]["cp_attention"] = "ring";
   EXPECT_EQ(scenario_from_json(doc, kFile).cp_attention, CpAttention::Ring);
+  doc["parallel"]["cp_attention"] = "zigzag";
+  EXPECT_EQ(scenario_from_json(doc, kFile).cp_attention, CpAttention::Zigzag);
+  doc["parallel"]["cp_attention"] = "all-gather";
+  EXPECT_EQ(scenario_from_json(doc, kFile).cp_attention, CpAttention::AllGather);
   doc["parallel"]["cp_attention"] = "ulysses";
   EXPECT_EQ(scenario_from_json(doc, kFile).cp_attention, CpAttention::Ulysses);
 }
@@ -58,7 +62,7 @@ TEST(ScenarioCpAttention, BadValuesNameFileAndPath) {
   doc["parallel"]["cp_attention"] = "Ring";  // case matters: nothing is guessed
   const std::string bad = error_of(doc);
   EXPECT_TRUE(contains(bad, kFile + ": parallel.cp_attention"));
-  EXPECT_TRUE(contains(bad, "\"ulysses\" or \"ring\""));
+  EXPECT_TRUE(contains(bad, "expected one of \"ulysses\", \"ring\", \"zigzag\", \"all-gather\""));
   doc["parallel"]["cp_attention"] = 1;
   EXPECT_TRUE(contains(error_of(doc), kFile + ": parallel.cp_attention"));
 }
@@ -66,7 +70,7 @@ TEST(ScenarioCpAttention, BadValuesNameFileAndPath) {
 TEST(ScenarioCpAttention, LoadedCostModelUsesTheMode) {
   const LoadedScenario ring = load_and_prepare(kSourceDir + "/scenarios/skrull/qwen0.5b-chatqa2-ring.json", 1);
   const LoadedScenario ulysses = load_and_prepare(kSourceDir + "/scenarios/skrull/qwen0.5b-chatqa2.json", 1);
-  EXPECT_EQ(ring.cost->options().cp_attention, CpAttention::Ring);
+  EXPECT_EQ(ring.cost->options().cp_attention, CpAttention::Zigzag);
   EXPECT_EQ(ulysses.cost->options().cp_attention, CpAttention::Ulysses);
   // The shipped pair differs in the mode only: same data, same layout.
   EXPECT_EQ(ring.batches, ulysses.batches);
@@ -104,6 +108,34 @@ TEST(ScenarioCpAttention, RingNeedsTheProfilesSendRecvFits) {
   EXPECT_NO_THROW(load_and_prepare(file));
   doc["cluster"]["nodes"] = 2;
   doc["parallel"]["cp_attention"] = "ulysses";
+  std::ofstream(file) << doc.dump(2);
+  EXPECT_NO_THROW(load_and_prepare(file));
+}
+
+TEST(ScenarioCpAttention, AllGatherNeedsTheProfilesAllGatherAndReduceScatterFits) {
+  const ScratchDir scratch;
+  Json profile;
+  std::ifstream(kSourceDir + "/calibrate/profiles/h100-sxm-default.json") >> profile;
+  Json kept = Json::array();
+  for (const auto& fit : profile["collectives"])
+    if (!(fit["op"] == "reduce_scatter" && fit["link"] == "infiniband")) kept.push_back(fit);
+  profile["collectives"] = kept;
+  const auto profile_file = scratch.path / "no-ib-reduce-scatter.json";
+  std::ofstream(profile_file) << profile.dump(2);
+  Json doc = minimal();
+  doc["profile"] = profile_file.string();
+  doc["parallel"]["cp_attention"] = "all-gather";
+  const auto file = (scratch.path / "scenario.json").string();
+  std::ofstream(file) << doc.dump(2);
+  try {
+    load_and_prepare(file);
+    ADD_FAILURE() << "a two-node all-gather scenario needs the InfiniBand reduce_scatter fit";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), file + ": parallel.cp_attention: \"all-gather\""));
+    EXPECT_TRUE(contains(e.what(), "reduce_scatter fit on infiniband"));
+  }
+  // The ring variants time send_recv only.
+  doc["parallel"]["cp_attention"] = "zigzag";
   std::ofstream(file) << doc.dump(2);
   EXPECT_NO_THROW(load_and_prepare(file));
 }

@@ -112,7 +112,7 @@ TEST(SimFlowGroups, DeclareEveryFlowTheProgramStarts) {
   EXPECT_EQ(undeclared_flows(pipeline, cost), std::vector<std::string>{});
 
   CostModelOptions ring_options;
-  ring_options.cp_attention = CpAttention::Ring;
+  ring_options.cp_attention = CpAttention::Zigzag;
   const CostModel ring_cost = h100_qwen_cost(2, ring_options);
   IterationPlan ring;
   ring.replicas = {replica(scheme(1, 1, 16), range(0, 16), {micro_batch({sharded(1, 65536)})})};

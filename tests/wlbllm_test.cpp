@@ -148,7 +148,7 @@ CostModel adaptive_cost() {
   Profile p = testing::tiny_profile();
   p.compute.attention_efficiency = Curve{{16, 1024}, {0.1, 1.0}, std::nullopt};
   return CostModel(testing::tiny_model(), testing::tiny_cluster(1, 2, 1e12), std::move(p),
-                   CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Ring});
+                   CostModelOptions{.zero_stage = 2, .cp_attention = CpAttention::Zigzag});
 }
 
 TEST(WlbLlmView, AdaptiveShardingPicksPerSequenceForShortDocumentsAndPerDocumentForALongOne) {

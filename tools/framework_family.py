@@ -218,7 +218,9 @@ def scenario(r):
         "profile": f"../../calibrate/profiles/h100-sxm-{s['stack']}.json",
         "dataset": {"trace": trace(s["seq"]), "shuffle": False},
         "training": training,
-        "parallel": {"dp": s["dp"], "cp": s["cp"], "tp": s["tp"], "pp": s["pp"], "cp_attention": "ring"},
+        # Both stacks' CP is a load-balanced ring: torchtitan's context_parallel shards head-tail by default, and
+        # Megatron-Core (NeMo) reorders each sequence into 2 cp chunks for its P2P ring: zigzag in lcsim's terms.
+        "parallel": {"dp": s["dp"], "cp": s["cp"], "tp": s["tp"], "pp": s["pp"], "cp_attention": "zigzag"},
         "policies": [{"kind": "plain-4d", "label": "run"}],
     }
     path = OUT / f"{r['id']}.json"

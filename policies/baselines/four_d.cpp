@@ -85,8 +85,9 @@ std::vector<IterationPlan> FourDPolicy::plan(const PlanningContext& context, std
   const Tokens length = context.training.context_length;
   if (length <= 0) throw InputError(where_ + ": needs training.context_length_tokens (the packed sequence length)");
   const int dp = context.layout.dp;
-  // Ulysses shards heads, not tokens: a per-sequence split would change nothing, and the validator refuses it.
-  const CpSplit split = context.cost->options().cp_attention == CpAttention::Ring ? split_ : CpSplit::PerDocument;
+  // A per-sequence split deals head-tail chunks: Ulysses shards heads and a plain ring contiguous tokens, so
+  // neither has one, and the validator refuses it.
+  const CpSplit split = head_tail_chunks(context.cost->options().cp_attention) ? split_ : CpSplit::PerDocument;
   std::vector<IterationPlan> plans;
   for (std::size_t b = 0; b < batches.size(); ++b) {
     check_lengths(batches[b], length, where_);

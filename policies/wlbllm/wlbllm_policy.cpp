@@ -25,8 +25,9 @@ std::vector<Tokens> lengths(const std::vector<Sequence>& docs) {
   return out;
 }
 
-CpSplit split_for(const WlbView& view, CpSharding mode, const std::vector<Sequence>& docs, bool ring) {
-  if (!ring) return CpSplit::PerDocument;  // Ulysses shards heads: a per-sequence split would change nothing
+CpSplit split_for(const WlbView& view, CpSharding mode, const std::vector<Sequence>& docs, bool head_tail) {
+  // Ulysses shards heads and a plain ring contiguous tokens: neither deals head-tail chunks of a pack.
+  if (!head_tail) return CpSplit::PerDocument;
   switch (mode) {
     case CpSharding::PerDocument:
       return CpSplit::PerDocument;
@@ -92,14 +93,14 @@ std::vector<IterationPlan> WlbLlmPolicy::plan(const PlanningContext& context, st
   if (window <= 0) throw InputError(options_.where + ": needs training.context_length_tokens");
   const int dp = context.layout.dp;
   const WlbView view(*context.cost, scheme, window);
-  const bool ring = context.cost->options().cp_attention == CpAttention::Ring;
+  const bool head_tail = head_tail_chunks(context.cost->options().cp_attention);
   const auto workload = [&view](Tokens d) { return view.workload(d); };
   const auto pack_up = [&](const std::vector<std::vector<Sequence>>& mbs) {
     std::vector<Packed> packed;
     for (const auto& docs : mbs) {
       double w = 0;
       for (const auto& d : docs) w += view.workload(d.tokens);
-      packed.push_back({docs, w, split_for(view, options_.cp_sharding, docs, ring)});
+      packed.push_back({docs, w, split_for(view, options_.cp_sharding, docs, head_tail)});
     }
     return packed;
   };

@@ -59,7 +59,7 @@ double WlbView::micro_batch_seconds(std::span<const Tokens> documents, CpSplit s
 }
 
 CpSplit WlbView::choose_split(std::span<const Tokens> documents) const {
-  if (scheme_.cp == 1 || cost_->options().cp_attention != CpAttention::Ring) return CpSplit::PerDocument;
+  if (scheme_.cp == 1 || !head_tail_chunks(cost_->options().cp_attention)) return CpSplit::PerDocument;
   return micro_batch_seconds(documents, CpSplit::PerSequence) <= micro_batch_seconds(documents, CpSplit::PerDocument)
              ? CpSplit::PerSequence
              : CpSplit::PerDocument;
@@ -81,8 +81,11 @@ Tokens WlbView::memory_s_max() const {
         scheme_.cp > 1 ? cost_->sharded_attention_bytes(std::span(&probe, 1), scheme_, layers) / kProbe : 0.0;
     const double per_gpu_token =
         cost_->activation_bytes_per_token(scheme_, layers, last) + attention_per_token * scheme_.cp;
+    // All-gather CP's gathered K,V (and dK,dV): one micro-batch's, one layer at a time, on top of those in flight.
+    const double buffer_per_gpu_token = cost_->cp_buffer_bytes(kProbe, scheme_, layers) / kProbe;
     const int in_flight = scheme_.pp - stage;
-    if (per_gpu_token > 0) bound = std::min(bound, scheme_.cp * std::floor(free / (in_flight * per_gpu_token)));
+    const double per_token = in_flight * per_gpu_token + buffer_per_gpu_token;
+    if (per_token > 0) bound = std::min(bound, scheme_.cp * std::floor(free / per_token));
   }
   return std::isfinite(bound) ? static_cast<Tokens>(std::max(0.0, std::floor(bound))) : Tokens{1} << 40;
 }
