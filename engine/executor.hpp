@@ -33,6 +33,9 @@ struct SimulationOptions {
   /// flows would take alone, instead of simulating the flows: the same times (to rounding), far fewer events.
   /// Off only to check that.
   bool exclusive_closed_form = true;
+  /// Also replay each iteration's program without contention (program/replay.hpp) into
+  /// IterationOutcome::estimate_s: the estimate of the very program simulated, built once for both.
+  bool estimate = false;
 };
 
 using IterationCallback = std::function<void(program::IterationOutcome&&)>;
