@@ -1,5 +1,6 @@
 #pragma once
-// The SimGrid executor: one actor per GPU runs its share of each iteration (program/iteration_program.hpp) on the
+// The SimGrid executor: one actor per lane -- a GPU, or the GPUs that run identical steps (program::GpuSteps), one
+// state and one stack for all of them -- runs its share of each iteration (program/iteration_program.hpp) on the
 // platform of the cost model's cluster (engine/platform.hpp). Iterations run one after another in a single
 // simulation; an iteration starts when the last GPU has ended the previous one (its queued compute included), so
 // an iteration's time is the gap between two such ends. Compute is kept as each GPU's ready time and waited for

@@ -100,14 +100,18 @@ void GpuSteps::assign(std::vector<int> lane_of) {
   for (std::size_t g = 0; g < lane_of_.size(); ++g) members_[next[lane(g)]++] = static_cast<int>(g);
 }
 
+GpuSteps::GpuSteps(std::vector<std::vector<Step>> per_gpu) {
+  std::vector<int> identity(per_gpu.size());
+  for (std::size_t g = 0; g < identity.size(); ++g) identity[g] = static_cast<int>(g);
+  assign(std::move(identity));
+  lanes_ = std::move(per_gpu);
+}
+
 void GpuSteps::unshare() {
   if (lanes_.size() == lane_of_.size()) return;  // a lane per GPU already
   std::vector<std::vector<Step>> own(lane_of_.size());
   for (std::size_t g = 0; g < own.size(); ++g) own[g] = lanes_[lane(g)];
-  std::vector<int> identity(lane_of_.size());
-  for (std::size_t g = 0; g < identity.size(); ++g) identity[g] = static_cast<int>(g);
-  assign(std::move(identity));
-  lanes_ = std::move(own);
+  *this = GpuSteps(std::move(own));
 }
 
 namespace {

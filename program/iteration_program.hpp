@@ -117,6 +117,9 @@ static_assert(sizeof(Step) == 64, "a step fills one cache line");
 /// replay and the simulator run it once for all its GPUs (gpu_lanes). Read like a vector of per-GPU lists.
 class GpuSteps {
  public:
+  GpuSteps() = default;
+  /// One list per GPU, each its own lane (a program written by hand).
+  GpuSteps(std::vector<std::vector<Step>> per_gpu);  // NOLINT(google-explicit-constructor): reads as the lists
   /// `world` GPUs in lanes: lane_of[g] for each, lanes numbered from 0 in order of their first GPU.
   void assign(std::vector<int> lane_of);
   std::size_t size() const { return lane_of_.size(); }  ///< GPUs
