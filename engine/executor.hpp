@@ -1,5 +1,6 @@
 #pragma once
-// The SimGrid executor: one actor per GPU runs its share of each iteration (program/iteration_program.hpp) on the
+// The SimGrid executor: one actor per lane -- a GPU, or the GPUs that run identical steps (program::GpuSteps), one
+// state and one stack for all of them -- runs its share of each iteration (program/iteration_program.hpp) on the
 // platform of the cost model's cluster (engine/platform.hpp). Iterations run one after another in a single
 // simulation; an iteration starts when the last GPU has ended the previous one (its queued compute included), so
 // an iteration's time is the gap between two such ends. Compute is kept as each GPU's ready time and waited for
@@ -33,6 +34,9 @@ struct SimulationOptions {
   /// flows would take alone, instead of simulating the flows: the same times (to rounding), far fewer events.
   /// Off only to check that.
   bool exclusive_closed_form = true;
+  /// Also replay each iteration's program without contention (program/replay.hpp) into
+  /// IterationOutcome::estimate_s: the estimate of the very program simulated, built once for both.
+  bool estimate = false;
 };
 
 using IterationCallback = std::function<void(program::IterationOutcome&&)>;

@@ -208,12 +208,13 @@ FlowCache::Group& FlowCache::group(const program::CollectiveSpec& spec) {
   return groups_.emplace(key_, std::move(group)).first->second;
 }
 
-bool CollectiveRun::arrive(const program::CollectiveSpec& spec, int gpu, double ready) {
-  LCSIM_CHECK(members_.size() < std::max<std::size_t>(1, spec.gpus.size()), "more arrivals than members");
+bool CollectiveRun::arrive(const program::CollectiveSpec& spec, int member, double ready, std::size_t gpus) {
+  LCSIM_CHECK(arrived_ + gpus <= std::max<std::size_t>(1, spec.gpus.size()), "more arrivals than members");
   if (members_.empty()) members_.reserve(spec.gpus.size());
-  members_.push_back(gpu);
+  members_.push_back(member);
+  arrived_ += gpus;
   ready_ = members_.size() == 1 ? ready : std::max(ready_, ready);
-  return members_.size() >= spec.gpus.size();
+  return arrived_ >= spec.gpus.size();
 }
 
 bool CollectiveRun::immediate(FlowCache& flows, const program::CollectiveSpec& spec) {

@@ -109,8 +109,9 @@ std::vector<LinkUse> link_uses(const ClusterSpec& cluster, const std::vector<int
 /// and how, is the caller's business.
 class CollectiveRun {
  public:
-  /// Records `gpu`'s arrival, ready at `ready`; true when it completes the spec's members.
-  bool arrive(const program::CollectiveSpec& spec, int gpu, double ready);
+  /// Records the arrival of `member` (a GPU, or the executor's lane of `gpus` GPUs that run the same steps), ready
+  /// at `ready`; true when it completes the spec's GPUs.
+  bool arrive(const program::CollectiveSpec& spec, int member, double ready, std::size_t gpus = 1);
   /// Whether run() returns at once: one GPU, nothing on the wire, or an exclusive group (its time is computed).
   bool immediate(FlowCache& flows, const program::CollectiveSpec& spec);
   /// Runs the collective once every member has arrived (blocking the calling actor for its simulated duration).
@@ -120,6 +121,7 @@ class CollectiveRun {
   /// Forgets the instance, keeping the memory for the next one (the executor reuses its runs every iteration).
   void clear() {
     members_.clear();
+    arrived_ = 0;
     ready_ = 0;
     interval_ = {};
     group_ = nullptr;
@@ -134,6 +136,7 @@ class CollectiveRun {
   }
 
   std::vector<int> members_;
+  std::size_t arrived_ = 0;  // GPUs
   double ready_ = 0;
   CommInterval interval_;
   FlowCache::Group* group_ = nullptr;  // FlowCache keeps its groups in place

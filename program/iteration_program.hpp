@@ -113,8 +113,63 @@ struct alignas(64) Step {
 };
 static_assert(sizeof(Step) == 64, "a step fills one cache line");
 
+/// Each GPU's steps, stored once per lane: a lane is a set of GPUs that run identical steps (the CP ranks of a
+/// Ulysses group: the same shares, joining the same collectives), so the builder writes its list once, and the
+/// replay and the simulator run it once for all its GPUs (gpu_lanes). Read like a vector of per-GPU lists.
+class GpuSteps {
+ public:
+  GpuSteps() = default;
+  /// One list per GPU, each its own lane (a program written by hand).
+  GpuSteps(std::vector<std::vector<Step>> per_gpu);  // NOLINT(google-explicit-constructor): reads as the lists
+  /// `world` GPUs in lanes: lane_of[g] for each, lanes numbered from 0 in order of their first GPU.
+  void assign(std::vector<int> lane_of);
+  std::size_t size() const { return lane_of_.size(); }  ///< GPUs
+  const std::vector<Step>& operator[](std::size_t gpu) const { return lanes_[lane(gpu)]; }
+  std::size_t lane(std::size_t gpu) const { return static_cast<std::size_t>(lane_of_[gpu]); }
+  std::size_t lane_count() const { return lanes_.size(); }
+  /// The GPUs of a lane, increasing; the first writes its steps.
+  std::span<const int> lane_gpus(std::size_t lane) const {
+    return {members_.data() + first_[lane], members_.data() + first_[lane + 1]};
+  }
+  bool leads(std::size_t gpu) const { return lane_gpus(lane(gpu)).front() == static_cast<int>(gpu); }
+  const std::vector<Step>& lane_steps(std::size_t lane) const { return lanes_[lane]; }
+  std::vector<Step>& lane_steps(std::size_t lane) { return lanes_[lane]; }
+  /// One lane per GPU, each with a copy of its lane's steps: for a caller that changes one GPU's steps alone.
+  void unshare();
+
+  class Iterator {  // over the GPUs' lists
+   public:
+    Iterator(const GpuSteps& steps, std::size_t gpu) : steps_(&steps), gpu_(gpu) {}
+    const std::vector<Step>& operator*() const { return (*steps_)[gpu_]; }
+    Iterator& operator++() {
+      ++gpu_;
+      return *this;
+    }
+    bool operator==(const Iterator&) const = default;
+
+   private:
+    const GpuSteps* steps_;
+    std::size_t gpu_;
+  };
+  Iterator begin() const { return {*this, 0}; }
+  Iterator end() const { return {*this, size()}; }
+
+ private:
+  std::vector<std::vector<Step>> lanes_;  // their capacity is kept across assign()
+  std::vector<int> lane_of_;
+  std::vector<int> members_;        // the lanes' GPUs, lane after lane
+  std::vector<std::size_t> first_;  // where each lane's GPUs start in members_, and the end
+};
+
+/// The lanes of a plan's GPUs (GpuSteps): GPUs share a lane when in every phase they belong to the same replica
+/// and that replica runs the same steps on all of its GPUs -- no pipeline stages, no tensor parallelism (TP ranks
+/// join different CP groups), and in every micro-batch every sequence sharded over the CP group with the
+/// same share on each rank (no local sequences, no per-sequence split). GPUs in no replica share one lane. Lane
+/// numbers are dense, in order of each lane's first GPU.
+std::vector<int> gpu_lanes(const IterationPlan& plan, int world);
+
 struct IterationProgram {
-  std::vector<std::vector<Step>> gpus;  ///< steps per global GPU index (world-size entries)
+  GpuSteps gpus;  ///< steps per global GPU index (world-size entries), one list per lane
   std::vector<CollectiveSpec> collectives;
   std::vector<TransferSpec> transfers;
   std::vector<ComputeWork> works;

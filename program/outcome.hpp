@@ -31,6 +31,7 @@ struct IterationOutcome {
   /// the iteration -- its propagation latency, before gradient sync and the optimizer; 0 when it runs none.
   std::vector<double> propagation_end_s;
   std::vector<GpuSpan> spans;  ///< when SimulationOptions::record_spans
+  double estimate_s = 0;       ///< the program without contention, when SimulationOptions::estimate
 };
 
 /// Checks (LCSIM_CHECK) that every time and byte count of `outcome` is finite, before it reaches a results file:

@@ -40,6 +40,7 @@ IterationProgram Builder::build() {
       const std::size_t per_stage = rep.gpus.size() / static_cast<std::size_t>(rep.scheme.pp);
       for (std::size_t i = 0; i < rep.gpus.size(); ++i) {
         const int g = rep.gpus[i];
+        if (!leads(g)) continue;  // its lane's first GPU writes them
         Step set{.type = Step::Type::SetStatic, .kind = WorkKind::Compute};
         set.bytes = static_bytes[i / per_stage];
         push(g, set);
@@ -136,7 +137,7 @@ void Builder::add_block_compute(int gpu, bool overlap, BlockWork local, BlockWor
 }
 
 void Builder::mark_in_flight(int gpu, std::size_t first, double bytes) {
-  if (step_count(gpu) == first) return;
+  if (!leads(gpu) || step_count(gpu) == first) return;
   step_at(gpu, first).alloc_bytes += bytes;
   step_at(gpu, step_count(gpu) - 1).free_bytes += bytes;
 }
@@ -157,6 +158,7 @@ void Builder::add_gradient_sync(const std::vector<int>& replicas) {
       syncs.emplace_back(add_calls(group.gpus, {call}, kind), kind);
     }
     for (int g : group.gpus) {
+      if (!leads(g)) continue;
       // Reduce-scatter, optimizer step on the shard, all-gather; an all-reduce comes before the step.
       for (const auto& [c, kind] : syncs)
         if (kind != WorkKind::GradAllGather) push(g, join(c, kind, -1, -1));

@@ -284,8 +284,7 @@ class Builder {
         options_(options),
         ring_attention_(shards_tokens(cost.options().cp_attention)),
         program_(std::move(storage)) {
-    for (auto& steps : program_.gpus) steps.clear();  // keeps their capacity
-    program_.gpus.resize(static_cast<std::size_t>(cost.cluster().world_size()));
+    program_.gpus.assign(gpu_lanes(plan, cost.cluster().world_size()));  // keeps the lists' capacity
     program_.collectives.clear();
     program_.transfers.clear();
     program_.works.clear();
@@ -295,9 +294,17 @@ class Builder {
 
  private:
   const Replica& replica(int r) const { return plan_.replicas[static_cast<std::size_t>(r)]; }
-  void push(int gpu, const Step& step) { program_.gpus[static_cast<std::size_t>(gpu)].push_back(step); }
-  std::size_t step_count(int gpu) const { return program_.gpus[static_cast<std::size_t>(gpu)].size(); }
-  Step& step_at(int gpu, std::size_t i) { return program_.gpus[static_cast<std::size_t>(gpu)][i]; }
+  /// Whether `gpu` writes its lane's steps (GpuSteps): the other GPUs of a lane are given none, since they run
+  /// its list.
+  bool leads(int gpu) const { return program_.gpus.leads(static_cast<std::size_t>(gpu)); }
+  std::vector<Step>& steps_of(int gpu) {
+    return program_.gpus.lane_steps(program_.gpus.lane(static_cast<std::size_t>(gpu)));
+  }
+  void push(int gpu, const Step& step) {
+    if (leads(gpu)) steps_of(gpu).push_back(step);
+  }
+  std::size_t step_count(int gpu) { return steps_of(gpu).size(); }
+  Step& step_at(int gpu, std::size_t i) { return steps_of(gpu)[i]; }
 
   ShareIds share_ids(const Replica& rep, const MicroBatch& micro_batch) const {
     ShareIds ids;

@@ -70,6 +70,7 @@ void Builder::add_flat_cp_rank(int r, const FlatLayers& f, int m, int j, double 
                               WorkKind::TpCollective);
   for (int t = 0; t < s.tp; ++t) {
     const int g = rep.gpu(0, j, t);
+    if (!leads(g)) continue;  // the CP ranks of a lane run its first GPU's steps
     const std::size_t first = step_count(g);
     for (std::size_t b = 0; b < f.blocks.size(); ++b) add_flat_block(r, m, j, t, g, f.blocks[b], b);
     mark_in_flight(g, first, f.bytes_per_token * static_cast<double>(tokens) + sharded_bytes);

@@ -9,8 +9,10 @@
 
 namespace lcsim::program {
 
+// The replay runs lanes (GpuSteps), not GPUs: the GPUs of a lane run the same steps from the same start, so one
+// state stands for all of them, arrives at a collective for all of them, and gives each the same figures.
 class Replay {
-  // Per collective, transfer and GPU: how far the replay has got.
+  // Per collective, transfer and lane: how far the replay has got.
   struct CollectiveState {
     std::size_t arrived = 0;
     double latest = 0;  // latest arrival (ready time) so far
@@ -36,22 +38,22 @@ class Replay {
   };
 
  public:
-  Replay(std::size_t gpus, double start_s, bool record_spans) : record_spans_(record_spans), gpus_(gpus) {
-    for (auto& gpu : gpus_) gpu.ready = start_s;
+  Replay(std::size_t gpus, double start_s, bool record_spans) : record_spans_(record_spans), world_(gpus) {
     outcome_.start_s = start_s;
   }
 
   IterationOutcome run(const IterationProgram& program) {
     bind(program);
-    // Each GPU runs until it blocks; a GPU is run again only when what it waits for may have come (the last member
-    // of its collective arrived, or its transfer was sent), so the replay costs its steps, not GPUs x rounds.
-    for (std::size_t g = gpus_.size(); g-- > 0;) runnable_.push_back(static_cast<int>(g));
+    // Each lane runs until it blocks; a lane is run again only when what it waits for may have come (the last
+    // member of its collective arrived, or its transfer was sent), so the replay costs its steps, not lanes x rounds.
+    for (std::size_t l = lane_count(); l-- > 0;) runnable_.push_back(static_cast<int>(l));
     drain();
-    for (std::size_t g = 0; g < gpus_.size(); ++g)
-      if (gpus_[g].pc < program_->gpus[g].size())
+    for (std::size_t l = 0; l < lane_count(); ++l)
+      if (lanes_[l].pc < program_->gpus.lane_steps(l).size())
         throw std::logic_error("replay_program: the program cannot finish (" + blocked() + ")");
     double end = outcome_.start_s;
-    for (const auto& gpu : gpus_) {
+    for (std::size_t g = 0; g < world_; ++g) {
+      const GpuState& gpu = lanes_[program.gpus.lane(g)];
       end = std::max(end, gpu.ready);
       outcome_.busy_seconds.push_back(gpu.busy);
       outcome_.peak_bytes.push_back(gpu.peak);
@@ -68,13 +70,16 @@ class Replay {
   /// start at 0), and drops every collective when all are complete (the builder indexes new ones from 0).
   void run_and_drop(IterationProgram& program, std::span<const int> gpus) {
     bind(program);
-    for (auto g = gpus.rbegin(); g != gpus.rend(); ++g) runnable_.push_back(*g);
+    for (auto g = gpus.rbegin(); g != gpus.rend(); ++g)
+      if (program.gpus.leads(static_cast<std::size_t>(*g))) runnable_.push_back(lane_of(*g));
     drain();
     for (const int g : gpus) {
-      auto& steps = program.gpus[static_cast<std::size_t>(g)];
-      LCSIM_CHECK(gpus_[static_cast<std::size_t>(g)].pc == steps.size(), "a streamed GPU ran all its steps");
+      if (!program.gpus.leads(static_cast<std::size_t>(g))) continue;
+      const std::size_t lane = program.gpus.lane(static_cast<std::size_t>(g));
+      auto& steps = program.gpus.lane_steps(lane);
+      LCSIM_CHECK(lanes_[lane].pc == steps.size(), "a streamed GPU ran all its steps");
       steps.clear();
-      gpus_[static_cast<std::size_t>(g)].pc = 0;
+      lanes_[lane].pc = 0;
     }
     if (std::all_of(collectives_.begin(), collectives_.end(), [](const CollectiveState& c) { return c.done; }) &&
         collectives_.size() == program.collectives.size() && program.transfers.empty()) {
@@ -85,7 +90,13 @@ class Replay {
 
  private:
   void bind(const IterationProgram& program) {
-    LCSIM_CHECK(program.gpus.size() == gpus_.size(), "a replay's program covers its GPUs");
+    LCSIM_CHECK(program.gpus.size() == world_, "a replay's program covers its GPUs");
+    // A replay runs one plan, whose lanes a streamed program keeps while it is fed.
+    if (lanes_.empty()) {
+      lanes_.assign(program.gpus.lane_count(), GpuState{});
+      for (auto& lane : lanes_) lane.ready = outcome_.start_s;
+    }
+    LCSIM_CHECK(lanes_.size() == program.gpus.lane_count(), "a replay's program keeps its lanes");
     program_ = &program;
     collectives_.resize(program.collectives.size());
     transfers_.resize(program.transfers.size());
@@ -99,10 +110,13 @@ class Replay {
     }
   }
 
-  /// Runs GPU g's steps until it blocks or ends.
+  int lane_of(int gpu) const { return static_cast<int>(program_->gpus.lane(static_cast<std::size_t>(gpu))); }
+  std::size_t lane_count() const { return lanes_.size(); }
+
+  /// Runs lane g's steps until it blocks or ends.
   void advance(int g) {
-    GpuState& gpu = gpus_[static_cast<std::size_t>(g)];
-    const auto& steps = program_->gpus[static_cast<std::size_t>(g)];
+    GpuState& gpu = lanes_[static_cast<std::size_t>(g)];
+    const auto& steps = program_->gpus.lane_steps(static_cast<std::size_t>(g));
     while (gpu.pc < steps.size()) {
       const Step& step = steps[gpu.pc];
       if (step.type == Step::Type::SetStatic) {
@@ -134,7 +148,7 @@ class Replay {
         gpu.busy += step.seconds;
         return true;
       case Step::Type::Collective: {
-        const CollectiveState* c = join(gpu, step);
+        const CollectiveState* c = join(g, gpu, step);
         if (c == nullptr) return false;
         const auto& spec = program_->collectives[static_cast<std::size_t>(step.index)];
         gpu.busy += c->end - c->start;
@@ -143,7 +157,7 @@ class Replay {
         return true;
       }
       case Step::Type::ComputeWithCollective: {
-        const CollectiveState* c = join(gpu, step);
+        const CollectiveState* c = join(g, gpu, step);
         if (c == nullptr) return false;
         const auto& spec = program_->collectives[static_cast<std::size_t>(step.index)];
         const double compute_start = std::max(gpu.ready, c->start - step.lead_s);
@@ -159,7 +173,7 @@ class Replay {
         TransferState& t = transfers_.at(static_cast<std::size_t>(step.index));
         t.sent = true;
         t.sent_at = gpu.ready;
-        runnable_.push_back(program_->transfers[static_cast<std::size_t>(step.index)].to);
+        runnable_.push_back(lane_of(program_->transfers[static_cast<std::size_t>(step.index)].to));
         return true;
       }
       case Step::Type::Recv: {
@@ -178,8 +192,9 @@ class Replay {
     return true;
   }
 
-  /// The collective of `step` once every member has arrived (nullptr before). A group of one GPU does not wait.
-  const CollectiveState* join(const GpuState& gpu, const Step& step) {
+  /// The collective of `step` once every member has arrived (nullptr before); a lane arrives for all its GPUs. A
+  /// group of one GPU does not wait.
+  const CollectiveState* join(int g, const GpuState& gpu, const Step& step) {
     CollectiveState& c = collectives_.at(static_cast<std::size_t>(step.index));
     const auto& spec = program_->collectives[static_cast<std::size_t>(step.index)];
     if (spec.gpus.size() <= 1) {
@@ -188,37 +203,43 @@ class Replay {
     }
     if (!gpu.arrived) {
       c.latest = c.arrived == 0 ? gpu.ready : std::max(c.latest, gpu.ready);
-      ++c.arrived;
+      c.arrived += program_->gpus.lane_gpus(static_cast<std::size_t>(g)).size();
     }
     if (c.arrived < spec.gpus.size()) return nullptr;
     if (!c.done) {  // the last member: the others wait for it
       c.done = true;
       c.start = c.latest;
       c.end = c.start + spec.time.seconds();
-      runnable_.insert(runnable_.end(), spec.gpus.begin(), spec.gpus.end());
+      for (int member : spec.gpus)
+        if (program_->gpus.leads(static_cast<std::size_t>(member))) runnable_.push_back(lane_of(member));
     }
     return &c;
   }
 
   void record(int g, double start, double end, WorkKind kind, const Step& step) {
     if (step.micro_batch >= 0 && end > start) {
-      double& propagation = gpus_[static_cast<std::size_t>(g)].propagation_end;
+      double& propagation = lanes_[static_cast<std::size_t>(g)].propagation_end;
       propagation = std::max(propagation, end);
     }
-    if (record_spans_ && end > start) outcome_.spans.push_back({g, start, end, kind, step.replica, step.micro_batch});
+    if (record_spans_ && end > start)
+      for (int gpu : program_->gpus.lane_gpus(static_cast<std::size_t>(g)))
+        outcome_.spans.push_back({gpu, start, end, kind, step.replica, step.micro_batch});
   }
 
   std::string blocked() const {
-    for (std::size_t g = 0; g < gpus_.size(); ++g)
-      if (gpus_[g].pc < program_->gpus[g].size())
-        return "GPU " + std::to_string(g) + " waits at step " + std::to_string(gpus_[g].pc) + ", " +
-               to_string(program_->gpus[g][gpus_[g].pc].kind);
+    for (std::size_t g = 0; g < world_; ++g) {
+      const std::size_t pc = lanes_[program_->gpus.lane(g)].pc;
+      if (pc < program_->gpus[g].size())
+        return "GPU " + std::to_string(g) + " waits at step " + std::to_string(pc) + ", " +
+               to_string(program_->gpus[g][pc].kind);
+    }
     return "no GPU waits";
   }
 
   const IterationProgram* program_ = nullptr;
   bool record_spans_;
-  std::vector<GpuState> gpus_;
+  std::size_t world_;            // GPUs
+  std::vector<GpuState> lanes_;  // per lane of the program: its GPUs' state
   std::vector<CollectiveState> collectives_;
   std::vector<TransferState> transfers_;
   std::vector<int> runnable_;  ///< GPUs to run again: waiting for nothing, or for something that may have come
@@ -245,7 +266,7 @@ PartialReplay::~PartialReplay() = default;
 void PartialReplay::run(IterationProgram& program, std::span<const int> gpus) {
   // build_program checks the times of what it returns; these steps are run and dropped before that.
   for (const int g : gpus)
-    for (const Step& step : program.gpus.at(static_cast<std::size_t>(g)))
+    for (const Step& step : program.gpus[static_cast<std::size_t>(g)])
       LCSIM_CHECK(std::isfinite(step.seconds) && step.seconds >= 0, "a step's seconds");
   for (const auto& c : program.collectives)
     LCSIM_CHECK(std::isfinite(c.time.latency_s) && std::isfinite(c.time.transfer_s), "a collective's time");
@@ -258,9 +279,10 @@ IterationOutcome PartialReplay::finish(const IterationProgram& program) {
 
 IterationProgram retime_compute(IterationProgram program,
                                 const std::function<double(int gpu, std::size_t index, const Step& step)>& seconds) {
+  program.gpus.unshare();  // the GPUs of a lane may be measured apart
   for (std::size_t g = 0; g < program.gpus.size(); ++g)
     for (std::size_t i = 0; i < program.gpus[g].size(); ++i) {
-      Step& step = program.gpus[g][i];
+      Step& step = program.gpus.lane_steps(g)[i];  // unshared: lane g is GPU g
       if (step.type != Step::Type::Compute && step.type != Step::Type::ComputeWithCollective) continue;
       const double retimed = seconds(static_cast<int>(g), i, step);
       if (step.type == Step::Type::ComputeWithCollective)

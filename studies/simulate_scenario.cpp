@@ -102,6 +102,10 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
   options.program = settings.program;
   options.record_spans = timeline != nullptr || settings.record_spans;
   options.exclusive_closed_form = settings.exclusive_closed_form;
+  // The estimate's programs fold each stage's layers: with the same blocks, the simulated programs are the
+  // estimate's, and each is built once for both.
+  options.estimate = settings.program.layers_per_block <= 0;
+  std::vector<double> estimate_s(planned.size(), 0.0);
   std::size_t done = 0;
   simulate(plans, cost, options, [&](program::IterationOutcome&& outcome) {
     const auto [p, i] = owner[outcome.index];
@@ -111,6 +115,7 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
     extra.wall_s += outcome.wall_s;
     extra.cpu_s += outcome.cpu_s;
     extra.build_cpu_s += outcome.build_cpu_s;
+    estimate_s[p] += outcome.estimate_s;
     result.iterations.push_back(simulated_iteration(plan, i, outcome, cost));
     std::vector<double> idle;
     for (double busy : outcome.busy_seconds) idle.push_back(std::max(0.0, outcome.seconds - busy));
@@ -136,9 +141,11 @@ SimulationReport simulate_scenario(const LoadedScenario& loaded, const SimulateS
     const auto n = static_cast<double>(std::max<std::size_t>(1, result.iterations.size()));
     extra.busy_max_mean_s /= n;
     extra.busy_min_mean_s /= n;
-    double estimate = 0;
-    program::Estimator estimator(cost);
-    for (const auto& plan : planned[p].plans) estimate += estimator.estimate(plan).seconds;
+    double estimate = estimate_s[p];
+    if (!options.estimate) {
+      program::Estimator estimator(cost);
+      for (const auto& plan : planned[p].plans) estimate += estimator.estimate(plan).seconds;
+    }
     extra.estimate_mean_s = estimate / n;
   }
   apply_baseline(report.results);

@@ -52,10 +52,10 @@ struct SimulationReport {
   int world_size = 0;
 };
 
-/// The most GPUs `lcsim simulate` takes: measured on a 2-core machine, one iteration of 32 sequences took 1.1 s
-/// at 4,096 GPUs and 40 s at 16,384 (the platform and its routes grow faster than the GPUs), so 131,072 would not
-/// finish. `lcsim plan` estimates larger clusters.
-inline constexpr int kMaxSimulatedGpus = 16384;
+/// The most GPUs `lcsim simulate` takes: scenarios/scale/sim-65536gpu.json runs within 2 GiB on a 2-core machine
+/// (docs/simulation.md, "Scale"); the platform and its routes grow faster than the GPUs, so 131,072 nodes would
+/// not finish. `lcsim plan` estimates larger clusters.
+inline constexpr int kMaxSimulatedGpus = 65536;
 
 /// Plans, validates (plan_policy) and simulates. Throws like plan_policy, InputError when the cluster has more than
 /// kMaxSimulatedGpus GPUs (before anything is planned) or when the trace file cannot be written.

@@ -276,5 +276,40 @@ TEST(Estimate, StreamedEstimateEqualsTheWholeProgramReplayed) {
   EXPECT_GT(streamed, 20);  // plans with several replicas and micro-batches were compared
 }
 
+TEST(Estimate, LanesChangeNoFigureNorSpan) {
+  // GPUs that run the same steps share one list and are replayed once (program::GpuSteps); the same program with a
+  // list per GPU gives every GPU the same times, bytes and spans.
+  int shared = 0;
+  for (const char* file :
+       {"default.json", "skrull/qwen0.5b-chatqa2-ring.json", "hbp/llama3.1-8b-tulu3-longcite.json"}) {
+    const LoadedScenario loaded = load_and_prepare(std::string(LCSIM_SOURCE_DIR) + "/scenarios/" + file, 2);
+    for (const PolicySpec* spec : select_policies(loaded.scenario, {})) {
+      const PolicyPlans planned = plan_policy(loaded, *spec);
+      for (const IterationPlan& plan : planned.plans) {
+        SCOPED_TRACE(std::string(file) + " " + spec->label + " " + plan.label);
+        program::IterationProgram lanes = program::build_program(plan, *loaded.cost, {});
+        program::IterationProgram apart = lanes;
+        apart.gpus.unshare();
+        ASSERT_EQ(apart.gpus.lane_count(), apart.gpus.size());
+        shared += lanes.gpus.lane_count() < lanes.gpus.size() ? 1 : 0;
+        const program::IterationOutcome a = program::replay_program(lanes, 0.0, true);
+        const program::IterationOutcome b = program::replay_program(apart, 0.0, true);
+        EXPECT_EQ(a.seconds, b.seconds);
+        EXPECT_EQ(a.busy_seconds, b.busy_seconds);
+        EXPECT_EQ(a.peak_bytes, b.peak_bytes);
+        EXPECT_EQ(a.propagation_end_s, b.propagation_end_s);
+        ASSERT_EQ(a.spans.size(), b.spans.size());
+        for (std::size_t i = 0; i < a.spans.size(); ++i) {
+          EXPECT_EQ(a.spans[i].gpu, b.spans[i].gpu);
+          EXPECT_EQ(a.spans[i].start_s, b.spans[i].start_s);
+          EXPECT_EQ(a.spans[i].end_s, b.spans[i].end_s);
+          EXPECT_EQ(a.spans[i].kind, b.spans[i].kind);
+        }
+      }
+    }
+  }
+  EXPECT_GT(shared, 5);  // plans with shared lists were compared
+}
+
 }  // namespace estimate_test
 }  // namespace lcsim

@@ -51,7 +51,7 @@ program::CollectiveSpec collective(std::vector<int> gpus, double seconds) {
 TEST(LiveReplay, ACollectiveStartsWhenItsLastMemberIsReady) {
   program::IterationProgram p;
   p.collectives = {collective({0, 1}, 2)};
-  p.gpus = {{compute(3), join(0)}, {compute(5), join(0), compute(1)}};
+  p.gpus = std::vector<std::vector<Step>>{{compute(3), join(0)}, {compute(5), join(0), compute(1)}};
   const program::IterationOutcome o = program::replay_program(p, 10, true);
   EXPECT_NEAR(o.start_s, 10, kTol);
   EXPECT_NEAR(o.seconds, 8, kTol);  // 5, then the collective 5..7, then 1
@@ -69,7 +69,7 @@ TEST(LiveReplay, OverlappedComputeLeadsTheCollectiveByAtMostItsLead) {
   // GPU 0's compute starts at 3 - 1 = 2 and ends at 6. Busy: 4 + 2 - 2 (overlap 3..5) = 4.
   program::IterationProgram p;
   p.collectives = {collective({0, 1}, 2)};
-  p.gpus = {{join(0, Step::Type::ComputeWithCollective, 4, 1)}, {compute(3), join(0)}};
+  p.gpus = std::vector<std::vector<Step>>{{join(0, Step::Type::ComputeWithCollective, 4, 1)}, {compute(3), join(0)}};
   const program::IterationOutcome o = program::replay_program(p, 0, false);
   EXPECT_NEAR(o.seconds, 6, kTol);
   EXPECT_NEAR(o.busy_seconds[0], 4, kTol);
@@ -84,7 +84,7 @@ TEST(LiveReplay, TransfersRendezvousAndOnlyTheReceiverWaits) {
   send.index = 0;
   Step recv = send;
   recv.type = Step::Type::Recv;
-  p.gpus = {{compute(2), send, compute(1)}, {recv, compute(1)}};
+  p.gpus = std::vector<std::vector<Step>>{{compute(2), send, compute(1)}, {recv, compute(1)}};
   const program::IterationOutcome o = program::replay_program(p, 0, false);
   // The receiver gets the data at 2 + 0.5 and computes until 3.5; the sender goes on to 3 without waiting.
   EXPECT_NEAR(o.seconds, 3.5, kTol);
@@ -96,21 +96,21 @@ TEST(LiveReplay, PeakMemoryCountsStaticAndInFlightActivations) {
   Step set;
   set.type = Step::Type::SetStatic;
   set.bytes = 100;
-  p.gpus = {{set, compute(1, 30, 0), compute(1, 20, 50), compute(1, 10, 10)}};
+  p.gpus = std::vector<std::vector<Step>>{{set, compute(1, 30, 0), compute(1, 20, 50), compute(1, 10, 10)}};
   EXPECT_NEAR(program::replay_program(p, 0, false).peak_bytes[0], 150, kTol);
 }
 
 TEST(LiveReplay, AProgramThatCannotFinishIsAnError) {
   program::IterationProgram p;
   p.collectives = {collective({0, 1}, 1)};
-  p.gpus = {{join(0)}, {}};
+  p.gpus = std::vector<std::vector<Step>>{{join(0)}, {}};
   EXPECT_THROW(program::replay_program(p, 0, false), std::logic_error);
 }
 
 TEST(LiveReplay, RetimingKeepsTheLeadsShareOfTheCompute) {
   program::IterationProgram p;
   p.collectives = {collective({0}, 1)};
-  p.gpus = {{compute(2), join(0, Step::Type::ComputeWithCollective, 4, 1), join(0)}};
+  p.gpus = std::vector<std::vector<Step>>{{compute(2), join(0, Step::Type::ComputeWithCollective, 4, 1), join(0)}};
   const program::IterationProgram r =
       program::retime_compute(p, [](int, std::size_t i, const Step& s) { return i == 0 ? 5.0 : s.seconds * 2; });
   EXPECT_NEAR(r.gpus[0][0].seconds, 5, kTol);

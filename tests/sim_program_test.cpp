@@ -229,6 +229,42 @@ TEST(SimProgram, PhasesMeetAtABarrierThenPayTheSwitch) {
   EXPECT_EQ(barrier.time.seconds(), 0.0);
 }
 
+TEST(SimProgram, GpusThatRunTheSameStepsShareOneList) {
+  // Four GPUs: a Ulysses replica (every sequence sharded) on GPUs 0 and 1, a DACP one (a local sequence on rank 0)
+  // on 2 and 3. The first pair runs identical steps and shares a lane; the second does not.
+  const CostModel cost = tiny_cost(1, 4);
+  IterationPlan plan;
+  plan.replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({sharded(1, 20)}), micro_batch({sharded(2, 8)})}),
+                   replica(scheme(1, 1, 2), {2, 3}, {micro_batch({on_rank(3, 10, 0), sharded(4, 20)})})};
+  EXPECT_EQ(program::gpu_lanes(plan, 4), (std::vector<int>{0, 0, 1, 2}));
+  const auto program = program::build_program(plan, cost, {});
+  ASSERT_EQ(program.gpus.lane_count(), 3u);
+  EXPECT_EQ(&program.gpus[0], &program.gpus[1]);  // stored once
+  EXPECT_EQ(std::vector<int>(program.gpus.lane_gpus(0).begin(), program.gpus.lane_gpus(0).end()),
+            (std::vector<int>{0, 1}));
+  EXPECT_EQ(program.gpus[2].size(), program.gpus[3].size());
+  EXPECT_NE(program.gpus[2][1].seconds, program.gpus[3][1].seconds);
+  // The shared list is what each of its GPUs ran before lanes: one work per compute step, both micro-batches.
+  using T = Step::Type;
+  EXPECT_EQ(types(program.gpus[1]), (std::vector<T>{T::SetStatic, T::Compute, T::Collective, T::Compute, T::Collective,
+                                                    T::Collective, T::Collective}));
+  EXPECT_EQ(program.works.size(), 4u);  // lane 0's two computes, described once; one each for GPUs 2 and 3
+  // A pipeline, tensor parallelism, a per-sequence split, or a GPU in another replica of a later phase: apart.
+  IterationPlan tp = plan;
+  tp.replicas = {replica(scheme(2, 1, 2), {0, 1, 2, 3}, {micro_batch({sharded(1, 20)})})};
+  EXPECT_EQ(program::gpu_lanes(tp, 4), (std::vector<int>{0, 1, 2, 3}));
+  IterationPlan split = plan;
+  split.replicas[0].micro_batches[1].cp_split = CpSplit::PerSequence;
+  EXPECT_EQ(program::gpu_lanes(split, 4), (std::vector<int>{0, 1, 2, 3}));
+  IterationPlan phases = plan;
+  phases.replicas.push_back(replica(scheme(1, 1, 1), {1}, {micro_batch({on_rank(5, 8, 0)})}, false, 1));
+  EXPECT_EQ(program::gpu_lanes(phases, 4), (std::vector<int>{0, 1, 2, 3}));
+  // A GPU in no replica runs the barriers alone, with the other idle ones.
+  IterationPlan idle;
+  idle.replicas = {replica(scheme(1, 1, 1), {1}, {micro_batch({on_rank(1, 8, 0)})})};
+  EXPECT_EQ(program::gpu_lanes(idle, 4), (std::vector<int>{0, 1, 0, 0}));
+}
+
 TEST(SimProgram, RefusesAPlanTheEstimateWouldRefuse) {
   const CostModel cost = tiny_cost(1, 2);
   IterationPlan plan;
