@@ -61,8 +61,7 @@ po::options_description simulate_options(bool with_report) {
       ("wide", "print every column (default: the table fits the terminal, or 120 columns when not a terminal)");
   if (with_report)
     options.add_options()("report", po::value<std::string>()->value_name("FILE"),
-                          "write the report page (self-contained HTML: table, charts, per-GPU breakdown, timeline; "
-                          "`lcsim report`) to FILE");
+                          "write the self-contained HTML report page (as `lcsim report`) to FILE");
   add_uncertainty_options(options);
   return options;
 }
