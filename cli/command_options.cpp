@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cli/cli.hpp"
+#include "cli/progress.hpp"
 
 namespace lcsim {
 
@@ -118,6 +119,13 @@ ModelForm model_form_option(const boost::program_options::variables_map& vm) {
     return load_model_form(file, file);
   }
   return shipped_model_form();
+}
+
+void print_scenario_notes(const LoadedScenario& loaded) {
+  if (loaded.scenario.cp_attention == CpAttention::Ring)
+    print_warning(loaded.scenario.file + ": parallel.cp_attention \"ring\" is the plain ring: under a causal mask the last CP "
+                  "rank sets every step; Megatron-LM's and torchtitan's load-balanced ring is \"zigzag\" "
+                  "(docs/model.md)");
 }
 
 }  // namespace lcsim

@@ -53,6 +53,9 @@ int world_jobs_option(const boost::program_options::variables_map& vm);
 bool draw_data_option(const boost::program_options::variables_map& vm);
 /// scenario_inputs and the --model-form file: no output may replace them.
 std::vector<std::string> command_inputs(const boost::program_options::variables_map& vm, const LoadedScenario& loaded);
+/// The notes a loaded scenario earns before it runs, printed as warnings: `cp_attention: "ring"` names the plain
+/// ring since 2026-11-29 (a file written for Megatron's or torchtitan's balanced ring means "zigzag" now).
+void print_scenario_notes(const LoadedScenario& loaded);
 ModelForm model_form_option(const boost::program_options::variables_map& vm);
 
 }  // namespace lcsim

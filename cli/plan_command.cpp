@@ -70,6 +70,7 @@ void run_plan_command(const std::vector<std::string>& args, std::ostream& out) {
   const auto labels = vm.count("policy") ? vm["policy"].as<std::vector<std::string>>() : std::vector<std::string>{};
 
   const LoadedScenario loaded = load_and_prepare(parsed->file, iterations);
+  print_scenario_notes(loaded);
   const std::vector<OutputOption> outputs = output_options(vm, {"json", "csv"});
   check_output_files(outputs, command_inputs(vm, loaded));
   const int samples = samples_option(vm);

@@ -107,6 +107,7 @@ void simulate_from_options(const po::variables_map& vm, const std::string& scena
   if (vm.count("iterations")) iterations = vm["iterations"].as<int>();
   LoadedScenario loaded = load_and_prepare(scenario_file, iterations);
   if (vm.count("layers")) scale_model_layers(loaded, vm["layers"].as<int>());
+  print_scenario_notes(loaded);
   std::vector<OutputOption> outputs = output_options(vm, {"trace", "json", "csv"});
   if (!report_file.empty()) outputs.push_back({vm.count("out") ? "--out" : "--report", report_file});
   check_output_files(outputs, command_inputs(vm, loaded));

@@ -168,6 +168,33 @@ TEST_F(SimCliTest, SameScenarioGivesByteIdenticalResultsAndTimelines) {
   }
 }
 
+TEST_F(SimCliTest, APlainRingScenarioIsToldWhatRingMeansAndAZigzagOneIsNot) {
+  const std::string source = std::string(LCSIM_SOURCE_DIR) + "/scenarios/skrull/qwen0.5b-chatqa2-ring.json";
+  nlohmann::json doc = nlohmann::json::parse(file_bytes(source));
+  doc["profile"] = std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-default.json";
+  doc["training"]["iterations"] = 1;
+  const auto write = [&](const std::string& mode) {
+    doc["parallel"]["cp_attention"] = mode;
+    const std::filesystem::path file = dir_ / (mode + ".json");
+    std::ofstream(file) << doc.dump(2);
+    return file.string();
+  };
+  for (const std::string command : {"plan", "simulate"}) {
+    const CliRun ring = run_lcsim(command + " '" + write("ring") + "' --samples 1 --policy rr --quiet");
+    ASSERT_EQ(ring.exit_code, 0) << ring.output;
+    // The warning is wrapped to the terminal's width: compare with every run of white space as one space.
+    std::string said;
+    for (char c : ring.output)
+      if (!std::isspace(static_cast<unsigned char>(c)) || (!said.empty() && said.back() != ' '))
+        said += std::isspace(static_cast<unsigned char>(c)) ? ' ' : c;
+    EXPECT_NE(said.find("ring.json: parallel.cp_attention \"ring\" is the plain ring"), std::string::npos) << said;
+    EXPECT_NE(said.find("load-balanced ring is \"zigzag\""), std::string::npos) << said;
+    const CliRun zigzag = run_lcsim(command + " '" + write("zigzag") + "' --samples 1 --policy rr --quiet");
+    ASSERT_EQ(zigzag.exit_code, 0) << zigzag.output;
+    EXPECT_EQ(zigzag.output.find("plain ring"), std::string::npos) << zigzag.output;
+  }
+}
+
 TEST_F(SimCliTest, BadOptionsExitTwo) {
   CliRun run = run_lcsim("simulate '" + kDefaultScenario + "' --layer-granularity -1");
   EXPECT_EQ(run.exit_code, 2) << run.output;
