@@ -281,10 +281,26 @@ CpAttention parse_cp_attention(JsonObjectReader& r) {
   r.fail("cp_attention", "expected one of " + expected + ", got \"" + value + "\"");
 }
 
+TpOverlap parse_tp_overlap(JsonObjectReader& r) {
+  const std::string value = r.optional<std::string>("tp_overlap", "none");
+  if (value == "none") return TpOverlap::None;
+  if (value == "async") return TpOverlap::Async;
+  r.fail("tp_overlap", "expected \"none\" or \"async\", got \"" + value + "\"");
+}
+
+/// The scenario's parallel object fills `scenario` (cp_attention, tp_overlap) too; a policy's (`scenario` null) may
+/// not set them: one cost model serves every policy, and it fixes how CP groups run attention and TP overlaps.
 ParallelLayout parse_layout(JsonObjectReader r, const ModelConfig& model, const ClusterSpec& cluster,
-                            CpAttention& cp_attention) {
+                            Scenario* scenario) {
   ParallelLayout p;
-  cp_attention = parse_cp_attention(r);
+  if (scenario) {
+    scenario->cp_attention = parse_cp_attention(r);
+    scenario->tp_overlap = parse_tp_overlap(r);
+  } else {
+    for (const char* key : {"cp_attention", "tp_overlap"})
+      if (r.has(key))
+        r.fail(key, std::string("is the scenario's (parallel.") + key + "): every policy shares one cost model");
+  }
   p.cp = r.has("cp") ? int_in(r, "cp", 1, kMaxInt) : 1;
   p.tp = r.has("tp") ? int_in(r, "tp", 1, kMaxInt) : 1;
   p.pp = r.has("pp") ? int_in(r, "pp", 1, kMaxInt) : 1;
@@ -345,12 +361,7 @@ std::vector<PolicySpec> parse_policies(JsonObjectReader& root, const std::string
       spec.options = options;
     }
     if (item.has("parallel")) {
-      JsonObjectReader parallel = item.object("parallel");
-      // One cost model serves every policy, and it fixes how CP groups run attention.
-      if (parallel.has("cp_attention"))
-        parallel.fail("cp_attention", "is the scenario's (parallel.cp_attention): every policy shares one cost model");
-      CpAttention unused = CpAttention::Ulysses;
-      spec.layout = parse_layout(parallel, model, cluster, unused);
+      spec.layout = parse_layout(item.object("parallel"), model, cluster, nullptr);
     }
     item.finish();
     specs.push_back(std::move(spec));
@@ -418,9 +429,9 @@ Scenario scenario_from_json(const nlohmann::json& document, const std::string& f
   if (root.required<std::string>("profile").empty()) root.fail("profile", "is empty; give the path of a profile file");
   s.dataset = parse_dataset(root.object("dataset"), file);
   s.training = parse_training(root.object("training"), s.model);
-  s.layout = root.has("parallel") ? parse_layout(root.object("parallel"), s.model, s.cluster, s.cp_attention)
-                                  : parse_layout(JsonObjectReader(nlohmann::json::object(), file, "parallel"), s.model,
-                                                 s.cluster, s.cp_attention);
+  s.layout = parse_layout(root.has("parallel") ? root.object("parallel")
+                                              : JsonObjectReader(nlohmann::json::object(), file, "parallel"),
+                          s.model, s.cluster, &s);
   s.policies = parse_policies(root, file, s.model, s.cluster);
   s.baseline = root.optional<std::string>("baseline", s.policies.front().label);
   if (!has_label(s.policies, s.baseline))
@@ -448,6 +459,15 @@ void check_run_size(const Scenario& s, const std::string& iterations_source) {
                      " sequences x " + std::to_string(t.iterations) + " iterations (" + iterations_source +
                      ") = " + std::to_string(window) + " sequences, more than the " +
                      std::to_string(kMaxWindowSequences) + " lcsim plans in one run (docs/robustness.md)");
+}
+
+CostModelOptions cost_model_options(const Scenario& s) {
+  return CostModelOptions{.zero_stage = s.training.zero_stage,
+                          .cp_attention = s.cp_attention,
+                          .finetuning = s.training.finetuning,
+                          .precision = s.training.precision,
+                          .elementwise = s.training.elementwise,
+                          .tp_overlap = s.tp_overlap};
 }
 
 std::string describe_layout(const ParallelLayout& l) {

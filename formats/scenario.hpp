@@ -45,6 +45,7 @@ struct Scenario {
   TrainingConfig training;
   ParallelLayout layout;
   CpAttention cp_attention = CpAttention::Ulysses;  ///< parallel.cp_attention: how CP groups run attention
+  TpOverlap tp_overlap = TpOverlap::None;           ///< parallel.tp_overlap: whether TP collectives overlap GEMMs
   std::vector<PolicySpec> policies;
   std::string baseline;  ///< label of one of `policies`
   std::vector<PaperFigure> paper_figures;
@@ -65,6 +66,8 @@ Scenario load_scenario(const std::string& file);
 /// Paths in a scenario are relative to the scenario's folder, so a scenario can be run from anywhere.
 std::string resolve_scenario_path(const std::string& scenario_file, const std::string& relative);
 Scenario scenario_from_json(const nlohmann::json& document, const std::string& file);
+/// The cost model's options as the scenario sets them (training and parallel keys).
+CostModelOptions cost_model_options(const Scenario& s);
 /// "dp=4 cp=8 tp=1 pp=1": a layout as tables print it.
 std::string describe_layout(const ParallelLayout& layout);
 /// "own layouts: skrull dp=1 cp=32 tp=1 pp=1; ... (policies[].parallel; the others: parallel dp=4 ...)" and a

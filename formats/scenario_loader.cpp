@@ -301,10 +301,7 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
     throw InputError(file + ": parallel: layout has " + std::to_string(s.layout.gpus()) + " GPUs, the cluster " +
                      std::to_string(s.cluster.world_size()));
   if (shards_tokens(s.cp_attention)) check_cp_fits(loaded.profile, s, file);
-  loaded.cost = std::make_unique<CostModel>(s.model, s.cluster, loaded.profile,
-                                            CostModelOptions{s.training.zero_stage, s.cp_attention,
-                                                             s.training.finetuning, s.training.precision,
-                                                             s.training.elementwise});
+  loaded.cost = std::make_unique<CostModel>(s.model, s.cluster, loaded.profile, cost_model_options(s));
   std::vector<Tokens> whole;
   loaded.batches = prepare_window(s, loaded.dataset_label, std::nullopt, plans_from_dataset ? &whole : nullptr);
   if (plans_from_dataset) loaded.dataset_lengths = std::make_shared<const std::vector<Tokens>>(std::move(whole));

@@ -61,6 +61,10 @@ std::string_view to_string(Elementwise elementwise) {
   return elementwise == Elementwise::Eager ? "eager" : "fused";
 }
 
+std::string_view to_string(TpOverlap overlap) {
+  return overlap == TpOverlap::Async ? "async" : "none";
+}
+
 std::string_view to_string(Precision precision) {
   return precision == Precision::Fp8 ? "fp8" : "bf16";
 }
@@ -500,8 +504,30 @@ std::vector<CollectiveCall> CostModel::tp_comm_calls(Tokens tokens, int tp, Laye
   return {{CollectiveOp::AllGather, tp, bytes, per_op}, {CollectiveOp::ReduceScatter, tp, bytes, per_op}};
 }
 
+double CostModel::tp_hidden_seconds(Tokens tokens, int tp, LayerSpan layers, double collective_s) const {
+  if (options_.tp_overlap != TpOverlap::Async || tp == 1 || tokens <= 0 || collective_s <= 0) return 0;
+  check_span(layers);
+  const int no_grad = no_grad_layers(layers);
+  const int trained = layers.count - no_grad;
+  const int passes = 2 * trained + no_grad;  // a pass: 2 all-gathers and 2 reduce-scatters (tp_comm_calls)
+  const double one = collective_s / (4.0 * passes);
+  const double h = model_.hidden;
+  const double q = model_.q_hidden();
+  const double f = model_.ffn;
+  const double gemm_s = static_cast<double>(tokens) * gemm_flops_per_token() / tp /
+                        (profile_.compute.peak_tflops * 1e12 * profile_.compute.gemm_efficiency.at(static_cast<double>(tokens))) /
+                        gemm_speedup();
+  // The GEMMs' shares of a layer's forward FLOPs: QKV, output, gate + up, down (gemm_flops_per_token).
+  const double total = h * (q + 2 * model_.kv_hidden()) + q * h + 3 * h * f;
+  const double shares[] = {h * (q + 2 * model_.kv_hidden()) / total, q * h / total, 2 * h * f / total, h * f / total};
+  double per_pass = 0;
+  for (const double share : shares) per_pass += std::min(one, gemm_s * share);
+  return per_pass * (1.0 - 1.0 / tp) * passes;
+}
+
 double CostModel::tp_comm_seconds(Tokens tokens, int tp, LayerSpan layers, LinkClass link) const {
-  return collective_time(tp_comm_calls(tokens, tp, layers), link).seconds();
+  const double seconds = collective_time(tp_comm_calls(tokens, tp, layers), link).seconds();
+  return seconds - tp_hidden_seconds(tokens, tp, layers, seconds);
 }
 
 std::vector<CollectiveCall> CostModel::pp_transfer_calls(Tokens tokens, int tp) const {

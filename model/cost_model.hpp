@@ -32,6 +32,12 @@ std::string_view to_string(Precision precision);
 enum class Elementwise : std::uint8_t { Fused, Eager };
 std::string_view to_string(Elementwise elementwise);
 
+/// How TP's sequence-parallel all-gathers and reduce-scatters meet the GEMMs they feed or drain (parallel.tp_overlap):
+/// one after the other, or split into tp chunks that overlap the GEMM of the chunk before (PyTorch's async TP,
+/// Transformer Engine's tp_comm_overlap; docs/model.md, "TP communication overlap").
+enum class TpOverlap : std::uint8_t { None, Async };
+std::string_view to_string(TpOverlap overlap);
+
 /// How one replica (a DP group member: a pipeline of TP x CP GPUs per stage) runs the model.
 struct ParallelScheme {
   int tp = 1;
@@ -153,6 +159,7 @@ struct CostModelOptions {
   Finetuning finetuning{};  ///< what the run trains: every weight, LoRA adapters, or all but a frozen part
   Precision precision = Precision::Bf16;
   Elementwise elementwise = Elementwise::Fused;
+  TpOverlap tp_overlap = TpOverlap::None;
 };
 
 class CostModel {
@@ -209,7 +216,8 @@ class CostModel {
   double cp_comm_seconds(std::span<const SequenceShare> dist, Tokens tokens_on_gpu, const ParallelScheme& scheme,
                          LayerSpan layers, LinkClass link) const;
   /// Megatron sequence-parallel TP collectives of one micro-batch (all-gather + reduce-scatter around attention
-  /// and MLP, forward and backward; forward only for a LayerGrad::None layer) over `layers`.
+  /// and MLP, forward and backward; forward only for a LayerGrad::None layer) over `layers`: what async TP leaves
+  /// exposed (tp_hidden_seconds).
   double tp_comm_seconds(Tokens tokens, int tp, LayerSpan layers, LinkClass link) const;
   /// One pipeline activation (or gradient) transfer of `tokens` tokens between stages.
   double pp_transfer_seconds(Tokens tokens, int tp, LinkClass link) const;
@@ -243,6 +251,12 @@ class CostModel {
   /// cp_attention says).
   std::vector<CollectiveCall> ulysses_calls(Tokens tokens_on_gpu, int cp, LayerSpan layers) const;
   std::vector<CollectiveCall> tp_comm_calls(Tokens tokens, int tp, LayerSpan layers) const;
+  /// Of `collective_s`, the time of tp_comm_calls(tokens, tp, layers) on its group, the seconds async TP hides
+  /// behind the GEMMs: each collective is split into tp chunks, chunk k moving while the GEMM of chunk k - 1 runs,
+  /// so all but one chunk of the shorter of a collective and its GEMM overlap: min(c, g) (1 - 1/tp) per collective,
+  /// the all-gathers meeting the QKV and gate/up projections and the reduce-scatters the output and down ones
+  /// (backward: their activation-gradient GEMMs, the same FLOPs). 0 under TpOverlap::None.
+  double tp_hidden_seconds(Tokens tokens, int tp, LayerSpan layers, double collective_s) const;
   std::vector<CollectiveCall> pp_transfer_calls(Tokens tokens, int tp) const;
   /// In execution order: reduce-scatter then all-gather (the optimizer step runs between them), or one all-reduce;
   /// none when the stage trains nothing.

@@ -1,6 +1,8 @@
 // The builder's phases, work descriptors, collectives and gradient sync.
 #include "program/program_builder.hpp"
 
+#include <utility>
+
 namespace lcsim::program::detail {
 
 IterationProgram Builder::build() {
@@ -104,6 +106,32 @@ int Builder::add_calls(std::vector<int> gpus, const std::vector<CollectiveCall>&
   return add_collective(std::move(gpus), link, half ? halve(time) : time, kind, std::move(described), flow_scale);
 }
 
+Builder::TpCollectives Builder::add_tp_collectives(std::vector<int> gpus, Tokens tokens, int tp, LayerSpan span,
+                                                   bool half) {
+  const std::vector<CollectiveCall> calls = cost_.tp_comm_calls(tokens, tp, span);
+  const double whole = cost_.collective_time(calls, gpus).seconds();
+  const double hidden = cost_.tp_hidden_seconds(tokens, tp, span, whole);
+  if (hidden <= 0) return {add_calls(std::move(gpus), calls, WorkKind::TpCollective, half), -1};
+  // Both parts move the same kind of bytes; splitting the calls' counts splits latency and transfer alike.
+  const double share = hidden / whole;
+  TpCollectives out;
+  out.exposed = add_calls(gpus, scaled(calls, 1 - share), WorkKind::TpCollective, half);
+  out.hidden = add_calls(std::move(gpus), scaled(calls, share), WorkKind::TpCollective, half);
+  return out;
+}
+
+void Builder::push_compute(int gpu, Step step, int& tp_hidden) {
+  if (tp_hidden >= 0 && step.type == Step::Type::Compute && step.seconds > 0) {
+    step.type = Step::Type::ComputeWithCollective;
+    step.index = std::exchange(tp_hidden, -1);
+  }
+  push(gpu, step);
+}
+
+void Builder::join_leftover_tp(int gpu, int tp_hidden, int r, int m) {
+  if (tp_hidden >= 0) push(gpu, join(tp_hidden, WorkKind::TpCollective, r, m));
+}
+
 void Builder::add_phase_barrier() {
   std::vector<int> all(program_.gpus.size());
   for (std::size_t g = 0; g < all.size(); ++g) all[g] = static_cast<int>(g);
@@ -113,7 +141,7 @@ void Builder::add_phase_barrier() {
 }
 
 void Builder::add_block_compute(int gpu, bool overlap, BlockWork local, BlockWork dist, BlockWork all,
-                                int cp_collective, int layers, WorkKind kind, int r, int m) {
+                                int cp_collective, int layers, WorkKind kind, int r, int m, int tp_hidden) {
   if (overlap) {
     if (cp_collective >= 0) {
       Step s = join(cp_collective, WorkKind::CpAllToAll, r, m);
@@ -126,14 +154,19 @@ void Builder::add_block_compute(int gpu, bool overlap, BlockWork local, BlockWor
       }
       push(gpu, s);
     } else if (local.seconds > 0) {
-      push(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeLocal : kind, local.seconds, r, m, local.work));
+      push_compute(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeLocal : kind, local.seconds, r, m,
+                                local.work),
+                   tp_hidden);
     }
     if (dist.seconds > 0)
-      push(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeDist : kind, dist.seconds, r, m, dist.work));
+      push_compute(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeDist : kind, dist.seconds, r, m,
+                                dist.work),
+                   tp_hidden);
   } else {
-    if (all.seconds > 0) push(gpu, compute(kind, all.seconds, r, m, all.work));
+    if (all.seconds > 0) push_compute(gpu, compute(kind, all.seconds, r, m, all.work), tp_hidden);
     if (cp_collective >= 0) push(gpu, join(cp_collective, WorkKind::CpAllToAll, r, m));
   }
+  join_leftover_tp(gpu, tp_hidden, r, m);
 }
 
 void Builder::mark_in_flight(int gpu, std::size_t first, double bytes) {

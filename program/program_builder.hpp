@@ -190,9 +190,12 @@ inline std::vector<T> concat(const std::vector<T>& a, const std::vector<T>& b) {
 inline CollectiveTime halve(CollectiveTime t) {
   return {t.latency_s / 2, t.transfer_s / 2};
 }
-inline std::vector<CollectiveCall> halve(std::vector<CollectiveCall> calls) {
-  for (auto& call : calls) call.count /= 2;
+inline std::vector<CollectiveCall> scaled(std::vector<CollectiveCall> calls, double factor) {
+  for (auto& call : calls) call.count *= factor;
   return calls;
+}
+inline std::vector<CollectiveCall> halve(std::vector<CollectiveCall> calls) {
+  return scaled(std::move(calls), 0.5);
 }
 
 /// The CP group of TP rank t on a stage, and the TP group of CP rank j.
@@ -357,9 +360,24 @@ class Builder {
     int work = -1;
   };
 
-  /// The compute and CP steps of one block (or one pass of it) for one GPU.
+  /// A block's TP collectives over one TP group: the part that runs before its compute, and under async TP the
+  /// part hidden beside it (CostModel::tp_hidden_seconds; -1 when none). `half`: one pass's (pipelines).
+  struct TpCollectives {
+    int exposed = -1;
+    int hidden = -1;
+  };
+  TpCollectives add_tp_collectives(std::vector<int> gpus, Tokens tokens, int tp, LayerSpan span, bool half = false);
+
+  /// `step` (a Compute step) for `gpu`; while `tp_hidden` names a collective, the first such step with time runs
+  /// beside it (ComputeWithCollective) and takes it. The hidden part is at most the block's GEMM time, so the step
+  /// still lasts its compute unless contention stretches the transfers.
+  void push_compute(int gpu, Step step, int& tp_hidden);
+  /// Joins what push_compute could not overlap (a block without plain compute), after the block.
+  void join_leftover_tp(int gpu, int tp_hidden, int r, int m);
+
+  /// The compute and CP steps of one block (or one pass of it) for one GPU, beside TP collective `tp_hidden`.
   void add_block_compute(int gpu, bool overlap, BlockWork local, BlockWork dist, BlockWork all, int cp_collective,
-                         int layers, WorkKind kind, int r, int m);
+                         int layers, WorkKind kind, int r, int m, int tp_hidden = -1);
 
   /// One ring exchange of a block: its collective, the attention beside it and what it leaves exposed alone.
   struct RingStep {
@@ -385,7 +403,7 @@ class Builder {
   /// no transfer overlaps), so it carries the work descriptor; with overlap the local descriptor goes with the
   /// first ring step that computes any local work.
   void add_block_ring(int gpu, bool overlap, BlockWork local, BlockWork dist, BlockWork all,
-                      const std::vector<RingStep>& ring, WorkKind kind, int r, int m);
+                      const std::vector<RingStep>& ring, WorkKind kind, int r, int m, int tp_hidden = -1);
 
   /// A flat replica's layers as blocks, and what they hold per token.
   struct FlatLayers {
@@ -419,7 +437,7 @@ class Builder {
   struct PassCollectives {
     std::vector<std::vector<int>> cp_fwd, cp_bwd;                        // [block][tp rank]
     std::vector<std::vector<std::vector<RingStep>>> ring_fwd, ring_bwd;  // [block][tp rank], ring attention
-    std::vector<std::vector<int>> tp_fwd, tp_bwd;                        // [cp rank][block]
+    std::vector<std::vector<TpCollectives>> tp_fwd, tp_bwd;              // [cp rank][block]
   };
   /// Pipeline transfers of a replica: [micro-batch][boundary][j * tp + t] (stage b -> b + 1 for activations,
   /// b + 1 -> b for gradients); -1 where CP rank j holds nothing.
@@ -468,7 +486,7 @@ class Builder {
     ShareIds ids;
     std::vector<std::vector<int>> cp_index;
     std::vector<std::vector<std::vector<RingStep>>> ring;
-    std::vector<int> tp_index;
+    std::vector<TpCollectives> tp_index;
     MicroBatchCosts costs;
   };
 

@@ -63,11 +63,10 @@ void Builder::add_flat_cp_rank(int r, const FlatLayers& f, int m, int j, double 
   if (work.local[jj].empty() && work.dist.empty()) return;
   const Tokens tokens = work.gpu_tokens(j);
   auto& tp_index = scratch_.tp_index;
-  tp_index.assign(f.blocks.size(), -1);
+  tp_index.assign(f.blocks.size(), TpCollectives{});
   if (s.tp > 1 && tokens > 0)
     for (std::size_t b = 0; b < f.blocks.size(); ++b)
-      tp_index[b] = add_calls(group_over_tp(rep, 0, j), cost_.tp_comm_calls(tokens, s.tp, f.blocks[b].span),
-                              WorkKind::TpCollective);
+      tp_index[b] = add_tp_collectives(group_over_tp(rep, 0, j), tokens, s.tp, f.blocks[b].span);
   for (int t = 0; t < s.tp; ++t) {
     const int g = rep.gpu(0, j, t);
     if (!leads(g)) continue;  // the CP ranks of a lane run its first GPU's steps
@@ -83,7 +82,8 @@ void Builder::add_flat_block(int r, int m, int j, int t, int g, const Block& blo
   const MicroBatchWork& work = scratch_.work;
   const ShareIds& ids = scratch_.ids;
   const auto jj = static_cast<std::size_t>(j);
-  if (scratch_.tp_index[b] >= 0) push(g, join(scratch_.tp_index[b], WorkKind::TpCollective, r, m));
+  const TpCollectives& tp = scratch_.tp_index[b];
+  if (tp.exposed >= 0) push(g, join(tp.exposed, WorkKind::TpCollective, r, m));
   constexpr auto kPass = ComputeWork::Pass::ForwardBackward;
   const Shares& local_shares = work.local[jj];
   const Ids& local_ids = ids.local[jj];
@@ -99,10 +99,11 @@ void Builder::add_flat_block(int r, int m, int j, int t, int g, const Block& blo
   const auto tt = static_cast<std::size_t>(t);
   const auto& ring_steps = rank_ring(scratch_.ring[b][tt], rep, work, j, block, 0);
   if (!ring_steps.empty())
-    add_block_ring(g, rep.overlap_cp_comm, local_work, dist_work, all_work, ring_steps, WorkKind::Compute, r, m);
+    add_block_ring(g, rep.overlap_cp_comm, local_work, dist_work, all_work, ring_steps, WorkKind::Compute, r, m,
+                   tp.hidden);
   else
     add_block_compute(g, rep.overlap_cp_comm, local_work, dist_work, all_work, scratch_.cp_index[b][tt], block.layers(),
-                      WorkKind::Compute, r, m);
+                      WorkKind::Compute, r, m, tp.hidden);
 }
 
 }  // namespace lcsim::program::detail

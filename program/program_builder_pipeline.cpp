@@ -113,17 +113,17 @@ Builder::PassCollectives Builder::add_pass_collectives(const Replica& rep, int s
         pc.cp_fwd[b][tt] = add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, backward);
         if (backward) pc.cp_bwd[b][tt] = add_calls(group_over_cp(rep, stage, t), calls, WorkKind::CpAllToAll, true);
       }
-  pc.tp_fwd.assign(static_cast<std::size_t>(s.cp), std::vector<int>(blocks.size(), -1));
+  pc.tp_fwd.assign(static_cast<std::size_t>(s.cp), std::vector<TpCollectives>(blocks.size()));
   pc.tp_bwd = pc.tp_fwd;
   for (int j = 0; j < s.cp; ++j) {
     const Tokens tokens = work.gpu_tokens(j);
     if (s.tp == 1 || tokens == 0) continue;
     const auto jj = static_cast<std::size_t>(j);
     for (std::size_t b = 0; b < blocks.size(); ++b) {
-      const auto calls = cost_.tp_comm_calls(tokens, s.tp, blocks[b].span);
       const bool backward = blocks[b].backward();
-      pc.tp_fwd[jj][b] = add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, backward);
-      if (backward) pc.tp_bwd[jj][b] = add_calls(group_over_tp(rep, stage, j), calls, WorkKind::TpCollective, true);
+      pc.tp_fwd[jj][b] = add_tp_collectives(group_over_tp(rep, stage, j), tokens, s.tp, blocks[b].span, backward);
+      if (backward)
+        pc.tp_bwd[jj][b] = add_tp_collectives(group_over_tp(rep, stage, j), tokens, s.tp, blocks[b].span, true);
     }
   }
   return pc;
@@ -161,8 +161,8 @@ void Builder::add_pipeline_pass(const StageContext& c, int j, int t, std::size_t
   const auto add_block = [&](std::size_t b) {
     const Block& block = c.blocks[b];
     const PassCollectives& pc = c.passes[m];
-    const int tp_collective = (forward ? pc.tp_fwd : pc.tp_bwd)[jj][b];
-    if (tp_collective >= 0) push(g, join(tp_collective, WorkKind::TpCollective, c.r, mi));
+    const TpCollectives& tp = (forward ? pc.tp_fwd : pc.tp_bwd)[jj][b];
+    if (tp.exposed >= 0) push(g, join(tp.exposed, WorkKind::TpCollective, c.r, mi));
     const BlockWork local_work{forward ? local.block_forward(block) : local.block_backward(block),
                                overlap ? add_work(pass, local_shares, local_ids, s, block, c.head) : -1};
     const BlockWork dist_work{forward ? dist.block_forward(block) : dist.block_backward(block),
@@ -173,10 +173,10 @@ void Builder::add_pipeline_pass(const StageContext& c, int j, int t, std::size_t
     const WorkKind kind = forward ? WorkKind::Forward : WorkKind::Backward;
     const auto& ring = rank_ring((forward ? pc.ring_fwd : pc.ring_bwd)[b][tt], rep, work, j, block, forward ? 1 : 2);
     if (!ring.empty())
-      add_block_ring(g, overlap, local_work, dist_work, all_work, ring, kind, c.r, mi);
+      add_block_ring(g, overlap, local_work, dist_work, all_work, ring, kind, c.r, mi, tp.hidden);
     else
       add_block_compute(g, overlap, local_work, dist_work, all_work, (forward ? pc.cp_fwd : pc.cp_bwd)[b][tt],
-                        block.layers(), kind, c.r, mi);
+                        block.layers(), kind, c.r, mi, tp.hidden);
   };
   const int pp = s.pp;
   if (forward) {

@@ -33,12 +33,14 @@ const std::vector<Builder::RingStep>& Builder::rank_ring(const std::vector<RingS
 }
 
 void Builder::add_block_ring(int gpu, bool overlap, BlockWork local, BlockWork dist, BlockWork all,
-                             const std::vector<RingStep>& ring, WorkKind kind, int r, int m) {
+                             const std::vector<RingStep>& ring, WorkKind kind, int r, int m, int tp_hidden) {
   double beside = 0;
   for (const RingStep& step : ring) beside += step.beside_s;
   const WorkKind compute_kind = overlap && kind == WorkKind::Compute ? WorkKind::ComputeDist : kind;
   const BlockWork rest = overlap ? dist : all;
-  push(gpu, compute(compute_kind, rest.seconds - beside, r, m, rest.work));
+  // The GEMMs run in this part (the ring's steps hold attention), so async TP's transfers go beside it.
+  push_compute(gpu, compute(compute_kind, rest.seconds - beside, r, m, rest.work), tp_hidden);
+  join_leftover_tp(gpu, tp_hidden, r, m);
   double local_left = overlap ? local.seconds : 0.0;
   int local_work = overlap ? local.work : -1;
   for (std::size_t e = 0; e < ring.size(); ++e) {

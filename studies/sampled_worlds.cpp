@@ -148,9 +148,7 @@ LoadedScenario load_world(const LoadedScenario& nominal, int world, bool draw_da
   out.scenario = nominal.scenario;
   out.profile = world_profile(nominal.profile, nominal.scenario.seed, world);
   const Scenario& s = out.scenario;
-  out.cost = std::make_unique<CostModel>(
-      s.model, s.cluster, out.profile, CostModelOptions{s.training.zero_stage, s.cp_attention, s.training.finetuning, s.training.precision,
-                   s.training.elementwise});
+  out.cost = std::make_unique<CostModel>(s.model, s.cluster, out.profile, cost_model_options(s));
   if (draw_data) {
     out.batches = prepare_batches(s, out.dataset_label, Rng(seed).split(kDataStream).next());
   } else {

@@ -328,6 +328,27 @@ TEST(CostModelComm, UlyssesAllToAllsByHand) {
   EXPECT_EQ(cp_comm(4, 0, 2, LinkClass::NvLink), 0.0);
 }
 
+TEST(CostModelComm, AsyncTpHidesAllButOneChunkOfTheShorterOfEachCollectiveAndItsGemm) {
+  // One collective (all-gather or reduce-scatter of 10 tokens over TP 2) c = 1 us + 640 ns; 16 of them over the two
+  // layers' forward and backward passes. The peak is set so that a layer's forward GEMMs take 6 c on one TP rank:
+  // QKV 6c x 2/9, output 6c x 1/9, gate + up 6c x 4/9, down 6c x 2/9 (their shares of 73728 FLOPs a token), so
+  // only the output projection is shorter than its collective: a pass hides (c + 2/3 c + c + c) (1 - 1/2).
+  const double c = 1e-6 + 1280 * 0.5 / 1e9;
+  Profile profile = flat_profile();
+  profile.compute.peak_tflops = 10 * 73728 / 2.0 / (6 * c) / 1e12;
+  const CostModel none(tiny_model(), tiny_cluster(), profile);
+  const CostModel async(tiny_model(), tiny_cluster(), profile, CostModelOptions{.tp_overlap = TpOverlap::Async});
+  const double hidden = 4 * (c + 2.0 / 3 * c + c + c) / 2;
+  EXPECT_NEAR(async.tp_hidden_seconds(10, 2, 2, 16 * c), hidden, 1e-15);
+  EXPECT_NEAR(async.tp_comm_seconds(10, 2, 2, LinkClass::NvLink), 16 * c - hidden, 1e-15);
+  EXPECT_NEAR(none.tp_comm_seconds(10, 2, 2, LinkClass::NvLink), 16 * c, 1e-15);
+  EXPECT_EQ(none.tp_hidden_seconds(10, 2, 2, 16 * c), 0.0);
+  // GEMMs far longer than the transfers: every collective hides all but its first chunk, 1 - 1/tp of it.
+  const CostModel slow(tiny_model(), tiny_cluster(), flat_profile(), CostModelOptions{.tp_overlap = TpOverlap::Async});
+  EXPECT_NEAR(slow.tp_hidden_seconds(10, 4, 2, 16 * c), 16 * c * 3 / 4, 1e-15);
+  EXPECT_EQ(slow.tp_hidden_seconds(10, 1, 2, 16 * c), 0.0);
+}
+
 TEST(CostModelComm, TensorAndPipelineTransfersByHand) {
   const CostModel cost = tiny_cost();
   // 10 tokens * 64 * 2 B = 1280 B; all_gather and reduce_scatter over 2: 1 us + 1280 * 0.5 / 1 GB/s.

@@ -135,6 +135,26 @@ TEST(Estimate, TensorParallelDividesComputeAndAddsCollectives) {
   EXPECT_NEAR(e.peak_bytes[1], 10 * 32 / 2.0, kTol);  // sequence parallelism divides activations by tp
 }
 
+TEST(Estimate, AsyncTensorParallelRunsTheHiddenTransfersBesideTheCompute) {
+  // As above, with async TP: every all-gather and reduce-scatter (0.25 s) meets a GEMM longer than itself, so all
+  // but one of its 2 chunks hides: 2 s of the 4 s stay exposed, before each block's compute; the rest runs beside it.
+  const CostModel cost(testing::tiny_model(2), testing::tiny_cluster(1, 2, 1e9), tiny_profile(),
+                       CostModelOptions{.tp_overlap = TpOverlap::Async});
+  IterationPlan plan;
+  plan.replicas = {replica(scheme(2, 1, 1), {0, 1}, {micro_batch({on_rank(1, 10, 0)})})};
+  const IterationEstimate e = program::estimate_iteration(plan, cost);
+  EXPECT_NEAR(e.seconds, 53.68, kTol);
+  EXPECT_NEAR(e.busy_seconds[0], 53.68, kTol);
+  const program::IterationProgram p = program::build_program(plan, cost, {});
+  using T = program::Step::Type;
+  ASSERT_EQ(p.gpus[0].size(), 3u);  // SetStatic, the exposed part, the compute beside the hidden part
+  EXPECT_EQ(p.gpus[0][1].type, T::Collective);
+  EXPECT_EQ(p.gpus[0][2].type, T::ComputeWithCollective);
+  EXPECT_NEAR(p.collectives[static_cast<std::size_t>(p.gpus[0][1].index)].time.seconds(), 2.0, kTol);
+  EXPECT_NEAR(p.collectives[static_cast<std::size_t>(p.gpus[0][2].index)].time.seconds(), 2.0, kTol);
+  EXPECT_NEAR(p.gpus[0][2].seconds, 51.68, kTol);
+}
+
 TEST(Estimate, AnOutcomeThatOverflowsNeverReachesAResultsFile) {
   // Every step is finite when the program is built, but sums may overflow: the outcome is checked again.
   program::IterationOutcome outcome;

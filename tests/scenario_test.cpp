@@ -94,6 +94,21 @@ TEST(ScenarioParse, ShippedDefaultScenarioIsSkrulls32GpuSetting) {
             (std::filesystem::path(kSourceDir) / "calibrate/profiles/h100-sxm-default.json").lexically_normal());
 }
 
+TEST(ScenarioParse, TpOverlapIsTheScenariosAndReachesTheCostModel) {
+  EXPECT_EQ(scenario_from_json(minimal(), kFile).tp_overlap, TpOverlap::None);
+  Json doc = minimal();
+  doc["parallel"]["tp_overlap"] = "async";
+  const Scenario s = scenario_from_json(doc, kFile);
+  EXPECT_EQ(s.tp_overlap, TpOverlap::Async);
+  EXPECT_EQ(cost_model_options(s).tp_overlap, TpOverlap::Async);
+  doc["parallel"]["tp_overlap"] = "userbuffers";
+  EXPECT_NE(error_of(doc).find(kFile + ": parallel.tp_overlap: expected \"none\" or \"async\""), std::string::npos);
+  // One cost model serves every policy: a policy's own layout may not set it.
+  doc = minimal();
+  doc["policies"][0]["parallel"] = Json{{"cp", 8}, {"tp_overlap", "async"}};
+  EXPECT_NE(error_of(doc).find("tp_overlap: is the scenario's (parallel.tp_overlap)"), std::string::npos);
+}
+
 TEST(ScenarioParse, PrecisionAndAPartsOwnMemoryAndBandwidth) {
   EXPECT_EQ(scenario_from_json(minimal(), kFile).training.precision, Precision::Bf16);
   Json doc = minimal();

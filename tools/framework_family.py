@@ -55,11 +55,13 @@ def row(source, where, rid, claim, published, precision, **setting):
 
 
 def titan(where, rid, claim, tps, precision, model, gpus, dp, seq, lbs, recompute, tp=1, pp=1, cp=1, source=None,
-          fits=None, elementwise="fused"):
-    """elementwise: "eager" for the rows run without torch.compile (the tables' "FSDP" rows), else fused."""
+          fits=None, elementwise="fused", tp_overlap="none"):
+    """elementwise: "eager" for the rows run without torch.compile (the tables' "FSDP" rows), else fused;
+    tp_overlap: "async" for the rows run with async TP (collective matmuls)."""
     return row(source or TORCHTITAN, where, rid, claim, tps, precision, stack="pytorch-fsdp", cluster=GRAND_TETON,
                model=model, gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, seq=seq, per_micro_batch=lbs,
-               sequences=dp * lbs, zero=3, recompute=recompute, fits=fits, elementwise=elementwise)
+               sequences=dp * lbs, zero=3, recompute=recompute, fits=fits, elementwise=elementwise,
+               tp_overlap=tp_overlap)
 
 
 def nemo(source, where, rid, claim, tps, model, gpus, gbs, seq, tp, pp, cp, recompute="selective", finetuning=None,
@@ -100,9 +102,9 @@ ROWS = [
     # Table 4: 70B, 256 GPUs, FSDP 32 x TP 8, local batch 16, full AC, compile + Float8.
     titan("Table 4, 2D", "torchtitan-t4-70b-fsdp32-tp8", "Llama 3.1 70B, 256 GPUs, FSDP 32 x TP 8, Float8: 829 TPS/GPU",
           829, "fp8", "LLaMA3.1-70B", 256, 32, 8192, 16, "full", tp=8, fits="ran at 71.9 GiB of 96"),
-    row(TORCHTITAN, "Table 4, 2D + AsyncTP", "torchtitan-t4-70b-async-tp", "Llama 3.1 70B, 256 GPUs, AsyncTP: 876",
-        876, "fp8", not_expressible="asynchronous TP (collective matmuls overlapping TP's communication with its "
-        "GEMMs) is not modelled (issue #51, TP overlap)"),
+    titan("Table 4, 2D + AsyncTP", "torchtitan-t4-70b-fsdp32-tp8-async-tp", "Llama 3.1 70B, 256 GPUs, FSDP 32 x "
+          "TP 8, Float8, AsyncTP: 876 TPS/GPU", 876, "fp8", "LLaMA3.1-70B", 256, 32, 8192, 16, "full", tp=8,
+          fits="ran at 67.6 GiB of 96", tp_overlap="async"),
     # Table 5: 405B, 512 GPUs, FSDP 8 x TP 8 x PP 8.
     row(TORCHTITAN, "Tables 5 and 6", "torchtitan-t5-t6-405b", "Llama 3.1 405B, 512 GPUs, TP 8 x PP 8: 1F1B 100, "
         "interleaved 128 (Table 5); CP 1-8 at 32K-256K: 76, 47, 31, 16 (Table 6) TPS/GPU", "6 values", "fp8",
@@ -121,12 +123,18 @@ ROWS = [
     titan("8B table, float8 tensorwise, vanilla TP", "torchtitan-async-8b-float8-vanilla-tp",
           "Llama 3 8B, 64 GPUs, FSDP 8 x TP 8, Float8 tensorwise, vanilla TP: 5,078.1 TPS/GPU", 5078.1, "fp8",
           "LLaMA3.1-8B", 64, 8, 8192, 12, "selective", tp=8, source=ASYNC_TP),
-    row(ASYNC_TP, "both tables, async TP column", "torchtitan-async-tp-columns", "async TP: 652.4 / 942.4 / 624.8 "
-        "(70B), 4,809.4 / 5,570.1 / 3,914.9 (8B)", "6 values", "fp8",
-        not_expressible="asynchronous TP is not modelled (issue #51, TP overlap)"),
-    row(ASYNC_TP, "both tables, float8 rowwise rows", "torchtitan-async-float8-rowwise", "Float8 rowwise: 599.6 "
-        "(70B), 3,708.5 (8B) vanilla TP", "2 values", "fp8", not_expressible="rowwise-scaled Float8 is a third GEMM "
-        "path (per-row scales; the table's note calls its TP baseline slow); a profile prices one FP8 path"),
+    *[titan(f"{size} table, {what}, async TP", f"torchtitan-async-{key}-async-tp", f"Llama 3 {size}, {gpus} GPUs, "
+            f"FSDP {dp} x TP 8, {what}, async TP: {tps:,} TPS/GPU", tps, precision, model, gpus, dp, 8192, lbs,
+            recompute, tp=8, source=ASYNC_TP, tp_overlap="async")
+      for size, key, what, precision, tps, model, gpus, dp, lbs, recompute in [
+          ("70B", "70b-bf16", "None (bfloat16)", "bf16", 652.4, "LLaMA3.1-70B", 256, 32, 16, "full"),
+          ("70B", "70b-float8", "float8 tensorwise", "fp8", 942.4, "LLaMA3.1-70B", 256, 32, 16, "full"),
+          ("8B", "8b-bf16", "None (bfloat16)", "bf16", 4809.4, "LLaMA3.1-8B", 64, 8, 12, "selective"),
+          ("8B", "8b-float8", "float8 tensorwise", "fp8", 5570.1, "LLaMA3.1-8B", 64, 8, 12, "selective")]],
+    row(ASYNC_TP, "both tables, float8 rowwise rows", "torchtitan-async-float8-rowwise", "Float8 rowwise, vanilla / "
+        "async TP: 599.6 / 624.8 (70B), 3,708.5 / 3,914.9 (8B)", "4 values", "fp8", not_expressible="rowwise-scaled "
+        "Float8 is a third GEMM path (per-row scales; the table's note calls its TP baseline slow); a profile prices "
+        "one FP8 path"),
     row(TRAINY, "Results table", "trainy-h200-8b", "Llama 3.1 8B on 32 / 64 H200, FSDP, compile + Float8: "
         "10,938 / 10,753 TPS/GPU", "10938, 10753", "fp8",
         not_expressible="no PyTorch-native stack preset for the H200 yet (the presets are H100-SXM profiles)"),
@@ -183,6 +191,14 @@ TRENDS = [
     (NEMO_LONG, "LLAMA2-7B (FP8) - H100, with CP", "nemo-long-llama2-7b-context-trend", "LLAMA2-7B: tokens/s/GPU "
      "falls as the context grows 4K to 1024K (GPUs grow with it)",
      [f"nemo-long-llama2-7b-{k}k" for k in [4, 8, 16, 32, 64, 128, 256, 512, 1024]]),
+    (TORCHTITAN, "Table 4, 2D and 2D + AsyncTP", "torchtitan-t4-70b-async-tp-trend", "Llama 3.1 70B, 256 GPUs: "
+     "async TP raises TPS/GPU over vanilla TP", ["torchtitan-t4-70b-fsdp32-tp8", "torchtitan-t4-70b-fsdp32-tp8-async-tp"],
+     "increasing"),
+    *[(ASYNC_TP, f"{size} table, {what}", f"torchtitan-async-{key}-tp-trend", f"Llama 3 {size}, {what}: async TP "
+       "raises TPS/GPU over vanilla TP", [f"torchtitan-async-{key}-vanilla-tp", f"torchtitan-async-{key}-async-tp"],
+       "increasing")
+      for size, key, what in [("70B", "70b-bf16", "None (bfloat16)"), ("70B", "70b-float8", "float8 tensorwise"),
+                              ("8B", "8b-bf16", "None (bfloat16)"), ("8B", "8b-float8", "float8 tensorwise")]],
 ]
 
 
@@ -220,7 +236,8 @@ def scenario(r):
         "training": training,
         # Both stacks' CP is a load-balanced ring: torchtitan's context_parallel shards head-tail by default, and
         # Megatron-Core (NeMo) reorders each sequence into 2 cp chunks for its P2P ring: zigzag in lcsim's terms.
-        "parallel": {"dp": s["dp"], "cp": s["cp"], "tp": s["tp"], "pp": s["pp"], "cp_attention": "zigzag"},
+        "parallel": {"dp": s["dp"], "cp": s["cp"], "tp": s["tp"], "pp": s["pp"], "cp_attention": "zigzag",
+                     **({"tp_overlap": s["tp_overlap"]} if s.get("tp_overlap", "none") != "none" else {})},
         "policies": [{"kind": "plain-4d", "label": "run"}],
     }
     path = OUT / f"{r['id']}.json"
@@ -247,12 +264,12 @@ def entries():
         files[r["id"]] = scenario(r)
         entry.update({"mode": "plan", "scenario": files[r["id"]], "policy": "run", "published": r["published"]})
         out.append(entry)
-    for src, where, rid, claim, ids in TRENDS:
+    for src, where, rid, claim, ids, *direction in TRENDS:
         by_id = {r["id"]: r for r in ROWS}
         points = [{"scenario": files[i], "label": i, "published": by_id[i]["published"]} for i in ids]
         out.append({"id": rid, "family": "framework", "source": dict(source_of(by_id[ids[0]]), where=where),
                     "claim": claim, "quantity": "tokens_per_gpu_s", "mode": "plan", "policy": "run",
-                    "combine": "series", "points": points, "published": "decreasing"})
+                    "combine": "series", "points": points, "published": direction[0] if direction else "decreasing"})
     for r in ROWS:
         fits = r["setting"].get("fits")
         if fits:
