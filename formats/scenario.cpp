@@ -264,6 +264,9 @@ TrainingConfig parse_training(JsonObjectReader r, const ModelConfig& model) {
   t.recompute = parse_recompute(r);
   t.precision = parse_precision(r);
   t.elementwise = parse_elementwise(r);
+  t.attention = r.optional<std::string>("attention", "");
+  if (r.has("attention") && t.attention.empty())
+    r.fail("attention", "is empty; name one of the profile's compute.attention_implementations, or leave it out");
   t.context_length = r.integer_in("context_length_tokens", 1, kMaxTokens);
   if (r.has("bucket_size_tokens")) t.bucket_size_tokens = r.integer_in("bucket_size_tokens", 1, kMaxTokens);
   if (r.has("finetuning")) t.finetuning = parse_finetuning(r.object("finetuning"), model);

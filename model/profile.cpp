@@ -102,4 +102,19 @@ std::string Profile::label() const {
   return "uncalibrated (" + provenance.source + ")" + stack;
 }
 
+Profile with_attention(Profile profile, const std::string& name, const std::string& where) {
+  if (name.empty()) return profile;
+  auto& implementations = profile.compute.attention_implementations;
+  const auto found = implementations.find(name);
+  if (found == implementations.end()) {
+    std::string known;
+    for (const auto& [key, unused] : implementations) known += (known.empty() ? "" : ", ") + key;
+    throw InputError(where + ": the profile prices no \"" + name + "\" attention (its compute." +
+                     "attention_implementations: " + (known.empty() ? std::string("none") : known) + ")");
+  }
+  profile.compute.attention_efficiency = found->second.efficiency;
+  profile.compute.attention_backward_ratio = found->second.backward_ratio;
+  return profile;
+}
+
 }  // namespace lcsim

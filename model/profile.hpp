@@ -3,6 +3,7 @@
 // Format documented in calibrate/PROFILE.md; `format_version` 1.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -99,6 +100,15 @@ struct AttentionBlocks {
   friend bool operator==(const AttentionBlocks&, const AttentionBlocks&) = default;
 };
 
+/// An attention kernel a profile can also price (compute.attention_implementations; training.attention selects one
+/// in place of the profile's own attention_efficiency and attention_backward_ratio): its causal forward efficiency
+/// by sequence length, its backward over forward time, and where the figures come from.
+struct AttentionImplementation {
+  Curve efficiency;
+  double backward_ratio = 2.5;
+  std::string source;
+};
+
 struct ComputeProfile {
   double peak_tflops = 0;                 ///< dense BF16 peak the efficiencies refer to
   Curve gemm_efficiency;                  ///< achieved/peak vs tokens in the GEMM (micro-batch tokens on one GPU)
@@ -122,7 +132,10 @@ struct ComputeProfile {
   /// The share of a layer's forward GEMM FLOPs that selective recomputation runs again in backward: 0 for
   /// Megatron's (the attention core only), about 0.37 for PyTorch's per-op policy that saves every other matmul.
   double selective_recompute_gemm_share = 0;
+  /// Other attention kernels by name (FlashAttention-2 and -3, cuDNN's fused attention ...); usually empty.
+  std::map<std::string, AttentionImplementation> attention_implementations;
 };
+
 
 /// bytes = per_hidden*hidden + per_kv_hidden*kv_hidden + per_ffn*ffn (per token, per layer)
 struct ActivationCoefficients {
@@ -221,5 +234,9 @@ Profile profile_from_json(const nlohmann::json& document, const std::string& fil
 nlohmann::json profile_to_json(const Profile& profile);
 Profile load_profile(const std::string& file);
 void save_profile(const Profile& profile, const std::string& file);
+
+/// `profile` pricing attention as its implementation `name` prices it (its efficiency curve and backward ratio);
+/// an empty name leaves it as it is. InputError naming `where` when the profile has no such implementation.
+Profile with_attention(Profile profile, const std::string& name, const std::string& where);
 
 }  // namespace lcsim

@@ -214,6 +214,16 @@ AttentionBlocks read_attention_blocks(JsonObjectReader r) {
   return b;
 }
 
+AttentionImplementation read_attention_implementation(JsonObjectReader r) {
+  AttentionImplementation a;
+  a.efficiency = read_curve(r.object("efficiency"), "seq_tokens", "efficiency");
+  a.backward_ratio = bounded(r, "backward_ratio", kBackwardRatioRange, true);
+  a.source = r.required<std::string>("source");
+  if (a.source.empty()) r.fail("source", "is empty; say where the figures come from");
+  r.finish();
+  return a;
+}
+
 ComputeProfile read_compute(JsonObjectReader r) {
   ComputeProfile c;
   c.peak_tflops = bounded(r, "peak_tflops", kPeakTflopsRange, true);
@@ -237,6 +247,11 @@ ComputeProfile read_compute(JsonObjectReader r) {
   if (r.has("fp8_gemm_speedup")) c.fp8_gemm_speedup = bounded(r, "fp8_gemm_speedup", kFp8SpeedupRange, true);
   if (r.has("selective_recompute_gemm_share"))
     c.selective_recompute_gemm_share = bounded(r, "selective_recompute_gemm_share", kShareRange);
+  if (r.has("attention_implementations")) {
+    JsonObjectReader implementations = r.object("attention_implementations");
+    for (const auto& item : implementations.node().items())
+      c.attention_implementations[item.key()] = read_attention_implementation(implementations.object(item.key()));
+  }
   r.finish();
   return c;
 }
@@ -353,6 +368,14 @@ Json to_json(const Profile& profile) {
   if (c.fp8_gemm_speedup) compute["fp8_gemm_speedup"] = *c.fp8_gemm_speedup;
   if (c.selective_recompute_gemm_share > 0)
     compute["selective_recompute_gemm_share"] = c.selective_recompute_gemm_share;
+  if (!c.attention_implementations.empty()) {
+    Json implementations = Json::object();
+    for (const auto& [name, a] : c.attention_implementations)
+      implementations[name] = Json{{"efficiency", curve_json<Json>(a.efficiency, "seq_tokens")},
+                                   {"backward_ratio", a.backward_ratio},
+                                   {"source", a.source}};
+    compute["attention_implementations"] = implementations;
+  }
   j["compute"] = compute;
 
   const auto& m = profile.memory;

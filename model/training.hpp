@@ -3,6 +3,7 @@
 // layout, and its data cut into global batches.
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "model/cost_model.hpp"
@@ -21,6 +22,7 @@ struct TrainingConfig {
   Finetuning finetuning{};                   ///< what is trained; the cost model prices it, policies need not look
   Precision precision = Precision::Bf16;     ///< the layer GEMMs' number format; the cost model prices it
   Elementwise elementwise = Elementwise::Fused;  ///< fused or eager element-wise kernels; the cost model prices it
+  std::string attention;  ///< one of the profile's attention_implementations, or empty: the profile's own kernel
 };
 
 /// The scenario's homogeneous layout (the baselines' static strategy): dp x pp x cp x tp GPUs.

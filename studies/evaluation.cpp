@@ -114,6 +114,8 @@ RunResults results_header(const LoadedScenario& loaded, std::string mode) {
   results.scenario_file = loaded.scenario.file;
   results.seed = loaded.scenario.seed;
   results.profile_label = loaded.profile.label();
+  if (!loaded.scenario.training.attention.empty())
+    results.profile_label += ", " + loaded.scenario.training.attention + " attention";
   results.calibrated = loaded.profile.provenance.calibrated;
   results.dataset_label = loaded.dataset_label;
   results.baseline = loaded.scenario.baseline;

@@ -36,26 +36,9 @@ PlanningContext context(const CostModel& cost, int dp, int cp, Tokens context_le
   return c;
 }
 
-GlobalBatch batch_of(std::int64_t first_id, std::vector<Tokens> tokens) {
-  GlobalBatch b;
-  for (std::size_t i = 0; i < tokens.size(); ++i) b.push_back({first_id + static_cast<std::int64_t>(i), tokens[i]});
-  return b;
-}
-
-std::vector<std::int64_t> ids(const MicroBatch& mb) {
-  std::vector<std::int64_t> result;
-  for (const auto& p : mb.placements) result.push_back(p.sequence_id);
-  return result;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::batch_of;
+using testing::error_of;
+using testing::ids;
 
 TEST(BaselinesDeepSpeed, DealsRoundRobinOneShardedSequencePerMicroBatch) {
   const CostModel cost = testing::tiny_cost(1, 8, testing::tiny_profile(), 1e12);

@@ -41,25 +41,11 @@ PlanningContext context(const CostModel& cost, int dp, int cp, std::uint64_t see
   return c;
 }
 
-GlobalBatch sequences(std::vector<Tokens> tokens) {
-  GlobalBatch b;
-  for (std::size_t i = 0; i < tokens.size(); ++i) b.push_back({static_cast<std::int64_t>(i), tokens[i]});
-  return b;
-}
+using testing::error_of;
+using testing::ids;
 
-std::vector<std::int64_t> ids(const MicroBatch& mb) {
-  std::vector<std::int64_t> result;
-  for (const auto& p : mb.placements) result.push_back(p.sequence_id);
-  return result;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+GlobalBatch sequences(const std::vector<Tokens>& tokens) {
+  return testing::batch_of(0, tokens);
 }
 
 // 100, 300, 50 tokens, two per micro-batch, both micro-batches in one iteration on one GPU:

@@ -11,10 +11,15 @@
 //   Activations: 1 byte per hidden unit per token per layer (selective), logits 0.5 byte per vocab entry per token;
 //   no static bytes, 500 bytes of GPU memory.
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
+#include "base/errors.hpp"
 #include "model/cost_model.hpp"
 #include "model/model.hpp"
 #include "model/plan.hpp"
+#include "model/training.hpp"
 
 namespace lcsim::testing {
 
@@ -167,6 +172,30 @@ inline IterationPlan dacp_plan(bool overlap) {
   IterationPlan plan;
   plan.replicas = {replica(scheme(1, 1, 2), {0, 1}, {micro_batch({on_rank(1, 10, 0), sharded(2, 20)})}, overlap)};
   return plan;
+}
+
+/// A global batch of sequences of these lengths, numbered from `first_id`.
+inline GlobalBatch batch_of(std::int64_t first_id, const std::vector<Tokens>& tokens) {
+  GlobalBatch b;
+  for (std::size_t i = 0; i < tokens.size(); ++i) b.push_back({first_id + static_cast<std::int64_t>(i), tokens[i]});
+  return b;
+}
+
+/// The sequences a micro-batch places, in its order.
+inline std::vector<std::int64_t> ids(const MicroBatch& mb) {
+  std::vector<std::int64_t> result;
+  for (const auto& p : mb.placements) result.push_back(p.sequence_id);
+  return result;
+}
+
+/// What `f` throws as an InputError; empty when it returns.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace lcsim::testing

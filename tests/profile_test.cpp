@@ -236,6 +236,35 @@ void expect_rejected(const nlohmann::json& doc, const std::string& needle) {
   }
 }
 
+// Other attention kernels a profile prices: they round-trip, are read strictly, and training.attention's choice
+// replaces the profile's own curve and backward ratio, or names what the profile has.
+TEST(ProfileJson, AttentionImplementationsRoundTripAndOneReplacesTheProfilesOwn) {
+  nlohmann::json doc = valid_document();
+  doc["compute"]["attention_implementations"] = nlohmann::json::parse(R"({
+    "fa2": {"efficiency": {"seq_tokens": [512, 16384], "efficiency": [0.19, 0.34], "fit_mape": null},
+            "backward_ratio": 2.87, "source": "FlashAttention-3 paper Fig. 5"}})");
+  const Profile p = profile_from_json(doc, "p.json");
+  EXPECT_EQ(profile_to_json(p), doc);
+  const Profile fa2 = with_attention(p, "fa2", "s.json: training.attention");
+  EXPECT_EQ(fa2.compute.attention_efficiency.y, (std::vector<double>{0.19, 0.34}));
+  EXPECT_DOUBLE_EQ(fa2.compute.attention_backward_ratio, 2.87);
+  EXPECT_EQ(with_attention(p, "", "unused").compute.attention_efficiency.y, p.compute.attention_efficiency.y);
+  try {
+    (void)with_attention(p, "fa3", "s.json: training.attention");
+    ADD_FAILURE() << "a kernel the profile does not price was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("s.json: training.attention: the profile prices no \"fa3\" attention "
+                                         "(its compute.attention_implementations: fa2)"),
+              std::string::npos)
+        << e.what();
+  }
+  doc["compute"]["attention_implementations"]["fa2"].erase("source");
+  expect_rejected(doc, "compute.attention_implementations.fa2");
+  doc["compute"]["attention_implementations"]["fa2"]["source"] = "x";
+  doc["compute"]["attention_implementations"]["fa2"]["backwards"] = 2;
+  expect_rejected(doc, "backwards");
+}
+
 TEST(ProfileJson, UnknownKeysAreErrorsWithTheirPath) {
   auto doc = valid_document();
   doc["compute"]["gemm_efficiency"]["bogus"] = 1;

@@ -109,6 +109,15 @@ TEST(ScenarioParse, TpOverlapIsTheScenariosAndReachesTheCostModel) {
   EXPECT_NE(error_of(doc).find("tp_overlap: is the scenario's (parallel.tp_overlap)"), std::string::npos);
 }
 
+TEST(ScenarioParse, AttentionNamesAKernelOfTheProfile) {
+  EXPECT_EQ(scenario_from_json(minimal(), kFile).training.attention, "");
+  Json doc = minimal();
+  doc["training"]["attention"] = "fa2";
+  EXPECT_EQ(scenario_from_json(doc, kFile).training.attention, "fa2");
+  doc["training"]["attention"] = "";
+  EXPECT_NE(error_of(doc).find(kFile + ": training.attention: is empty"), std::string::npos);
+}
+
 TEST(ScenarioParse, PrecisionAndAPartsOwnMemoryAndBandwidth) {
   EXPECT_EQ(scenario_from_json(minimal(), kFile).training.precision, Precision::Bf16);
   Json doc = minimal();

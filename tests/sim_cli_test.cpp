@@ -202,6 +202,35 @@ TEST_F(SimCliTest, APlainRingScenarioIsToldWhatRingMeansAndAZigzagOneIsNot) {
   }
 }
 
+TEST_F(SimCliTest, TrainingAttentionPricesTheChosenKernelAndRefusesOneTheProfileLacks) {
+  // A stack preset lists the kernels (tools/stack_presets.py); the default profile prices its own only.
+  nlohmann::json doc = nlohmann::json::parse(file_bytes(kDefaultScenario));
+  doc["profile"] = std::string(LCSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm-deepspeed.json";
+  doc["training"]["iterations"] = 1;
+  const auto seconds = [&](const std::string& kernel) {
+    doc["training"]["attention"] = kernel;
+    const std::filesystem::path file = dir_ / (kernel + ".json");
+    const std::filesystem::path json = dir_ / (kernel + ".results.json");
+    std::ofstream(file) << doc.dump(2);
+    const CliRun run = run_lcsim("plan '" + file.string() + "' --samples 1 --policy deepspeed --quiet --json '" +
+                                 json.string() + "'");
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    const nlohmann::json results = nlohmann::json::parse(file_bytes(json));
+    EXPECT_NE(results["profile"]["label"].get<std::string>().find(kernel + " attention"), std::string::npos);
+    return results["policies"][0]["mean_iteration_s"].get<double>();
+  };
+  // FlashAttention-2 runs causal attention at about 55% of FlashAttention-3's rate (the FA3 paper's Fig. 5).
+  EXPECT_GT(seconds("fa2"), seconds("fa3") * 1.05);
+  doc["training"]["attention"] = "fa4";
+  const std::filesystem::path bad = dir_ / "fa4.json";
+  std::ofstream(bad) << doc.dump(2);
+  const CliRun run = run_lcsim("plan '" + bad.string() + "' --samples 1");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("fa4.json: training.attention: the profile prices no \"fa4\" attention"),
+            std::string::npos)
+      << run.output;
+}
+
 TEST_F(SimCliTest, BadOptionsExitTwo) {
   CliRun run = run_lcsim("simulate '" + kDefaultScenario + "' --layer-granularity -1");
   EXPECT_EQ(run.exit_code, 2) << run.output;

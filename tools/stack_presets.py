@@ -18,6 +18,8 @@ docs/published-measurements/framework-benchmarks.md, "FP8 GEMM rate"); nothing i
   layer with q = h (activation_bytes_per_token_per_layer.selective 8 h + 2 kv + 2 f), and it reruns the K, output
   and up projections: 0.37 of a forward pass's GEMM FLOPs over Llama 2 and 3 shapes (0.365 8B, 0.363 70B, 0.389 7B)
   (selective_recompute_gemm_share). Megatron's selective (the attention core only) is the default profile's.
+Every preset also lists the three kernels as compute.attention_implementations (fa2, fa3, cudnn: the same figures),
+for a scenario's training.attention to choose one.
 Run from the repository root: python3 tools/stack_presets.py
 """
 import json
@@ -28,9 +30,11 @@ PROFILES = ROOT / "calibrate" / "profiles"
 PEAK = 989.0  # H100 SXM dense BF16, the efficiencies' reference
 SEQ = [512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0]
 # FlashAttention-3 paper (arXiv 2407.08608v2) Fig. 5, causal forward, head dim 128, TFLOP/s.
-CAUSAL_FORWARD = {"cudnn": [315, 410, 484, 518, 529, 539], "fa2": [191, 260, 298, 319, 333, 335]}
+CAUSAL_FORWARD = {"cudnn": [315, 410, 484, 518, 529, 539], "fa2": [191, 260, 298, 319, 333, 335],
+                  "fa3": [292, 423, 521, 579, 602, 616]}
 # Fig. 5 / Fig. 6, non-causal forward and backward at 16K, head dim 128, TFLOP/s.
-NONCAUSAL_16K = {"cudnn": (595, 516), "fa2": (370, 322)}
+NONCAUSAL_16K = {"cudnn": (595, 516), "fa2": (370, 322), "fa3": (648, 561)}
+KERNEL_NAMES = {"cudnn": "cuDNN fused attention", "fa2": "FlashAttention-2", "fa3": "FlashAttention-3 (July 2024 beta)"}
 BF16_GEMM_8192 = 797.51  # SOURCES.md G5
 FP8_GEMM_8192 = {"cublaslt": 1608.6, "scaled_mm": 1174.95}  # framework-benchmarks.md, "FP8 GEMM rate"
 
@@ -42,16 +46,30 @@ PRESETS = {
 }
 
 
+def efficiency(kernel):
+    return {"seq_tokens": SEQ, "efficiency": [round(t / PEAK, 4) for t in CAUSAL_FORWARD[kernel]], "fit_mape": None}
+
+
+def backward_ratio(kernel):
+    forward, backward = NONCAUSAL_16K[kernel]
+    return round(2.5 * forward / backward, 4)
+
+
+def implementations():
+    """Every kernel of the figures above, for training.attention to choose (compute.attention_implementations)."""
+    return {kernel: {"efficiency": efficiency(kernel), "backward_ratio": backward_ratio(kernel),
+                     "source": f"{KERNEL_NAMES[kernel]}: FlashAttention-3 paper (arXiv 2407.08608v2) Fig. 5 causal "
+                               "forward and Figs. 5-6 non-causal forward/backward at 16K, head dim 128, H100 SXM5, "
+                               "BF16 (docs/published-measurements/SOURCES.md, 2a)"}
+            for kernel in sorted(CAUSAL_FORWARD)}
+
+
 def preset(stack, kernel, fp8, what):
     profile = json.loads((PROFILES / "h100-sxm-default.json").read_text())
     compute = profile["compute"]
-    compute["attention_efficiency"] = {
-        "seq_tokens": SEQ,
-        "efficiency": [round(t / PEAK, 4) for t in CAUSAL_FORWARD[kernel]],
-        "fit_mape": None,
-    }
-    forward, backward = NONCAUSAL_16K[kernel]
-    compute["attention_backward_ratio"] = round(2.5 * forward / backward, 4)
+    compute["attention_efficiency"] = efficiency(kernel)
+    compute["attention_backward_ratio"] = backward_ratio(kernel)
+    compute["attention_implementations"] = implementations()
     compute.pop("attention_blocks", None)  # the default's tile model describes lcsim's own kernel
     if fp8:
         compute["fp8_gemm_speedup"] = round(FP8_GEMM_8192[fp8] / BF16_GEMM_8192, 4)
