@@ -199,6 +199,7 @@ PlanningContext LoadedScenario::planning_context(const PolicySpec* policy) const
   context.layout = policy && policy->layout ? *policy->layout : scenario.layout;
   context.seed = scenario.seed;
   context.dataset_lengths = dataset_lengths;
+  if (nominal_world) context.nominal = PlanningContext::Nominal{nominal_world->cost.get(), nominal_world->batches};
   return context;
 }
 

@@ -23,6 +23,9 @@ struct LoadedScenario {
   std::string dataset_label;
   /// The dataset's lengths (PlanningContext::dataset_lengths) when a policy of the scenario plans from them.
   std::shared_ptr<const std::vector<Tokens>> dataset_lengths;
+  /// A sampled world's nominal world (load_world sets it, and the nominal world must outlive this one); null in the
+  /// nominal world. Its cost model and batches reach the policies as PlanningContext::nominal.
+  const LoadedScenario* nominal_world = nullptr;
 
   /// What `policy` plans under: the cost model, training, seed, and the policy's own layout when its entry sets
   /// "parallel", else the scenario's.

@@ -156,6 +156,8 @@ LoadedScenario load_world(const LoadedScenario& nominal, int world, bool draw_da
     out.dataset_label = nominal.dataset_label;
   }
   out.dataset_lengths = nominal.dataset_lengths;  // another draw of the window, from the same dataset
+  // What a policy settles offline (Hydraulis' proposal) it settles from the nominal world: PlanningContext::nominal.
+  out.nominal_world = &nominal;
   return out;
 }
 

@@ -56,6 +56,7 @@ Profile world_profile(const Profile& nominal, std::uint64_t scenario_seed, int w
 
 /// The scenario of sampled world `world` >= 1: the nominal one with that world's dataset and profile.
 /// `draw_data` false: the world keeps the nominal batches (a run whose data is known, e.g. a measured one).
+/// The result refers to `nominal` (LoadedScenario::nominal_world), which must outlive it.
 LoadedScenario load_world(const LoadedScenario& nominal, int world, bool draw_data = true);
 
 /// The model-form term: s_speedup, the spread of log(speedup) that the model itself adds (per quantity family,

@@ -251,6 +251,49 @@ TEST(HydraulisPolicy, TheProposalReadsTheWholeDatasetUnlessToldTheWindow) {
   EXPECT_THROW(hydraulis({{"proposal_from", "trace"}}), InputError);
 }
 
+// Hydraulis proposes its strategies offline, once, from the profile the user measured and the data expected. A
+// sampled world is hardware and data the planner never saw: it runs the nominal proposal (in its own space), while
+// the selection prices the world's own batches with the world's costs.
+TEST(HydraulisPolicy, ASampledWorldRunsTheNominalProposal) {
+  Bench nominal(3, 60000, 3);
+  Bench world(7, 60000, 3);  // another draw of the data
+  Profile slower = testing::plausible_profile();
+  slower.compute.attention_efficiency = testing::flat_curve(0.1);
+  slower.memory.activations_selective = {36, 8, 12};
+  const CostModel world_cost(named_model("LLaMA2-7B"), nominal.cost.cluster(), slower);
+  world.context.cost = &world_cost;
+  const auto candidates = [](const Policy& p) { return dynamic_cast<const HydraulisPolicy&>(p).candidates(); };
+  const auto choices = [](const Policy& p) { return dynamic_cast<const HydraulisPolicy&>(p).choices(); };
+
+  auto proposed_nominally = hydraulis();
+  proposed_nominally->plan(nominal.context, nominal.batches);
+  const SchemeSpace nominal_space(nominal.cost, 16, SpaceOptions{});
+  const SchemeSpace world_space(world_cost, 16, SpaceOptions{});
+  const std::vector<Strategy> expected =
+      strategies_in_space(candidates(*proposed_nominally), nominal_space, world_space);
+  auto proposed_in_world = hydraulis();  // what a world planned before: its own proposal
+  proposed_in_world->plan(world.context, world.batches);
+  ASSERT_NE(candidates(*proposed_in_world), expected);  // the world's own profile proposes otherwise
+  ASSERT_FALSE(expected.empty());
+
+  world.context.nominal = PlanningContext::Nominal{&nominal.cost, nominal.batches};
+  auto sampled = hydraulis();
+  const auto plans = sampled->plan(world.context, world.batches);
+  EXPECT_EQ(candidates(*sampled), expected);
+  ASSERT_EQ(plans.size(), world.batches.size());
+  for (std::size_t b = 0; b < plans.size(); ++b) EXPECT_EQ(plans[b].sequence_count(), world.batches[b].size()) << b;
+
+  // The selection prices the world: the same proposal and batches under the nominal costs choose otherwise.
+  PlanningContext believed = world.context;
+  believed.cost = &nominal.cost;
+  auto priced_nominally = hydraulis();
+  priced_nominally->plan(believed, world.batches);
+  EXPECT_EQ(candidates(*priced_nominally), candidates(*proposed_nominally));
+  ASSERT_EQ(choices(*priced_nominally).size(), choices(*sampled).size());
+  for (std::size_t b = 0; b < plans.size(); ++b)
+    EXPECT_NE(choices(*priced_nominally)[b].estimate, choices(*sampled)[b].estimate) << b;
+}
+
 TEST(HydraulisPolicy, OptionsAreChecked) {
   EXPECT_THROW(hydraulis({{"bogus", 1}}), InputError);
   EXPECT_THROW(hydraulis({{"trials", 0}}), InputError);

@@ -36,13 +36,23 @@ SchemeInfo make_scheme(int tp, int pp, Tokens max_len, double a, double b, doubl
 // L = 200: all on B, ceil(20 / t) <= 3: t >= 20/3 (d = 1.5); A for bucket 1 and B for bucket 2:
 //   0.5 ceil(50 / (3t)) + ceil(10 / t) <= 3 first at t = 25/3. t[3][200] = 20/3 with 1.5 x B, rounded to 1 x B
 //   (2 x B needs 4 GPUs; the GPU left over cannot host another B).
-TEST(HydraulisProposal, HandWorkedDataset) {
-  const SchemeSpace space({make_scheme(1, 1, 100, 0, 1.0 / 120, 0), make_scheme(2, 1, 200, 0, 1.0 / 200, 0)}, 3, 8);
+std::vector<Tokens> hand_worked_lengths() {
   std::vector<Tokens> lengths(10, 100);
   lengths.insert(lengths.end(), 5, 200);
+  return lengths;
+}
+
+ProposalOptions hand_worked_options() {
   ProposalOptions options;
   options.length_step = 100;
   options.gpu_step = 0.5;
+  return options;
+}
+
+TEST(HydraulisProposal, HandWorkedDataset) {
+  const SchemeSpace space({make_scheme(1, 1, 100, 0, 1.0 / 120, 0), make_scheme(2, 1, 200, 0, 1.0 / 200, 0)}, 3, 8);
+  const std::vector<Tokens> lengths = hand_worked_lengths();
+  ProposalOptions options = hand_worked_options();
   options.precision = 1e-9;
   const Proposal p = propose_strategies(lengths, 1.0, space, options);
   ASSERT_EQ(p.relaxed.size(), 2u);
@@ -240,6 +250,37 @@ TEST(HydraulisProposal, NothingHoldsTheData) {
   EXPECT_EQ(p.longest_held, 512);
   EXPECT_FALSE(p.strategies.empty());
   EXPECT_TRUE(propose_strategies({}, 1.0, space, {}).strategies.empty());
+}
+
+// Sampled worlds share the nominal proposal through a memo: it must give propose_strategies()' result for the content
+// asked, whatever was asked before (a space, lengths or iterations that differ is another proposal), and translate
+// the strategies into a world's space by <TP, PP>, leaving out those with a scheme the world lacks.
+TEST(HydraulisProposal, SharedProposalIsTheProposalOfItsContent) {
+  const SchemeSpace space({make_scheme(1, 1, 100, 0, 1.0 / 120, 0), make_scheme(2, 1, 200, 0, 1.0 / 200, 0)}, 3, 8);
+  const SchemeSpace slower({make_scheme(1, 1, 100, 0, 1.0 / 12, 0), make_scheme(2, 1, 200, 0, 1.0 / 200, 0)}, 3, 8);
+  const std::vector<Tokens> lengths = hand_worked_lengths();
+  const ProposalOptions options = hand_worked_options();
+  for (int round = 0; round < 2; ++round) {  // the second round reads the memo
+    for (const SchemeSpace* s : {&space, &slower})
+      for (double iterations : {1.0, 3.0}) {
+        const Proposal direct = propose_strategies(lengths, iterations, *s, options);
+        const auto shared = shared_proposal(lengths, iterations, *s, options);
+        EXPECT_EQ(shared->strategies, direct.strategies) << round << ' ' << iterations;
+        EXPECT_EQ(shared->longest_held, direct.longest_held);
+      }
+  }
+  const std::vector<Tokens> short_ones(15, 100);
+  EXPECT_EQ(shared_proposal(short_ones, 1.0, space, options)->strategies,
+            propose_strategies(short_ones, 1.0, space, options).strategies);
+
+  // Into a space with the schemes in another order and without <1,1>: found by <TP, PP>, the <1,1> ones left out.
+  const SchemeSpace other({make_scheme(2, 1, 150, 0, 1.0 / 200, 0), make_scheme(4, 1, 300, 0, 1.0 / 400, 0)}, 8, 8);
+  const std::vector<Strategy> strategies{make_strategy({{0, 1}}), make_strategy({{1, 1}}),
+                                         make_strategy({{0, 1}, {1, 1}})};
+  const std::vector<Strategy> moved = strategies_in_space(strategies, space, other);
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0], make_strategy({{0, 1}}));
+  EXPECT_EQ(strategies_in_space(strategies, space, space), strategies);
 }
 
 }  // namespace hydraulis_proposal_test

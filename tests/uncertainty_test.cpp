@@ -291,6 +291,13 @@ TEST(Uncertainty, FixedDataWorldsKeepTheScenariosBatchesAndDrawTheProfile) {
   // The same world's profile either way: the data draw does not shift the profile's.
   EXPECT_EQ(profile_to_json(fixed.profile), profile_to_json(drawn.profile));
   EXPECT_NE(sampled_sources(loaded, false).front().find("--fixed-data"), std::string::npos);
+  // What a policy settles offline it settles from the nominal world (Hydraulis' proposal): a world's planning
+  // context carries the nominal cost model and batches, the nominal world's none.
+  EXPECT_FALSE(loaded.planning_context().nominal);
+  ASSERT_TRUE(drawn.planning_context().nominal);
+  EXPECT_EQ(drawn.planning_context().nominal->cost, loaded.cost.get());
+  EXPECT_EQ(drawn.planning_context().nominal->batches.data(), loaded.batches.data());
+  EXPECT_EQ(drawn.planning_context().cost, drawn.cost.get());
 }
 
 TEST(Uncertainty, SimulatedWorldsAreTheEstimateScaledToTheSimulation) {

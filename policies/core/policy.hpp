@@ -31,6 +31,18 @@ struct PlanningContext {
   /// length of a trace; truncated as the window is), for a policy that plans from the whole dataset's distribution
   /// (its descriptor's plans_from_dataset). Null for the others, and when a caller has only the window.
   std::shared_ptr<const std::vector<Tokens>> dataset_lengths;
+
+  /// What the nominal world plans from (its cost model and data window), seen from a sampled world
+  /// (studies/sampled_worlds.hpp); empty in the nominal world. A sampled world is hardware and data that differ
+  /// from what the user profiled, and a deployed planner never sees it: what a policy settles offline, once, before
+  /// training -- Hydraulis' strategy proposal -- it settles from the nominal profile and data, while the plans of
+  /// the world are still made from `cost` and the world's batches (docs/uncertainty.md). The pointers stay valid
+  /// during plan().
+  struct Nominal {
+    const CostModel* cost = nullptr;
+    std::span<const GlobalBatch> batches;
+  };
+  std::optional<Nominal> nominal;
 };
 
 /// A setting `lcsim tune` may vary for a policy: a path in the scenario ("options.X" in the policy's options,

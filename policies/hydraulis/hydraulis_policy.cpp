@@ -153,11 +153,19 @@ std::vector<IterationPlan> HydraulisPolicy::plan(const PlanningContext& context,
           : std::make_shared<const SchemeSpace>(cost, world, space_options, explicit_schemes(options_));
   const SchemeSpace& space = *shared;
   if (options_.strategies.empty()) {
+    // Hydraulis proposes offline, once, from the costs the user profiled and the data expected (Sec. 7). A sampled
+    // world is hardware and data the planner never saw: its proposal is the nominal world's, in the world's own
+    // space; only the selection below sees the world's batches and costs (docs/uncertainty.md).
+    const CostModel& believed = context.nominal ? *context.nominal->cost : cost;
+    const std::span<const GlobalBatch> expected = context.nominal ? context.nominal->batches : batches;
+    const std::shared_ptr<const SchemeSpace> believed_space =
+        context.nominal ? shared_scheme_space(believed, world, space_options) : shared;
     std::vector<Tokens> window;
-    for (const auto& batch : batches)
+    for (const auto& batch : expected)
       for (const auto& s : batch) window.push_back(s.tokens);
-    const double iterations = static_cast<double>(std::max<std::size_t>(batches.size(), 1));
+    const double iterations = static_cast<double>(std::max<std::size_t>(expected.size(), 1));
     const auto& dataset = context.dataset_lengths;
+    std::shared_ptr<const Proposal> proposal;
     if (options_.proposal_from_dataset && dataset && !dataset->empty() && !window.empty()) {
       // The paper proposes from the whole dataset (Sec. 7): its lengths, as many iterations' worth as they hold
       // tokens at the window's mean tokens per iteration. A drawn length above the distribution's top quantile
@@ -168,10 +176,12 @@ std::vector<IterationPlan> HydraulisPolicy::plan(const PlanningContext& context,
       const Tokens top = *std::max_element(lengths.begin(), lengths.end());
       for (Tokens t : window)
         if (t > top) lengths.push_back(t);
-      candidates_ = propose_strategies(lengths, tokens(lengths) / per_iteration, space, options_.proposal).strategies;
+      proposal = shared_proposal(lengths, tokens(lengths) / per_iteration, *believed_space, options_.proposal);
     } else {
-      candidates_ = propose_strategies(window, iterations, space, options_.proposal).strategies;
+      proposal = shared_proposal(window, iterations, *believed_space, options_.proposal);
     }
+    candidates_ = believed_space == shared ? proposal->strategies
+                                           : strategies_in_space(proposal->strategies, *believed_space, space);
   } else {
     candidates_ = explicit_candidates(options_, space);
   }

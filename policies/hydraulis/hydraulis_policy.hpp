@@ -5,7 +5,8 @@
 // plan(): the scheme space over all the cluster's GPUs (strategy.hpp); the candidates (the proposal of
 // proposal.hpp over the whole dataset's lengths, which the loader prepares since the descriptor asks for them
 // (Sec. 7; option "proposal_from": "window" reads the planned window instead), or the scenario's explicit
-// `strategies`); then for every global batch (the scenario's mini-batch,
+// `strategies`; a sampled world runs the nominal world's proposal, PlanningContext::nominal: Hydraulis proposes
+// offline, once, from the profiled costs and the expected data); then for every global batch (the scenario's mini-batch,
 // e.g. tokens_per_iteration = 100K, kept as it is) every candidate whose longest MaxLen holds the batch's
 // longest sequence is laid out (strategy.hpp), dispatched (dispatch.hpp) and packed (packing.hpp), and the one
 // with the smallest two-stage estimate, max over pipelines of (largest micro-batch) x (PP - 1 + V) + sync, wins

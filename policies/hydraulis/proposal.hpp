@@ -42,6 +42,7 @@
 // cheapest scheme present that holds them; per scheme, work over pipelines + sync) -- at 1024 GPUs "all" gives
 // thousands of near-identical candidates. The union over all L, without repeats, is the candidate set.
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -82,6 +83,19 @@ struct Proposal {
 /// by it, so latencies are per iteration; the strategies do not depend on it).
 Proposal propose_strategies(std::span<const Tokens> lengths, double iterations, const SchemeSpace& space,
                             const ProposalOptions& options);
+
+/// propose_strategies(), memoised: sampled worlds propose from the nominal world's space and data (Hydraulis
+/// proposes offline, once; PlanningContext::nominal), so every world asks for the same proposal, which costs more
+/// than the rest of a world. The key is the full content the proposal reads -- the space's schemes, the lengths,
+/// `iterations`, the options -- never an address; the memo holds the 8 most recent proposals. A second caller with
+/// the same key while the first computes waits for it. Thread-safe; the result is propose_strategies()' exactly.
+std::shared_ptr<const Proposal> shared_proposal(std::span<const Tokens> lengths, double iterations,
+                                                const SchemeSpace& space, const ProposalOptions& options);
+
+/// `strategies` of space `from` in space `to`: each scheme found by its <TP, PP>. A strategy with a scheme `to`
+/// lacks (there, it cannot hold a single token) is left out; the others keep their order.
+std::vector<Strategy> strategies_in_space(const std::vector<Strategy>& strategies, const SchemeSpace& from,
+                                          const SchemeSpace& to);
 
 /// Indices of the schemes of `space` no other scheme dominates for sequences of at most `longest` tokens (see
 /// above), ascending.
