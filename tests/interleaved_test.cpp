@@ -27,13 +27,14 @@ using testing::replica;
 
 constexpr double kLayerForward = 14.4, kLayerBackward = 29.6;
 
-CostModel toy(int layers) {
+/// On `gpus` GPUs: one pipeline fills them, so no GPU shares its slice of the model and no gradient sync runs.
+CostModel toy(int layers, int gpus = 4) {
   ModelConfig model = testing::tiny_model(layers);
   model.vocab = 0;
   Profile profile = testing::tiny_profile();
   for (CollectiveFit& fit : profile.collectives)
     if (fit.op == CollectiveOp::SendRecv) fit.segments = {CollectiveSegment{0, 0, 1e12}};
-  return CostModel(model, testing::tiny_cluster(1, 8, 1e9), profile);
+  return CostModel(model, testing::tiny_cluster(1, gpus, 1e9), profile);
 }
 
 /// One replica of pp x 1 x 1 on GPUs 0..pp-1 with `m` micro-batches of one 10-token sequence each.
@@ -76,14 +77,14 @@ std::vector<std::string> stage_order(const IterationPlan& plan, const CostModel&
   for (const program::Step& step : prog.gpus[static_cast<std::size_t>(stage)]) {
     if (step.type == program::Step::Type::Recv) {
       const program::TransferSpec& t = prog.transfers[static_cast<std::size_t>(step.index)];
-      const bool activations = t.kind == WorkKind::PpActivation;
+      const bool activations = t.kind == program::WorkKind::PpActivation;
       EXPECT_EQ(step.index % 2, activations ? 0 : 1);
       const int boundary = (step.index / 2) % boundaries;
       waited = activations ? boundary + 1 : boundary;  // the pass's own virtual stage
       continue;
     }
     if (step.type != program::Step::Type::Compute) continue;
-    const bool forward = step.kind == WorkKind::Forward;
+    const bool forward = step.kind == program::WorkKind::Forward;
     const int vstage = waited >= 0 ? waited : (forward ? stage : (s.virtual_pp - 1) * s.pp + stage);
     EXPECT_EQ(vstage % s.pp, stage);
     out.push_back((forward ? "F" : "B") + std::to_string(step.micro_batch) + "." + std::to_string(vstage / s.pp));
@@ -96,7 +97,7 @@ std::vector<std::string> stage_order(const IterationPlan& plan, const CostModel&
 // p through chunk 0 then chunk 1 (F0.0 F1.0 F0.1 F1.1 F2.0 F3.0 F2.1 F3.1), the k-th backward mirrors the k-th
 // forward's chunk; stage s warms up with 2 (p - 1 - s) + (v - 1) p forwards: 4 on stage 0, 2 on stage 1.
 TEST(Interleaved, StagesRunMegatronsOrder) {
-  const CostModel cost = toy(4);
+  const CostModel cost = toy(4, 2);
   const IterationPlan plan = pipeline(2, 2, 4);
   EXPECT_EQ(stage_order(plan, cost, 0),
             (std::vector<std::string>{"F0.0", "F1.0", "F0.1", "F1.1", "F2.0", "B0.1", "F3.0", "B1.1", "F2.1", "B0.0",
@@ -112,16 +113,15 @@ TEST(Interleaved, StagesRunMegatronsOrder) {
 // A count that is not a multiple of pp runs as if rounded up, the absent micro-batches' passes skipped: p 2, v 2,
 // m 3 is the order above without micro-batch 3; every pipeline shape finishes (none waits forever).
 TEST(Interleaved, ACountNotAMultipleOfPpSkipsTheAbsentPasses) {
-  const CostModel cost = toy(4);
+  const CostModel cost = toy(4, 2);
   EXPECT_EQ(stage_order(pipeline(2, 2, 3), cost, 0),
             (std::vector<std::string>{"F0.0", "F1.0", "F0.1", "F1.1", "F2.0", "B0.1", "B1.1", "F2.1", "B0.0", "B1.0",
                                       "B2.1", "B2.0"}));
-  const CostModel deep = toy(24);
   for (int pp : {2, 3, 4, 6})
     for (int vpp : {2, 4})
       for (int m : {1, 2, 5, 7, 9, 13}) {
         if (24 % (pp * vpp) != 0) continue;
-        const auto e = program::estimate_iteration(pipeline(pp, vpp, m), deep);
+        const auto e = program::estimate_iteration(pipeline(pp, vpp, m), toy(24, pp));
         // Every pass runs once: the busiest stage computes m x (its layers' forward + backward).
         EXPECT_NEAR(e.busy_seconds[0], m * (24 / pp) * (kLayerForward + kLayerBackward), 1e-6)
             << pp << " " << vpp << " " << m;
