@@ -108,7 +108,7 @@ ROWS = [
     row(TORCHTITAN, "Tables 5 and 6", "torchtitan-t5-t6-405b", "Llama 3.1 405B, 512 GPUs, TP 8 x PP 8: 1F1B 100, "
         "interleaved 128 (Table 5); CP 1-8 at 32K-256K: 76, 47, 31, 16 (Table 6) TPS/GPU", "6 values", "fp8",
         not_expressible="126 layers over 8 pipeline stages: lcsim's stages hold equal layer counts (torchtitan "
-        "splits them unevenly); interleaved 1F1B is not modelled either (issue #51)"),
+        "splits them unevenly), and equal model chunks for its interleaved 1F1B (parallel.virtual_pp)"),
     # torchtitan async TP (June 2025): the vanilla-TP column; async TP and rowwise Float8 listed.
     titan("70B table, None (bfloat16), vanilla TP", "torchtitan-async-70b-bf16-vanilla-tp",
           "Llama 3 70B, 256 GPUs, FSDP 32 x TP 8, BF16, vanilla TP: 597.3 TPS/GPU", 597.3, "bf16", "LLaMA3.1-70B", 256,
