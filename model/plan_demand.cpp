@@ -85,8 +85,7 @@ namespace {
 bool replica_shape_ok(const Replica& replica, const CostModel& cost) {
   const auto& s = replica.scheme;
   return s.tp >= 1 && s.pp >= 1 && s.cp >= 1 && s.checkpointed_layers >= 0 && s.virtual_pp >= 1 &&
-         cost.model().layers % s.virtual_stages() == 0 &&
-         replica.gpus.size() == static_cast<std::size_t>(s.gpus());
+         cost.model().layers % s.virtual_stages() == 0 && replica.gpus.size() == static_cast<std::size_t>(s.gpus());
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ double compute_bound_seconds(const IterationPlan& plan, const CostModel& best) {
         const LayerSpan layers = chunk_span(best.model(), s, stage, chunk);
         const bool head = stage == s.pp - 1 && chunk == s.virtual_pp - 1;
         const double all = best.compute_seconds(sharded, s, layers, head);
-        for (std::size_t j = 0; j < local.size(); ++j) rank_seconds[j] += all + best.compute_seconds(local[j], s, layers, head);
+        for (std::size_t j = 0; j < local.size(); ++j)
+          rank_seconds[j] += all + best.compute_seconds(local[j], s, layers, head);
       }
       for (double seconds : rank_seconds) busiest = std::max(busiest, seconds);
     }

@@ -262,8 +262,7 @@ inline void check_replicas(const IterationPlan& plan, const CostModel& cost) {
     const auto& replica = plan.replicas[r];
     const auto& s = replica.scheme;
     if (s.tp < 1 || s.pp < 1 || s.cp < 1 || s.checkpointed_layers < 0 || s.virtual_pp < 1 ||
-        cost.model().layers % s.virtual_stages() != 0 ||
-        replica.gpus.size() != static_cast<std::size_t>(s.gpus()))
+        cost.model().layers % s.virtual_stages() != 0 || replica.gpus.size() != static_cast<std::size_t>(s.gpus()))
       plan_error(plan, r, "malformed parallel scheme or GPU list");
     for (int g : replica.gpus)
       if (g < 0 || g >= world) plan_error(plan, r, "GPU index " + std::to_string(g) + " outside the cluster");

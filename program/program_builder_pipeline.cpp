@@ -76,18 +76,8 @@ void Builder::add_pipelined_replica(int r) {
         passes[c].push_back(add_pass_collectives(rep, stage, work, blocks[c]));
         costs[c].emplace_back(cost_, work, s, mix, rep.overlap_cp_comm, head);
       }
-      contexts.push_back(StageContext{r,
-                                      stage,
-                                      vstage,
-                                      head,
-                                      cost_.activation_bytes_per_token(s, layers, head),
-                                      sharded_bytes[c],
-                                      blocks[c],
-                                      works,
-                                      ids,
-                                      costs[c],
-                                      passes[c],
-                                      transfers});
+      contexts.push_back(StageContext{r, stage, vstage, head, cost_.activation_bytes_per_token(s, layers, head),
+                                      sharded_bytes[c], blocks[c], works, ids, costs[c], passes[c], transfers});
     }
     const auto order = one_f_one_b(s, stage, works.size());
     for (int j = 0; j < s.cp; ++j)

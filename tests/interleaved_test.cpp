@@ -141,7 +141,8 @@ TEST(Interleaved, MemoryChargesWhatTheScheduleHolds) {
   EXPECT_NEAR(interleaved[3], 400, 1e-9);
   // The planning bound (the validator's) counts the same passes in flight.
   const auto bound = estimate_peak_bytes(pipeline(4, 2, 8), cost);
-  for (int g = 0; g < 4; ++g) EXPECT_NEAR(bound[static_cast<std::size_t>(g)], interleaved[static_cast<std::size_t>(g)], 1e-9);
+  for (int g = 0; g < 4; ++g)
+    EXPECT_NEAR(bound[static_cast<std::size_t>(g)], interleaved[static_cast<std::size_t>(g)], 1e-9);
 }
 
 // v times as many stage-boundary transfers: p v - 1 boundaries a micro-batch, each way.

@@ -86,11 +86,10 @@ std::vector<IterationPlan> MegatronPolicy::plan(const PlanningContext& context, 
   scheme.pp = options_.pp.value_or(context.layout.pp);
   scheme.cp = 1;
   scheme.virtual_pp = context.layout.virtual_pp;
-  if (scheme.virtual_pp > 1 &&
-      (scheme.pp < 2 || context.cost->model().layers % (scheme.pp * scheme.virtual_pp) != 0))
-    throw InputError(options_.where + ".pp: " + std::to_string(scheme.pp) + " stages cannot interleave parallel." +
-                     "virtual_pp = " + std::to_string(scheme.virtual_pp) + " model chunks of the " +
-                     std::to_string(context.cost->model().layers) + " layers each");
+  if (scheme.virtual_pp > 1 && (scheme.pp < 2 || context.cost->model().layers % (scheme.pp * scheme.virtual_pp) != 0))
+    throw InputError(options_.where + ".pp: " + std::to_string(scheme.pp) + " stages of parallel.virtual_pp " +
+                     std::to_string(scheme.virtual_pp) + " model chunks each do not split the " +
+                     std::to_string(context.cost->model().layers) + " layers evenly (interleaving needs pp >= 2)");
   scheme.recompute = options_.recompute.value_or(context.training.recompute);
   return plan_static_packing(context, batches, scheme, options_);
 }
