@@ -175,9 +175,9 @@ def test_the_context_prices_as_the_cost_model():
     class Looks(lcsim.Policy):
         def plan(self, context, batches):
             seen.update(dp=context.dp, cp=context.cp, vpp=context.virtual_pp, model=context.model,
-                        layers=context.layers, short=context.sequence_seconds(1024), long=context.sequence_seconds(65536),
-                        spread=context.sequence_seconds(65536, cp=1), capacity=context.capacity_bytes(),
-                        per_token=context.activation_bytes_per_token())
+                        layers=context.layers, short=context.sequence_seconds(1024),
+                        long=context.sequence_seconds(65536), spread=context.sequence_seconds(65536, cp=1),
+                        capacity=context.capacity_bytes(), per_token=context.activation_bytes_per_token())
             return LongestFirst().plan(context, batches)
 
     lcsim.register_policy("looks", Looks)
