@@ -15,6 +15,7 @@
 #include "model/validator.hpp"
 #include "program/estimate.hpp"
 #include "program/iteration_program.hpp"
+#include "studies/evaluation.hpp"
 #include "tests/policy_test_fixtures.hpp"
 #include "tests/scenario_test_support.hpp"
 
@@ -143,6 +144,21 @@ TEST(Interleaved, MemoryChargesWhatTheScheduleHolds) {
   const auto bound = estimate_peak_bytes(pipeline(4, 2, 8), cost);
   for (int g = 0; g < 4; ++g)
     EXPECT_NEAR(bound[static_cast<std::size_t>(g)], interleaved[static_cast<std::size_t>(g)], 1e-9);
+}
+
+// The planning bound holds every peak an interleaved program reaches on a shipped scenario's plans (WLB-LLM's
+// variable micro-batch counts included).
+TEST(Interleaved, ProgramPeaksStayWithinThePlanningBound) {
+  const LoadedScenario loaded =
+      load_and_prepare(std::string(LCSIM_SOURCE_DIR) + "/scenarios/wlbllm/7b-64k-32gpu.json", 2);
+  ASSERT_EQ(loaded.scenario.layout.virtual_pp, 2);
+  for (const PolicySpec& spec : loaded.scenario.policies)
+    for (const IterationPlan& plan : plan_policy(loaded, spec).plans) {
+      const auto bound = estimate_peak_bytes(plan, *loaded.cost);
+      const auto peaks = program::estimate_iteration(plan, *loaded.cost).peak_bytes;
+      ASSERT_EQ(bound.size(), peaks.size());
+      for (std::size_t g = 0; g < peaks.size(); ++g) EXPECT_LE(peaks[g], bound[g] * (1 + 1e-12)) << spec.label;
+    }
 }
 
 // v times as many stage-boundary transfers: p v - 1 boundaries a micro-batch, each way.
