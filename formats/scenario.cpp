@@ -316,6 +316,15 @@ ParallelLayout parse_layout(JsonObjectReader r, const ModelConfig& model, const 
   if (model.layers % p.pp != 0)
     r.fail("pp", "every pipeline stage holds the same number of layers, but " + std::to_string(p.pp) +
                      " does not divide the " + std::to_string(model.layers) + " layers of " + model.name);
+  p.virtual_pp = r.has("virtual_pp") ? int_in(r, "virtual_pp", 1, kMaxInt) : 1;
+  if (p.virtual_pp > 1 && p.pp < 2)
+    r.fail("virtual_pp", "interleaved 1F1B splits each pipeline stage into model chunks, so it needs pp >= 2 (pp is " +
+                             std::to_string(p.pp) + ")");
+  if ((model.layers / p.pp) % p.virtual_pp != 0)
+    r.fail("virtual_pp", "every model chunk holds the same number of layers, but " + std::to_string(p.virtual_pp) +
+                             " does not divide the " + std::to_string(model.layers / p.pp) + " layers of a stage (" +
+                             std::to_string(model.layers) + " layers of " + model.name + " over pp " +
+                             std::to_string(p.pp) + ")");
   const int world = cluster.world_size();
   const int per_replica = p.cp * p.tp * p.pp;
   if (r.has("dp")) {
@@ -475,7 +484,7 @@ CostModelOptions cost_model_options(const Scenario& s) {
 
 std::string describe_layout(const ParallelLayout& l) {
   return "dp=" + std::to_string(l.dp) + " cp=" + std::to_string(l.cp) + " tp=" + std::to_string(l.tp) +
-         " pp=" + std::to_string(l.pp);
+         " pp=" + std::to_string(l.pp) + (l.virtual_pp > 1 ? " vpp=" + std::to_string(l.virtual_pp) : "");
 }
 
 std::string own_layouts_line(const Scenario& scenario) {

@@ -115,6 +115,11 @@ LayerSpan stage_span(const ModelConfig& model, int pp, int stage) {
   return {stage * per_stage, per_stage};
 }
 
+LayerSpan chunk_span(const ModelConfig& model, const ParallelScheme& scheme, int stage, int chunk) {
+  if (chunk < 0 || chunk >= scheme.virtual_pp) throw std::invalid_argument("cost model: model chunk outside [0, vpp)");
+  return stage_span(model, scheme.virtual_stages(), chunk * scheme.pp + stage);
+}
+
 CostModel::CostModel(ModelConfig model, ClusterSpec cluster, Profile profile, CostModelOptions options)
     : model_(std::move(model)), cluster_(std::move(cluster)), profile_(std::move(profile)), options_(options) {
   if (options_.zero_stage < 0 || options_.zero_stage > 3)
@@ -641,12 +646,16 @@ double CostModel::parameters_per_gpu(const ParallelScheme& scheme) const {
 
 double CostModel::trained_parameters_per_gpu(const ParallelScheme& scheme, int stage) const {
   const Finetuning& f = options_.finetuning;
-  const LayerSpan layers = stage_span(model_, scheme.pp, stage);
   if (!f.lora() && !f.frozen()) return parameters_per_gpu(scheme);
   check_degree(scheme.tp, "tp");
   // The adapters of the stage's layers; embeddings and the LM head stay frozen.
   if (f.lora()) return model_.layers * lora_parameters_per_layer(model_, f) / (scheme.pp * scheme.tp);
-  const double trained_layers = layers.count - overlap(layers, 0, f.frozen_layers);
+  // An interleaved stage holds one chunk in each stretch of pp chunks, so a frozen prefix spares it fewer layers.
+  double trained_layers = 0;
+  for (int chunk = 0; chunk < scheme.virtual_pp; ++chunk) {
+    const LayerSpan layers = chunk_span(model_, scheme, stage, chunk);
+    trained_layers += layers.count - overlap(layers, 0, f.frozen_layers);
+  }
   // The vocabulary matrices parameters_per_gpu charges: both without a pipeline (one when tied, which the
   // scenario freezes together); else the embeddings on stage 0, the head on the last stage, and a middle stage
   // charged as the more loaded end.

@@ -47,8 +47,13 @@ struct ParallelScheme {
   /// Layers (per GPU's stage) with full gradient checkpointing on top of `recompute` (HBP's GC layers);
   /// ignored when recompute is Full, which checkpoints every layer.
   int checkpointed_layers = 0;
+  /// Model chunks per GPU of an interleaved 1F1B pipeline (Megatron's virtual pipeline size): stage s holds the
+  /// chunks s, s + pp, ..., of layers / (pp virtual_pp) layers each; 1 runs plain 1F1B.
+  int virtual_pp = 1;
 
   int gpus() const { return tp * pp * cp; }
+  /// The pipeline's virtual stages (model chunks in order): pp x virtual_pp.
+  int virtual_stages() const { return pp * virtual_pp; }
   friend bool operator==(const ParallelScheme&, const ParallelScheme&) = default;
 };
 
@@ -133,6 +138,9 @@ struct LayerSpan {
 };
 /// Stage `stage` of a `pp`-stage pipeline: layers [stage L / pp, (stage + 1) L / pp) (pp divides L).
 LayerSpan stage_span(const ModelConfig& model, int pp, int stage);
+/// The layers of chunk `chunk` of pipeline stage `stage` under `scheme` (virtual stage chunk x pp + stage); the
+/// stage's whole span when virtual_pp is 1.
+LayerSpan chunk_span(const ModelConfig& model, const ParallelScheme& scheme, int stage, int chunk);
 
 /// What a layer's backward computes under the fine-tuning method (docs/model.md, "Fine-tuning methods").
 enum class LayerGrad : std::uint8_t {

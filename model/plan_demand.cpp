@@ -84,14 +84,26 @@ namespace {
 
 bool replica_shape_ok(const Replica& replica, const CostModel& cost) {
   const auto& s = replica.scheme;
-  return s.tp >= 1 && s.pp >= 1 && s.cp >= 1 && s.checkpointed_layers >= 0 && cost.model().layers % s.pp == 0 &&
-         replica.gpus.size() == static_cast<std::size_t>(s.gpus());
+  return s.tp >= 1 && s.pp >= 1 && s.cp >= 1 && s.checkpointed_layers >= 0 && s.virtual_pp >= 1 &&
+         cost.model().layers % s.virtual_stages() == 0 && replica.gpus.size() == static_cast<std::size_t>(s.gpus());
 }
 
 }  // namespace
 
 int shard_degree(const CostModel& cost, const ParallelScheme& scheme) {
   return std::max(1, cost.cluster().world_size() / std::max(1, scheme.tp * scheme.pp));
+}
+
+std::size_t pipeline_warmup(const ParallelScheme& scheme, int stage, std::size_t micro_batches) {
+  const auto later = static_cast<std::size_t>(scheme.pp - 1 - stage);
+  if (scheme.virtual_pp <= 1) return std::min(later, micro_batches);
+  // Megatron-LM's interleaved schedule (Narayanan et al. 2021): every stage first runs the other chunks of one
+  // group of pp micro-batches, then twice its distance from the last stage, which the chunks' round trips need.
+  // The count rounded up to a multiple of pp, as program/ orders the passes (program_builder_pipeline.cpp).
+  const auto group = static_cast<std::size_t>(scheme.pp);
+  const std::size_t total = (micro_batches + group - 1) / group * group * static_cast<std::size_t>(scheme.virtual_pp);
+  const std::size_t warmup = 2 * later + static_cast<std::size_t>((scheme.virtual_pp - 1) * scheme.pp);
+  return std::min(warmup, total);
 }
 
 std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostModel& cost) {
@@ -105,22 +117,29 @@ std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostMod
     for (int stage = 0; stage < s.pp; ++stage) {
       // Stages differ when part of the model is frozen.
       const double static_bytes = cost.static_bytes(s, shard_degree(cost, s), stage);
-      const LayerSpan layers = stage_span(cost.model(), s.pp, stage);
-      const double per_token = cost.activation_bytes_per_token(s, layers, stage == s.pp - 1);
-      // The shards' copies of a micro-batch are the same on every CP rank.
-      std::vector<double> sharded;
+      // Per model chunk of the stage (one with plain 1F1B): what a token keeps, the shards' copies of each
+      // micro-batch (the same on every CP rank).
+      std::vector<double> per_token;
+      std::vector<std::vector<double>> sharded;
       double buffers = 0;  // all-gather CP's gathered K,V: one layer of one micro-batch at a time
-      for (const MicroBatchWork& work : works) {
-        sharded.push_back(cost.sharded_attention_bytes(work.dist, s, layers));
-        buffers = std::max(buffers, cost.cp_buffer_bytes(work.sharded_per_gpu, s, layers));
+      for (int chunk = 0; chunk < s.virtual_pp; ++chunk) {
+        const LayerSpan layers = chunk_span(cost.model(), s, stage, chunk);
+        const bool head = stage == s.pp - 1 && chunk == s.virtual_pp - 1;
+        per_token.push_back(cost.activation_bytes_per_token(s, layers, head));
+        auto& copies = sharded.emplace_back();
+        for (const MicroBatchWork& work : works) {
+          copies.push_back(cost.sharded_attention_bytes(work.dist, s, layers));
+          buffers = std::max(buffers, cost.cp_buffer_bytes(work.sharded_per_gpu, s, layers));
+        }
       }
       for (int j = 0; j < s.cp; ++j) {
-        // What CP rank j keeps for each micro-batch; at most pp - stage of them are in flight at once.
+        // What CP rank j keeps for each micro-batch and chunk; at most pipeline_warmup + 1 are in flight at once.
         std::vector<double> per_rank;
-        for (std::size_t m = 0; m < works.size(); ++m)
-          per_rank.push_back(per_token * static_cast<double>(works[m].gpu_tokens(j)) + sharded[m]);
+        for (std::size_t c = 0; c < per_token.size(); ++c)
+          for (std::size_t m = 0; m < works.size(); ++m)
+            per_rank.push_back(per_token[c] * static_cast<double>(works[m].gpu_tokens(j)) + sharded[c][m]);
         std::sort(per_rank.begin(), per_rank.end(), std::greater<>());
-        const std::size_t in_flight = std::min(static_cast<std::size_t>(s.pp - stage), per_rank.size());
+        const std::size_t in_flight = std::min(pipeline_warmup(s, stage, works.size()) + 1, per_rank.size());
         double held = 0;
         for (std::size_t m = 0; m < in_flight; ++m) held += per_rank[m];
         const double bytes = static_bytes + held + buffers;

@@ -52,10 +52,15 @@ MicroBatchWork split_work(const Replica& replica, const MicroBatch& micro_batch)
 /// The same into `work`, whose vectors keep their capacity (a program builds one per micro-batch).
 void split_work(const Replica& replica, const MicroBatch& micro_batch, MicroBatchWork& work);
 
+/// The forward passes (of one model chunk each) that stage `stage` runs before its first backward, out of
+/// micro_batches x virtual_pp: plain 1F1B's pp - 1 - stage; Megatron's interleaved schedule's
+/// 2 (pp - 1 - stage) + (virtual_pp - 1) pp, all of them when that reaches the total (program/ orders the steps;
+/// with interleaving, counted over micro_batches rounded up to a multiple of pp, the absent ones included).
+std::size_t pipeline_warmup(const ParallelScheme& scheme, int stage, std::size_t micro_batches);
 /// Peak bytes on every GPU of the plan (indexed by global GPU index, world-size long): static bytes plus the
-/// activations of the micro-batches in flight; on stage s of a pipeline the pp - s largest of its micro-batches
-/// (1F1B keeps up to pp - s forward passes alive there), whatever their order: a bound of the program's peak
-/// that does not depend on the order the policy chose.
+/// activations of the micro-batches in flight; on stage s of a pipeline the pipeline_warmup + 1 largest of its
+/// micro-batches' chunk activations (plain 1F1B keeps up to pp - s forward passes alive there), whatever their
+/// order: a bound of the program's peak that does not depend on the order the policy chose.
 std::vector<double> estimate_peak_bytes(const IterationPlan& plan, const CostModel& cost);
 /// The largest static bytes (parameters, gradients, optimizer states: CostModel::static_bytes) of any GPU of the
 /// plan: what estimate_peak_bytes adds activations to.

@@ -31,6 +31,7 @@ struct ParallelLayout {
   int cp = 1;
   int tp = 1;
   int pp = 1;
+  int virtual_pp = 1;  ///< model chunks per pipeline stage: interleaved 1F1B (ParallelScheme::virtual_pp)
   int gpus() const { return dp * cp * tp * pp; }
 };
 

@@ -76,6 +76,11 @@ class Checker {
       add(PlanIssue::Kind::BadScheme,
           at + "pp " + std::to_string(s.pp) + " does not divide the model's " + std::to_string(layers) + " layers");
       ok = false;
+    } else if (s.virtual_pp < 1 || (s.virtual_pp > 1 && (s.pp < 2 || layers % s.virtual_stages() != 0))) {
+      add(PlanIssue::Kind::BadScheme, at + "virtual_pp " + std::to_string(s.virtual_pp) + " needs pp >= 2 and " +
+                                          std::to_string(s.pp) + " x " + std::to_string(s.virtual_pp) +
+                                          " model chunks dividing the model's " + std::to_string(layers) + " layers");
+      ok = false;
     } else if (s.checkpointed_layers < 0 || s.checkpointed_layers > layers / s.pp) {
       add(PlanIssue::Kind::BadScheme, at + "checkpointed_layers " + std::to_string(s.checkpointed_layers) +
                                           " outside [0, " + std::to_string(layers / s.pp) + "]");

@@ -56,10 +56,15 @@ double compute_bound_seconds(const IterationPlan& plan, const CostModel& best) {
       }
     }
     for (int stage = 0; stage < s.pp; ++stage) {
-      const LayerSpan layers = stage_span(best.model(), s.pp, stage);
-      const bool head = stage == s.pp - 1;
-      const double all = best.compute_seconds(sharded, s, layers, head);
-      for (const auto& own : local) busiest = std::max(busiest, all + best.compute_seconds(own, s, layers, head));
+      std::vector<double> rank_seconds(local.size(), 0.0);
+      for (int chunk = 0; chunk < s.virtual_pp; ++chunk) {  // an interleaved stage's chunks, one after another
+        const LayerSpan layers = chunk_span(best.model(), s, stage, chunk);
+        const bool head = stage == s.pp - 1 && chunk == s.virtual_pp - 1;
+        const double all = best.compute_seconds(sharded, s, layers, head);
+        for (std::size_t j = 0; j < local.size(); ++j)
+          rank_seconds[j] += all + best.compute_seconds(local[j], s, layers, head);
+      }
+      for (double seconds : rank_seconds) busiest = std::max(busiest, seconds);
     }
   }
   return busiest;
@@ -114,8 +119,12 @@ double memory_bound_bytes(const IterationPlan& plan, const CostModel& cost) {
       held = std::max(held, busiest + (sharded + s.cp - 1) / s.cp);  // split_work: ceil(sharded / cp) per rank
     }
     for (int stage = 0; stage < s.pp; ++stage) {
-      const double per_token =
-          cost.activation_bytes_per_token(s, stage_span(cost.model(), s.pp, stage), stage == s.pp - 1);
+      // Every chunk of the stage holds a micro-batch's activations from its forward to its backward, and the last
+      // chunk's run nested inside the first's: all of them are held at once.
+      double per_token = 0;
+      for (int chunk = 0; chunk < s.virtual_pp; ++chunk)
+        per_token += cost.activation_bytes_per_token(s, chunk_span(cost.model(), s, stage, chunk),
+                                                     stage == s.pp - 1 && chunk == s.virtual_pp - 1);
       most = std::max(most, cost.static_bytes(s, shard_degree(cost, s), stage) + per_token * static_cast<double>(held));
     }
   }

@@ -204,6 +204,10 @@ std::vector<FlowGroup> flow_groups(const IterationPlan& plan, const CostModel& c
           for (int j = 0; j < s.cp; ++j)
             for (int t = 0; t < s.tp; ++t)
               groups.push_back({{rep.gpu(stage, j, t), rep.gpu(stage + 1, j, t)}, WorkKind::PpActivation});
+        if (stage + 1 == s.pp && s.virtual_pp > 1)  // interleaved: the last stage's chunk feeds the first's next
+          for (int j = 0; j < s.cp; ++j)
+            for (int t = 0; t < s.tp; ++t)
+              groups.push_back({{rep.gpu(stage, j, t), rep.gpu(0, j, t)}, WorkKind::PpActivation});
       }
     }
     for (SliceGroup& group : slice_groups(plan, replicas))

@@ -264,8 +264,8 @@ inline void check_replicas(const IterationPlan& plan, const CostModel& cost) {
   for (std::size_t r = 0; r < plan.replicas.size(); ++r) {
     const auto& replica = plan.replicas[r];
     const auto& s = replica.scheme;
-    if (s.tp < 1 || s.pp < 1 || s.cp < 1 || s.checkpointed_layers < 0 || cost.model().layers % s.pp != 0 ||
-        replica.gpus.size() != static_cast<std::size_t>(s.gpus()))
+    if (s.tp < 1 || s.pp < 1 || s.cp < 1 || s.checkpointed_layers < 0 || s.virtual_pp < 1 ||
+        cost.model().layers % s.virtual_stages() != 0 || replica.gpus.size() != static_cast<std::size_t>(s.gpus()))
       plan_error(plan, r, "malformed parallel scheme or GPU list");
     for (int g : replica.gpus)
       if (g < 0 || g >= world) plan_error(plan, r, "GPU index " + std::to_string(g) + " outside the cluster");
@@ -439,16 +439,17 @@ class Builder {
     std::vector<std::vector<std::vector<RingStep>>> ring_fwd, ring_bwd;  // [block][tp rank], ring attention
     std::vector<std::vector<TpCollectives>> tp_fwd, tp_bwd;              // [cp rank][block]
   };
-  /// Pipeline transfers of a replica: [micro-batch][boundary][j * tp + t] (stage b -> b + 1 for activations,
-  /// b + 1 -> b for gradients); -1 where CP rank j holds nothing.
+  /// Pipeline transfers of a replica: [micro-batch][boundary][j * tp + t] (virtual stage b -> b + 1 for
+  /// activations, b + 1 -> b for gradients); -1 where CP rank j holds nothing.
   struct PipelineTransfers {
     std::vector<std::vector<std::vector<int>>> act, grad;
   };
-  /// What the steps of one pipeline stage are built from.
+  /// What the steps of one pipeline stage (one model chunk of it, when interleaved) are built from.
   struct StageContext {
     int r = 0;
     int stage = 0;
-    bool head = false;  ///< the last stage, with the LM head
+    int vstage = 0;     ///< its virtual stage: chunk x pp + stage (the stage without interleaving)
+    bool head = false;  ///< the last virtual stage, with the LM head
     double bytes_per_token = 0;
     const std::vector<double>& sharded_bytes;  ///< per micro-batch: its shards' copies (CostModel), on every rank
     const std::vector<Block>& blocks;
@@ -459,10 +460,10 @@ class Builder {
     const PipelineTransfers& transfers;
   };
 
-  /// Whether activation gradients cross the boundary between stage `boundary` and the next: not when the lower
-  /// stage ends in a no_grad layer (then nothing before it trains either).
+  /// Whether activation gradients cross the boundary between virtual stage `boundary` and the next: not when the
+  /// lower one ends in a no_grad layer (then nothing before it trains either).
   bool gradient_crosses(const ParallelScheme& s, int boundary) const {
-    return cost_.layer_grad(stage_span(cost_.model(), s.pp, boundary).end() - 1) != LayerGrad::None;
+    return cost_.layer_grad(stage_span(cost_.model(), s.virtual_stages(), boundary).end() - 1) != LayerGrad::None;
   }
   void add_pipelined_replica(int r);
   PipelineTransfers add_pipeline_transfers(const Replica& rep, const std::vector<MicroBatchWork>& works);

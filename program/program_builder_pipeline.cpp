@@ -1,20 +1,46 @@
-// The builder's pipelined replicas: 1F1B order, stage-to-stage transfers and each pass's collectives.
+// The builder's pipelined replicas: 1F1B order (plain or interleaved), stage-to-stage transfers and each pass's
+// collectives.
 #include "program/program_builder.hpp"
 
 namespace lcsim::program::detail {
 namespace {
 
-/// The 1F1B order of a stage: min(pp - 1 - stage, M) warm-up forwards, then one forward and one backward
-/// alternately, then the remaining backwards; (micro-batch, forward?) pairs.
-std::vector<std::pair<std::size_t, bool>> one_f_one_b(int pp, int stage, std::size_t micro_batches) {
-  const std::size_t warmup = std::min(static_cast<std::size_t>(pp - 1 - stage), micro_batches);
-  std::vector<std::pair<std::size_t, bool>> order;
-  for (std::size_t m = 0; m < warmup; ++m) order.emplace_back(m, true);
-  for (std::size_t k = 0; k + warmup < micro_batches; ++k) {
-    order.emplace_back(warmup + k, true);
-    order.emplace_back(k, false);
+/// One pass of a stage's order: which micro-batch, which of the stage's model chunks, forward or backward.
+struct PassStep {
+  std::size_t micro_batch = 0;
+  int chunk = 0;
+  bool forward = true;
+};
+
+/// The 1F1B order of a stage: pipeline_warmup forwards, then one forward and one backward alternately, then the
+/// remaining backwards. Plain 1F1B runs micro-batches in order; the interleaved schedule (Megatron-LM,
+/// Narayanan et al. 2021) runs groups of pp micro-batches through chunk 0, then chunk 1, ..., and the backwards
+/// through the chunks in reverse. Megatron-LM refuses a micro-batch count that is not a multiple of pp; a policy
+/// chooses its count plan by plan, so lcsim runs the count rounded up to one and skips the passes of the
+/// micro-batches that do not exist (dropping a micro-batch's passes from a schedule that never waits forever
+/// leaves one that never does; a smaller last group under the same warm-up can, e.g. pp 4, vpp 3, 5 micro-batches).
+std::vector<PassStep> one_f_one_b(const ParallelScheme& s, int stage, std::size_t micro_batches) {
+  const auto v = static_cast<std::size_t>(s.virtual_pp);
+  const auto group = static_cast<std::size_t>(s.pp);
+  const std::size_t rounded = v == 1 ? micro_batches : (micro_batches + group - 1) / group * group;
+  std::vector<std::pair<std::size_t, int>> table;  // the k-th forward's (micro-batch, chunk)
+  for (std::size_t first = 0; first < rounded; first += group)
+    for (std::size_t c = 0; c < v; ++c)
+      for (std::size_t m = first; m < std::min(first + group, rounded); ++m) table.emplace_back(m, static_cast<int>(c));
+  const std::size_t total = table.size();
+  const std::size_t warmup = pipeline_warmup(s, stage, micro_batches);
+  std::vector<PassStep> order;
+  // The k-th backward runs the k-th forward's micro-batch through the chunk mirrored.
+  const auto add = [&](std::size_t k, bool forward) {
+    const auto [m, c] = table[k];
+    if (m < micro_batches) order.push_back({m, forward ? c : static_cast<int>(v) - 1 - c, forward});
+  };
+  for (std::size_t k = 0; k < warmup; ++k) add(k, true);
+  for (std::size_t k = 0; k + warmup < total; ++k) {
+    add(warmup + k, true);
+    add(k, false);
   }
-  for (std::size_t m = micro_batches - warmup; m < micro_batches; ++m) order.emplace_back(m, false);
+  for (std::size_t k = total - warmup; k < total; ++k) add(k, false);
   return order;
 }
 
@@ -32,26 +58,35 @@ void Builder::add_pipelined_replica(int r) {
   }
   const PipelineTransfers transfers = add_pipeline_transfers(rep, works);
   for (int stage = 0; stage < s.pp; ++stage) {
-    const bool head = stage == s.pp - 1;
-    const LayerSpan layers = stage_span(cost_.model(), s.pp, stage);
-    const std::vector<Block> blocks = make_blocks(cost_, s, layers, options_.layers_per_block);
-    const LayerMix mix = cost_.layer_mix(s, layers);
-    std::vector<PassCollectives> passes;
-    std::vector<MicroBatchCosts> costs;
-    std::vector<double> sharded_bytes;
-    for (const MicroBatchWork& work : works) {
-      sharded_bytes.push_back(cost_.sharded_attention_bytes(work.dist, s, layers));
-      passes.push_back(add_pass_collectives(rep, stage, work, blocks));
-      costs.emplace_back(cost_, work, s, mix, rep.overlap_cp_comm, head);
+    // Per model chunk of the stage (one with plain 1F1B): its blocks, collectives and costs.
+    std::vector<std::vector<Block>> blocks(static_cast<std::size_t>(s.virtual_pp));
+    std::vector<std::vector<PassCollectives>> passes(blocks.size());
+    std::vector<std::vector<MicroBatchCosts>> costs(blocks.size());
+    std::vector<std::vector<double>> sharded_bytes(blocks.size());
+    std::vector<StageContext> contexts;
+    for (int chunk = 0; chunk < s.virtual_pp; ++chunk) {
+      const auto c = static_cast<std::size_t>(chunk);
+      const int vstage = chunk * s.pp + stage;
+      const bool head = vstage == s.virtual_stages() - 1;
+      const LayerSpan layers = chunk_span(cost_.model(), s, stage, chunk);
+      blocks[c] = make_blocks(cost_, s, layers, options_.layers_per_block);
+      const LayerMix mix = cost_.layer_mix(s, layers);
+      for (const MicroBatchWork& work : works) {
+        sharded_bytes[c].push_back(cost_.sharded_attention_bytes(work.dist, s, layers));
+        passes[c].push_back(add_pass_collectives(rep, stage, work, blocks[c]));
+        costs[c].emplace_back(cost_, work, s, mix, rep.overlap_cp_comm, head);
+      }
+      contexts.push_back(StageContext{r, stage, vstage, head, cost_.activation_bytes_per_token(s, layers, head),
+                                      sharded_bytes[c], blocks[c], works, ids, costs[c], passes[c], transfers});
     }
-    const StageContext context{
-        r,     stage,  head,     cost_.activation_bytes_per_token(s, layers, head), sharded_bytes, blocks, works, ids,
-        costs, passes, transfers};
-    const auto order = one_f_one_b(s.pp, stage, works.size());
+    const auto order = one_f_one_b(s, stage, works.size());
     for (int j = 0; j < s.cp; ++j)
       for (int t = 0; t < s.tp; ++t) {
-        std::vector<std::size_t> first_step(works.size(), 0);
-        for (const auto& [m, forward] : order) add_pipeline_pass(context, j, t, m, forward, first_step[m]);
+        // Per micro-batch and chunk: where its forward began.
+        std::vector<std::size_t> first_step(works.size() * contexts.size(), 0);
+        for (const PassStep& p : order)
+          add_pipeline_pass(contexts[static_cast<std::size_t>(p.chunk)], j, t, p.micro_batch, p.forward,
+                            first_step[p.micro_batch * contexts.size() + static_cast<std::size_t>(p.chunk)]);
       }
   }
 }
@@ -61,11 +96,14 @@ Builder::PipelineTransfers Builder::add_pipeline_transfers(const Replica& rep,
   const ParallelScheme& s = rep.scheme;
   const auto ranks = static_cast<std::size_t>(s.cp * s.tp);
   PipelineTransfers out;
+  // One boundary between consecutive virtual stages: v times as many as a plain pipeline's, the last stage's
+  // chunk sending to the first stage's next chunk.
+  const int boundaries = s.virtual_stages() - 1;
   out.act.assign(works.size(),
-                 std::vector<std::vector<int>>(static_cast<std::size_t>(s.pp - 1), std::vector<int>(ranks, -1)));
+                 std::vector<std::vector<int>>(static_cast<std::size_t>(boundaries), std::vector<int>(ranks, -1)));
   out.grad = out.act;
   for (std::size_t m = 0; m < works.size(); ++m)
-    for (int b = 0; b + 1 < s.pp; ++b)
+    for (int b = 0; b < boundaries; ++b)
       for (int j = 0; j < s.cp; ++j) {
         const Tokens tokens = works[m].gpu_tokens(j);
         if (tokens == 0) continue;
@@ -73,8 +111,8 @@ Builder::PipelineTransfers Builder::add_pipeline_transfers(const Replica& rep,
         double bytes = 0;
         for (const CollectiveCall& call : calls) bytes += call.bytes * call.count;
         for (int t = 0; t < s.tp; ++t) {
-          const int lower = rep.gpu(b, j, t);
-          const int upper = rep.gpu(b + 1, j, t);
+          const int lower = rep.gpu(b % s.pp, j, t);
+          const int upper = rep.gpu((b + 1) % s.pp, j, t);
           const int pair[] = {lower, upper};
           const LinkClass link = cost_.cluster().topology().link_class(pair);
           const CollectiveTime time = cost_.collective_time(calls, link);
@@ -178,21 +216,23 @@ void Builder::add_pipeline_pass(const StageContext& c, int j, int t, std::size_t
       add_block_compute(g, overlap, local_work, dist_work, all_work, (forward ? pc.cp_fwd : pc.cp_bwd)[b][tt],
                         block.layers(), kind, c.r, mi, tp.hidden);
   };
-  const int pp = s.pp;
+  // Transfers cross the boundaries of the virtual stage (the stage itself without interleaving).
+  const int last = s.virtual_stages() - 1;
+  const int v = c.vstage;
   if (forward) {
-    if (c.stage > 0) transfer(Step::Type::Recv, true, c.stage - 1);
+    if (v > 0) transfer(Step::Type::Recv, true, v - 1);
     first_step = step_count(g);
     for (std::size_t b = 0; b < c.blocks.size(); ++b) add_block(b);
-    if (c.stage + 1 < pp) transfer(Step::Type::Send, true, c.stage);
+    if (v < last) transfer(Step::Type::Send, true, v);
     return;
   }
-  if (c.stage + 1 < pp && gradient_crosses(s, c.stage)) transfer(Step::Type::Recv, false, c.stage);
+  if (v < last && gradient_crosses(s, v)) transfer(Step::Type::Recv, false, v);
   for (std::size_t b = c.blocks.size(); b-- > 0;) add_block(b);
   // The micro-batch's activations live from its forward's first step to its backward's last.
   const double bytes = c.bytes_per_token * static_cast<double>(work.gpu_tokens(j)) + c.sharded_bytes[m];
   step_at(g, first_step).alloc_bytes += bytes;
   step_at(g, step_count(g) - 1).free_bytes += bytes;
-  if (c.stage > 0 && gradient_crosses(s, c.stage - 1)) transfer(Step::Type::Send, false, c.stage - 1);
+  if (v > 0 && gradient_crosses(s, v - 1)) transfer(Step::Type::Send, false, v - 1);
 }
 
 }  // namespace lcsim::program::detail

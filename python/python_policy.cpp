@@ -34,6 +34,7 @@ class PlanningView {
   int cp() const { return context_.layout.cp; }
   int tp() const { return context_.layout.tp; }
   int pp() const { return context_.layout.pp; }
+  int virtual_pp() const { return context_.layout.virtual_pp; }
   std::uint64_t seed() const { return context_.seed; }
   std::string recompute() const { return std::string(to_string(context_.training.recompute)); }
   int layers() const { return cost().model().layers; }
@@ -190,6 +191,8 @@ void bind_policy_types(py::module_& m) {
       .def_property_readonly("cp", &PlanningView::cp, "Context-parallel GPUs of a replica.")
       .def_property_readonly("tp", &PlanningView::tp)
       .def_property_readonly("pp", &PlanningView::pp)
+      .def_property_readonly("virtual_pp", &PlanningView::virtual_pp,
+                             "Model chunks per pipeline stage (interleaved 1F1B); 1 runs plain 1F1B.")
       .def_property_readonly("seed", &PlanningView::seed, "The scenario's seed, for a policy that draws.")
       .def_property_readonly("recompute", &PlanningView::recompute, "\"none\", \"selective\" or \"full\".")
       .def_property_readonly("layers", &PlanningView::layers)

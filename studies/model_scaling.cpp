@@ -16,6 +16,10 @@ void scale_model_layers(LoadedScenario& loaded, int layers) {
   if (layers % s.layout.pp != 0)
     throw InputError("--layers: " + std::to_string(layers) + " layers cannot be split over " + s.file +
                      "'s parallel.pp = " + std::to_string(s.layout.pp) + " pipeline stages");
+  if (layers % (s.layout.pp * s.layout.virtual_pp) != 0)
+    throw InputError("--layers: " + std::to_string(layers) + " layers cannot be split into " + s.file +
+                     "'s parallel.pp x parallel.virtual_pp = " + std::to_string(s.layout.pp) + " x " +
+                     std::to_string(s.layout.virtual_pp) + " model chunks");
   // The frozen layers are counted from the first: fewer layers cannot keep the count, nor a trained layer.
   const Finetuning& f = s.training.finetuning;
   if (f.frozen() &&

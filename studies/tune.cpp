@@ -85,7 +85,10 @@ std::vector<ParallelLayout> tune_layouts(const Scenario& scenario, const TuneSpe
       for (int pp : pps) {
         const int per_replica = cp * tp * pp;
         if (gpus % per_replica != 0 || domain % tp != 0 || scenario.model.layers % pp != 0) continue;
-        out.push_back({gpus / per_replica, cp, tp, pp});
+        // The scenario's interleaving stays where its chunks still divide the candidate's stages.
+        const int v = scenario.layout.virtual_pp;
+        const bool interleaves = v > 1 && pp >= 2 && scenario.model.layers % (pp * v) == 0;
+        out.push_back({gpus / per_replica, cp, tp, pp, interleaves ? v : 1});
       }
   return out;
 }
@@ -153,6 +156,10 @@ Json candidate_document(const Json& document, const Scenario& scenario, std::siz
   if (!parallel.is_object()) parallel = Json::object();
   parallel["dp"] = c.layout.dp, parallel["cp"] = c.layout.cp, parallel["tp"] = c.layout.tp,
   parallel["pp"] = c.layout.pp;
+  if (c.layout.virtual_pp > 1)
+    parallel["virtual_pp"] = c.layout.virtual_pp;
+  else
+    parallel.erase("virtual_pp");
   Json tuned = document.at("policies").at(pi);
   tuned.erase("parallel");  // the candidate's layout is the scenario's "parallel" above
   Json options = tuned.value("options", Json::object());
@@ -396,8 +403,10 @@ Json tuned_scenario(const Json& document, const Scenario& scenario, const TuneSp
     const bool own_layout = policy_descriptor(*at).plans_under_layout &&
                             (c.layout.dp != scenario.layout.dp || c.layout.cp != scenario.layout.cp ||
                              c.layout.tp != scenario.layout.tp || c.layout.pp != scenario.layout.pp);
-    if (own_layout)
+    if (own_layout) {
       entry["parallel"] = {{"dp", c.layout.dp}, {"cp", c.layout.cp}, {"tp", c.layout.tp}, {"pp", c.layout.pp}};
+      if (c.layout.virtual_pp > 1) entry["parallel"]["virtual_pp"] = c.layout.virtual_pp;
+    }
     doc["policies"][static_cast<std::size_t>(at - scenario.policies.begin())] = entry;
     for (const auto& [path, value] : c.settings) {
       if (path.rfind(kTuneOptionsPrefix, 0) == 0) continue;  // in the entry already
@@ -451,6 +460,7 @@ nlohmann::ordered_json tune_to_json(const Scenario& scenario, const std::string&
     item["index"] = c.index;
     item["policy"] = c.policy;
     item["layout"] = {{"dp", c.layout.dp}, {"cp", c.layout.cp}, {"tp", c.layout.tp}, {"pp", c.layout.pp}};
+    if (c.layout.virtual_pp > 1) item["layout"]["virtual_pp"] = c.layout.virtual_pp;
     OJson settings = OJson::object();
     for (const auto& [path, value] : c.settings) settings[path] = value;
     item["settings"] = settings;

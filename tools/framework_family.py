@@ -65,11 +65,12 @@ def titan(where, rid, claim, tps, precision, model, gpus, dp, seq, lbs, recomput
 
 
 def nemo(source, where, rid, claim, tps, model, gpus, gbs, seq, tp, pp, cp, recompute="selective", finetuning=None,
-         fits=None):
+         fits=None, vp=1):
+    """vp: the table's VP column, Megatron's virtual pipeline size (interleaved 1F1B)."""
     dp = gpus // (tp * pp * cp)
     return row(source, where, rid, claim, tps, "fp8", stack="megatron", cluster=DGX_H100, model=model, gpus=gpus,
                dp=dp, tp=tp, pp=pp, cp=cp, seq=seq, per_micro_batch=1, sequences=gbs, zero=1, recompute=recompute,
-               finetuning=finetuning, fits=fits)
+               finetuning=finetuning, fits=fits, vp=vp)
 
 
 LORA = {"method": "lora", "rank": 32, "alpha": 32}
@@ -109,7 +110,7 @@ ROWS = [
     row(TORCHTITAN, "Tables 5 and 6", "torchtitan-t5-t6-405b", "Llama 3.1 405B, 512 GPUs, TP 8 x PP 8: 1F1B 100, "
         "interleaved 128 (Table 5); CP 1-8 at 32K-256K: 76, 47, 31, 16 (Table 6) TPS/GPU", "6 values", "fp8",
         not_expressible="126 layers over 8 pipeline stages: lcsim's stages hold equal layer counts (torchtitan "
-        "splits them unevenly); interleaved 1F1B is not modelled either (issue #51)"),
+        "splits them unevenly), and equal model chunks for its interleaved 1F1B (parallel.virtual_pp)"),
     # torchtitan async TP (June 2025): the vanilla-TP column; async TP and rowwise Float8 listed.
     titan("70B table, None (bfloat16), vanilla TP", "torchtitan-async-70b-bf16-vanilla-tp",
           "Llama 3 70B, 256 GPUs, FSDP 32 x TP 8, BF16, vanilla TP: 597.3 TPS/GPU", 597.3, "bf16", "LLaMA3.1-70B", 256,
@@ -161,9 +162,13 @@ ROWS = [
     row(NEMO_SUMMARY, "Pretraining, GPT3 and Nemotron rows", "nemo-2407-gpt3-nemotron", "GPT3-5B/20B/175B and "
         "Nemotron-8B/22B/340B pretraining", "7 rows", "fp8", not_expressible="GPT-3 and Nemotron use non-gated MLPs "
         "(GeLU, squared ReLU); lcsim's model is a gated (SwiGLU) MLP"),
-    row(NEMO_SUMMARY, "Pretraining, LLAMA2-13B, LLAMA2-70B, LLAMA3-70B", "nemo-2407-interleaved-llama",
-        "LLAMA2-13B (VP 10) 8,715, LLAMA2-70B (VP 20) 1,728, LLAMA3-70B (VP 5) 1,524 tokens/s/GPU", "3 rows", "fp8",
-        not_expressible="interleaved 1F1B (virtual pipeline stages) is not modelled (issue #51)"),
+    # The rows with VP > 1 run interleaved 1F1B (parallel.virtual_pp): one or four layers a model chunk.
+    nemo(NEMO_SUMMARY, "Pretraining, LLAMA2-13B", "nemo-2407-pretrain-llama2-13b", "LLAMA2-13B pretraining, 16 GPUs, "
+         "GBS 128, 4K, TP 1 PP 4 CP 1 VP 10: 8,715 tokens/s/GPU", 8715, "LLaMA2-13B", 16, 128, 4096, 1, 4, 1, vp=10),
+    nemo(NEMO_SUMMARY, "Pretraining, LLAMA2-70B", "nemo-2407-pretrain-llama2-70b", "LLAMA2-70B pretraining, 64 GPUs, "
+         "GBS 128, 4K, TP 4 PP 4 CP 1 VP 20: 1,728 tokens/s/GPU", 1728, LLAMA2_70B, 64, 128, 4096, 4, 4, 1, vp=20),
+    nemo(NEMO_SUMMARY, "Pretraining, LLAMA3-70B", "nemo-2407-pretrain-llama3-70b", "LLAMA3-70B pretraining, 64 GPUs, "
+         "GBS 128, 8K, TP 4 PP 4 CP 2 VP 5: 1,524 tokens/s/GPU", 1524, "LLaMA3.1-70B", 64, 128, 8192, 4, 4, 2, vp=5),
     # NeMo long-sequence table, LLAMA2-7B FP8 on DGX-H100, the "with CP" configurations: tokens per global batch fixed
     # at 4M, GPUs grow with the context.
     *[nemo(NEMO_LONG, f"LLAMA2-7B (FP8) - H100, {k}K with CP", f"nemo-long-llama2-7b-{k}k",
@@ -240,6 +245,8 @@ def scenario(r):
                      **({"tp_overlap": s["tp_overlap"]} if s.get("tp_overlap", "none") != "none" else {})},
         "policies": [{"kind": "plain-4d", "label": "run"}],
     }
+    if s.get("vp", 1) > 1:
+        doc["parallel"]["virtual_pp"] = s["vp"]
     path = OUT / f"{r['id']}.json"
     path.write_text(json.dumps(doc, indent=2) + "\n")
     return f"../framework/{r['id']}.json"

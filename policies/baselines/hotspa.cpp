@@ -18,6 +18,7 @@ ParallelScheme halved(ParallelScheme s, int layers) {
     s.tp /= 2;
   } else if (s.pp % 2 == 0 && layers % (s.pp / 2) == 0) {
     s.pp /= 2;
+    if (s.pp < 2) s.virtual_pp = 1;  // a lone stage has nothing to interleave; halving pp keeps chunks dividing
   }
   return s;
 }
@@ -26,6 +27,7 @@ std::string describe(const ParallelScheme& s, int gpus) {
   std::string text = "DP" + std::to_string(gpus / s.gpus());
   if (s.tp > 1) text += "TP" + std::to_string(s.tp);
   if (s.pp > 1) text += "PP" + std::to_string(s.pp);
+  if (s.virtual_pp > 1) text += "VPP" + std::to_string(s.virtual_pp);
   if (s.cp > 1) text += "SP" + std::to_string(s.cp);
   return text;
 }

@@ -15,6 +15,7 @@ std::string scheme_label(const ParallelScheme& s, int replicas) {
   std::string label = "DP" + std::to_string(replicas);
   if (s.tp > 1) label += "TP" + std::to_string(s.tp);
   if (s.pp > 1) label += "PP" + std::to_string(s.pp);
+  if (s.virtual_pp > 1) label += "VPP" + std::to_string(s.virtual_pp);
   if (s.cp > 1) label += "SP" + std::to_string(s.cp);
   return label;
 }
@@ -84,6 +85,11 @@ std::vector<IterationPlan> MegatronPolicy::plan(const PlanningContext& context, 
   scheme.tp = options_.tp.value_or(context.layout.tp);
   scheme.pp = options_.pp.value_or(context.layout.pp);
   scheme.cp = 1;
+  scheme.virtual_pp = context.layout.virtual_pp;
+  if (scheme.virtual_pp > 1 && (scheme.pp < 2 || context.cost->model().layers % (scheme.pp * scheme.virtual_pp) != 0))
+    throw InputError(options_.where + ".pp: " + std::to_string(scheme.pp) + " stages of parallel.virtual_pp " +
+                     std::to_string(scheme.virtual_pp) + " model chunks each do not split the " +
+                     std::to_string(context.cost->model().layers) + " layers evenly (interleaving needs pp >= 2)");
   scheme.recompute = options_.recompute.value_or(context.training.recompute);
   return plan_static_packing(context, batches, scheme, options_);
 }

@@ -13,6 +13,7 @@ ParallelScheme layout_scheme(const PlanningContext& context) {
   scheme.tp = context.layout.tp;
   scheme.pp = context.layout.pp;
   scheme.cp = context.layout.cp;
+  scheme.virtual_pp = context.layout.virtual_pp;
   scheme.recompute = context.training.recompute;
   return scheme;
 }

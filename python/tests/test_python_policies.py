@@ -174,10 +174,10 @@ def test_the_context_prices_as_the_cost_model():
 
     class Looks(lcsim.Policy):
         def plan(self, context, batches):
-            seen.update(dp=context.dp, cp=context.cp, model=context.model, layers=context.layers,
-                        short=context.sequence_seconds(1024), long=context.sequence_seconds(65536),
-                        spread=context.sequence_seconds(65536, cp=1), capacity=context.capacity_bytes(),
-                        per_token=context.activation_bytes_per_token())
+            seen.update(dp=context.dp, cp=context.cp, vpp=context.virtual_pp, model=context.model,
+                        layers=context.layers, short=context.sequence_seconds(1024),
+                        long=context.sequence_seconds(65536), spread=context.sequence_seconds(65536, cp=1),
+                        capacity=context.capacity_bytes(), per_token=context.activation_bytes_per_token())
             return LongestFirst().plan(context, batches)
 
     lcsim.register_policy("looks", Looks)
@@ -185,6 +185,7 @@ def test_the_context_prices_as_the_cost_model():
     scenario = example_document([])
     assert seen["dp"] * seen["cp"] == scenario["cluster"]["nodes"] * scenario["cluster"]["gpus_per_node"]
     assert seen["model"] == scenario["model"] and seen["layers"] > 0
+    assert seen["vpp"] == 1  # no interleaving unless parallel.virtual_pp says so
     assert 0 < seen["short"] < seen["long"]
     assert seen["spread"] > seen["long"]  # one GPU does what cp GPUs share
     assert seen["capacity"] > 1e9 and seen["per_token"] > 0
