@@ -57,6 +57,11 @@ constexpr double kIbWireLatencyUs = 5;
 // 989 TFLOP/s = 0.81 on the lent H100; model-shaped GEMMs are narrower).
 constexpr std::array<double, 7> kGemmTokens = {128, 256, 512, 1024, 2048, 4096, 8192};
 constexpr std::array<double, 7> kGemmEfficiency = {0.20, 0.30, 0.42, 0.55, 0.65, 0.72, 0.75};
+// Beyond 8K tokens on the GH100 parts (H100 SXM, H200: one die, one 700 W limit): lcsim's layer GEMMs at 16K and 32K
+// tokens ran at 0.90 and 0.91 of their 8K rate in both H200 calibrations (h200-llama3.1-8b.json, h200-qwen2.5-7b.json;
+// docs/model.md, "GEMMs beyond 8K tokens"). The Ampere parts keep 0.75: nothing measured them there.
+constexpr std::array<double, 2> kHopperLongTokens = {16384, 32768};
+constexpr std::array<double, 2> kHopperLongShareOf8K = {0.90, 0.91};
 // Causal attention forward efficiency vs sequence length: ~0.15 at 256 to 0.55 at >= 16K (between FlashAttention-2,
 // up to ~335 TFLOP/s on H100, and FlashAttention-3, up to ~740 TFLOP/s forward).
 constexpr std::array<double, 7> kAttentionTokens = {256, 512, 1024, 2048, 4096, 8192, 16384};
@@ -194,6 +199,11 @@ Profile derive_default_profile(const GpuKind& gpu) {
   auto& c = p.compute;
   c.peak_tflops = gpu.peak_bf16_tflops;
   c.gemm_efficiency = curve(kGemmTokens, kGemmEfficiency);
+  if (gpu.name == "H100-SXM" || gpu.name == "H200")
+    for (std::size_t i = 0; i < kHopperLongTokens.size(); ++i) {
+      c.gemm_efficiency.x.push_back(kHopperLongTokens[i]);
+      c.gemm_efficiency.y.push_back(kGemmEfficiency.back() * kHopperLongShareOf8K[i]);
+    }
   c.attention_efficiency = curve(kAttentionTokens, kAttentionEfficiency);
   c.attention_backward_ratio = kAttentionBackwardRatio;
   c.layer_overhead_us = kLayerOverheadUs;
