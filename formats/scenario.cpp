@@ -441,9 +441,9 @@ Scenario scenario_from_json(const nlohmann::json& document, const std::string& f
   if (root.required<std::string>("profile").empty()) root.fail("profile", "is empty; give the path of a profile file");
   s.dataset = parse_dataset(root.object("dataset"), file);
   s.training = parse_training(root.object("training"), s.model);
-  s.layout = parse_layout(root.has("parallel") ? root.object("parallel")
-                                              : JsonObjectReader(nlohmann::json::object(), file, "parallel"),
-                          s.model, s.cluster, &s);
+  s.layout = parse_layout(
+      root.has("parallel") ? root.object("parallel") : JsonObjectReader(nlohmann::json::object(), file, "parallel"),
+      s.model, s.cluster, &s);
   s.policies = parse_policies(root, file, s.model, s.cluster);
   s.baseline = root.optional<std::string>("baseline", s.policies.front().label);
   if (!has_label(s.policies, s.baseline))

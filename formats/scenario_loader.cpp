@@ -294,8 +294,8 @@ LoadedScenario load_and_prepare(const nlohmann::json& document, const std::strin
     if (const std::string refusal = layout_refusal(spec, *spec.layout); !refusal.empty())
       throw InputError(where + refusal);
   }
-  loaded.profile = with_attention(load_scenario_profile(s, document), s.training.attention,
-                                  file + ": training.attention");
+  loaded.profile =
+      with_attention(load_scenario_profile(s, document), s.training.attention, file + ": training.attention");
   if (loaded.profile.gpu != s.cluster.gpu.name)
     throw InputError(s.profile_path + ": profile is for GPU \"" + loaded.profile.gpu + "\", but " + file +
                      ": cluster.gpu is \"" + s.cluster.gpu.name + "\"");

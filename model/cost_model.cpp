@@ -519,9 +519,10 @@ double CostModel::tp_hidden_seconds(Tokens tokens, int tp, LayerSpan layers, dou
   const double h = model_.hidden;
   const double q = model_.q_hidden();
   const double f = model_.ffn;
-  const double gemm_s = static_cast<double>(tokens) * gemm_flops_per_token() / tp /
-                        (profile_.compute.peak_tflops * 1e12 * profile_.compute.gemm_efficiency.at(static_cast<double>(tokens))) /
-                        gemm_speedup();
+  const double gemm_s =
+      static_cast<double>(tokens) * gemm_flops_per_token() / tp /
+      (profile_.compute.peak_tflops * 1e12 * profile_.compute.gemm_efficiency.at(static_cast<double>(tokens))) /
+      gemm_speedup();
   // The GEMMs' shares of a layer's forward FLOPs: QKV, output, gate + up, down (gemm_flops_per_token).
   const double total = h * (q + 2 * model_.kv_hidden()) + q * h + 3 * h * f;
   const double shares[] = {h * (q + 2 * model_.kv_hidden()) / total, q * h / total, 2 * h * f / total, h * f / total};

@@ -136,7 +136,6 @@ struct ComputeProfile {
   std::map<std::string, AttentionImplementation> attention_implementations;
 };
 
-
 /// bytes = per_hidden*hidden + per_kv_hidden*kv_hidden + per_ffn*ffn (per token, per layer)
 struct ActivationCoefficients {
   double per_hidden = 0;

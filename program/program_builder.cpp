@@ -154,13 +154,13 @@ void Builder::add_block_compute(int gpu, bool overlap, BlockWork local, BlockWor
       }
       push(gpu, s);
     } else if (local.seconds > 0) {
-      push_compute(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeLocal : kind, local.seconds, r, m,
-                                local.work),
+      push_compute(gpu,
+                   compute(kind == WorkKind::Compute ? WorkKind::ComputeLocal : kind, local.seconds, r, m, local.work),
                    tp_hidden);
     }
     if (dist.seconds > 0)
-      push_compute(gpu, compute(kind == WorkKind::Compute ? WorkKind::ComputeDist : kind, dist.seconds, r, m,
-                                dist.work),
+      push_compute(gpu,
+                   compute(kind == WorkKind::Compute ? WorkKind::ComputeDist : kind, dist.seconds, r, m, dist.work),
                    tp_hidden);
   } else {
     if (all.seconds > 0) push_compute(gpu, compute(kind, all.seconds, r, m, all.work), tp_hidden);

@@ -5,11 +5,11 @@
 #include <set>
 #include <stdexcept>
 
+#include "base/errors.hpp"
+#include "model/validator.hpp"
 #include "policies/baselines/deepspeed.hpp"
 #include "policies/baselines/packing.hpp"
 #include "policies/baselines/sorted.hpp"
-#include "base/errors.hpp"
-#include "model/validator.hpp"
 #include "tests/policy_test_fixtures.hpp"
 
 namespace lcsim::baselines {

@@ -137,9 +137,9 @@ TEST(CostModelTime, EagerElementwiseKernelsMoveEachOpsTensorsThroughHbm) {
   mha.kv_heads = mha.heads;
   const CostModel eager_mha(mha, cluster, flat_profile(), CostModelOptions{.elementwise = Elementwise::Eager});
   const CostModel fused_mha(mha, cluster, flat_profile());
-  EXPECT_DOUBLE_EQ(eager_mha.layer_elementwise_bytes_per_token().forward -
-                       fused_mha.layer_elementwise_bytes_per_token().forward,
-                   64 * 64 + 20 * 64 + 16 * 64 + 4 * 128);
+  EXPECT_DOUBLE_EQ(
+      eager_mha.layer_elementwise_bytes_per_token().forward - fused_mha.layer_elementwise_bytes_per_token().forward,
+      64 * 64 + 20 * 64 + 16 * 64 + 4 * 128);
   // 100 tokens at 1e6 B/s: 0.6784 s more forward, 0.96 s more backward; GEMMs and attention unchanged.
   const std::vector<SequenceShare> one{{100, 1}};
   EXPECT_NEAR(eager.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full) -

@@ -130,8 +130,7 @@ TEST(ScenarioParse, PrecisionAndAPartsOwnMemoryAndBandwidth) {
   doc["training"]["elementwise"] = "eager";
   EXPECT_EQ(scenario_from_json(doc, kFile).training.elementwise, Elementwise::Eager);
   doc["training"]["elementwise"] = "compiled";
-  EXPECT_NE(error_of(doc).find(kFile + ": training.elementwise: expected \"fused\" or \"eager\""),
-            std::string::npos);
+  EXPECT_NE(error_of(doc).find(kFile + ": training.elementwise: expected \"fused\" or \"eager\""), std::string::npos);
   doc = minimal();
   doc["cluster"]["gpu_memory_GiB"] = 96;
   doc["cluster"]["hbm_TBps"] = 2.4;

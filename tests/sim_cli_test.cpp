@@ -212,8 +212,8 @@ TEST_F(SimCliTest, TrainingAttentionPricesTheChosenKernelAndRefusesOneTheProfile
     const std::filesystem::path file = dir_ / (kernel + ".json");
     const std::filesystem::path json = dir_ / (kernel + ".results.json");
     std::ofstream(file) << doc.dump(2);
-    const CliRun run = run_lcsim("plan '" + file.string() + "' --samples 1 --policy deepspeed --quiet --json '" +
-                                 json.string() + "'");
+    const CliRun run =
+        run_lcsim("plan '" + file.string() + "' --samples 1 --policy deepspeed --quiet --json '" + json.string() + "'");
     EXPECT_EQ(run.exit_code, 0) << run.output;
     const nlohmann::json results = nlohmann::json::parse(file_bytes(json));
     EXPECT_NE(results["profile"]["label"].get<std::string>().find(kernel + " attention"), std::string::npos);
@@ -226,8 +226,7 @@ TEST_F(SimCliTest, TrainingAttentionPricesTheChosenKernelAndRefusesOneTheProfile
   std::ofstream(bad) << doc.dump(2);
   const CliRun run = run_lcsim("plan '" + bad.string() + "' --samples 1");
   EXPECT_EQ(run.exit_code, 2) << run.output;
-  EXPECT_NE(run.output.find("fa4.json: training.attention: the profile prices no \"fa4\" attention"),
-            std::string::npos)
+  EXPECT_NE(run.output.find("fa4.json: training.attention: the profile prices no \"fa4\" attention"), std::string::npos)
       << run.output;
 }
 
