@@ -230,12 +230,17 @@ LayerMix CostModel::layer_mix(const ParallelScheme& scheme, LayerSpan stage, Lay
   return mix;
 }
 
+double CostModel::gemm_bf16_seconds(double tokens, int tp) const {
+  const auto& c = profile_.compute;
+  return tokens * gemm_flops_per_token() / tp / (c.peak_tflops * 1e12 * c.gemm_efficiency.at(tokens));
+}
+
 CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work, int tp) const {
   const double tokens = local_tokens(work);
   const auto& c = profile_.compute;
   const double peak = c.peak_tflops * 1e12;
   LayerParts parts;
-  parts.gemm_bf16 = tokens * gemm_flops_per_token() / tp / (peak * c.gemm_efficiency.at(tokens));
+  parts.gemm_bf16 = gemm_bf16_seconds(tokens, tp);
   parts.gemm = parts.gemm_bf16 / gemm_speedup();
   parts.adapters = lora_forward_seconds(tokens, tp);
   const ElementwiseBytes bytes = layer_elementwise_bytes_per_token();
@@ -519,10 +524,7 @@ double CostModel::tp_hidden_seconds(Tokens tokens, int tp, LayerSpan layers, dou
   const double h = model_.hidden;
   const double q = model_.q_hidden();
   const double f = model_.ffn;
-  const double gemm_s =
-      static_cast<double>(tokens) * gemm_flops_per_token() / tp /
-      (profile_.compute.peak_tflops * 1e12 * profile_.compute.gemm_efficiency.at(static_cast<double>(tokens))) /
-      gemm_speedup();
+  const double gemm_s = gemm_bf16_seconds(static_cast<double>(tokens), tp) / gemm_speedup();
   // The GEMMs' shares of a layer's forward FLOPs: QKV, output, gate + up, down (gemm_flops_per_token).
   const double total = h * (q + 2 * model_.kv_hidden()) + q * h + 3 * h * f;
   const double shares[] = {h * (q + 2 * model_.kv_hidden()) / total, q * h / total, 2 * h * f / total, h * f / total};

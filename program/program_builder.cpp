@@ -109,6 +109,9 @@ int Builder::add_calls(std::vector<int> gpus, const std::vector<CollectiveCall>&
 Builder::TpCollectives Builder::add_tp_collectives(std::vector<int> gpus, Tokens tokens, int tp, LayerSpan span,
                                                    bool half) {
   const std::vector<CollectiveCall> calls = cost_.tp_comm_calls(tokens, tp, span);
+  // Timing the group is a topology walk per block and micro-batch: only async TP needs it twice.
+  if (cost_.options().tp_overlap != TpOverlap::Async)
+    return {add_calls(std::move(gpus), calls, WorkKind::TpCollective, half), -1};
   const double whole = cost_.collective_time(calls, gpus).seconds();
   const double hidden = cost_.tp_hidden_seconds(tokens, tp, span, whole);
   if (hidden <= 0) return {add_calls(std::move(gpus), calls, WorkKind::TpCollective, half), -1};
