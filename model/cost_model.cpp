@@ -691,15 +691,23 @@ std::vector<CollectiveCall> CostModel::gradient_sync_calls(const ParallelScheme&
   if (shard_degree == 1) return {};
   const double trained = trained_parameters_per_gpu(scheme, stage);
   if (trained <= 0) return {};  // a stage that trains nothing has no gradients to sync
-  const double bytes = trained * kBf16Bytes;
-  if (options_.zero_stage == 0) return {{CollectiveOp::AllReduce, shard_degree, bytes, 1.0}};
+  // Gradients reduce in their main-gradient precision (fp32 under Megatron's and torchtitan's defaults); the
+  // updated parameters come back in bf16.
+  const double gradients = trained * profile_.memory.gradient_reduce_bytes;
+  if (options_.zero_stage == 0) return {{CollectiveOp::AllReduce, shard_degree, gradients, 1.0}};
   // ZeRO 1-3: gradients reduce-scattered onto their optimizer shard, updated bf16 parameters all-gathered back.
-  return {{CollectiveOp::ReduceScatter, shard_degree, bytes, 1.0}, {CollectiveOp::AllGather, shard_degree, bytes, 1.0}};
+  return {{CollectiveOp::ReduceScatter, shard_degree, gradients, 1.0},
+          {CollectiveOp::AllGather, shard_degree, trained * kBf16Bytes, 1.0}};
 }
 
 double CostModel::gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link, int stage,
                                         GroupPlacement placement) const {
   return collective_time(gradient_sync_calls(scheme, shard_degree, stage), link, placement).seconds();
+}
+
+double CostModel::gradient_sync_hidden_seconds(double sync_seconds, int layers, double beside_seconds) {
+  if (layers < 1) throw std::invalid_argument("gradient_sync_hidden_seconds: layers must be at least 1");
+  return std::max(0.0, std::min(sync_seconds * (1.0 - 1.0 / layers), beside_seconds));
 }
 
 double CostModel::optimizer_seconds(const ParallelScheme& scheme, int shard_degree, int stage) const {

@@ -168,6 +168,9 @@ struct CostModelOptions {
   Precision precision = Precision::Bf16;
   Elementwise elementwise = Elementwise::Fused;
   TpOverlap tp_overlap = TpOverlap::None;
+  /// training.overlap_gradient_sync: the gradient sync's reduce runs bucket by bucket beside the last micro-batch's
+  /// backward and the parameters' all-gather beside the first one's forward (gradient_sync_hidden_seconds).
+  bool overlap_gradient_sync = false;
 };
 
 class CostModel {
@@ -234,6 +237,11 @@ class CostModel {
   /// `placement`: where the shards sit when the caller cannot know (GroupPlacement::Scattered: one GPU per domain).
   double gradient_sync_seconds(const ParallelScheme& scheme, int shard_degree, LinkClass link, int stage,
                                GroupPlacement placement = GroupPlacement::Aligned) const;
+  /// Of a gradient-sync collective of `sync_seconds` over `layers` layers' gradients (or parameters), what can run
+  /// beside `beside_seconds` of compute when it is issued bucket by bucket as the layers finish: all but the last
+  /// layer's share, and no more than the compute. Megatron's overlap_grad_reduce / overlap_param_gather, FSDP2's
+  /// per-layer reduce-scatters and prefetched all-gathers, DeepSpeed's overlap_comm.
+  static double gradient_sync_hidden_seconds(double sync_seconds, int layers, double beside_seconds);
   double optimizer_seconds(const ParallelScheme& scheme, int shard_degree, int stage) const;
   /// Re-sharding a GPU's parameters into `scheme` at a parallel-strategy switch (HotSPa).
   double switch_seconds(const ParallelScheme& scheme) const;

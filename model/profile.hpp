@@ -54,6 +54,7 @@ inline constexpr PhysicalRange kSmCountRange{1, 1e5};       ///< attention_block
 inline constexpr PhysicalRange kBlocksPerSmRange{1, 64};    ///< attention_blocks.*_blocks_per_sm
 inline constexpr PhysicalRange kBytesPerUnitRange{0, 1e9};  ///< activation, logits and static bytes
 inline constexpr PhysicalRange kReserveGiBRange{0, 1e6};
+inline constexpr PhysicalRange kGradientBytesRange{1, 8};  ///< a gradient element: fp8 to fp64
 inline constexpr PhysicalRange kCurveTokensRange{1e-3, 1e15};  ///< a curve's x (tokens, sequence tokens)
 inline constexpr PhysicalRange kSegmentBytesRange{1, 1e18};    ///< a collective segment's max_bytes
 
@@ -164,6 +165,9 @@ struct MemoryProfile {
   /// divided across the sharding group.
   std::array<double, 4> replicated_bytes_per_param{};
   std::array<double, 4> sharded_bytes_per_param{};
+  /// Bytes of one main-gradient element as the gradient sync reduces it: 2 (bf16) or 4 (fp32: Megatron's main
+  /// gradients under BF16, torchtitan's reduce_dtype). The static bytes above hold the same gradients; the two agree.
+  double gradient_reduce_bytes = 2;
   double reserve_bytes = 0;  ///< CUDA context, NCCL buffers, allocator fragmentation
   std::optional<double> fit_mape;
 };

@@ -275,6 +275,8 @@ MemoryProfile read_memory(JsonObjectReader r) {
   m.replicated_bytes_per_param = read_per_stage(statics, "replicated");
   m.sharded_bytes_per_param = read_per_stage(statics, "sharded");
   statics.finish();
+  if (r.has("gradient_reduce_bytes_per_param"))
+    m.gradient_reduce_bytes = bounded(r, "gradient_reduce_bytes_per_param", kGradientBytesRange, true);
   m.reserve_bytes = bounded(r, "reserve_GiB", kReserveGiBRange) * kBytesPerGiB;
   m.fit_mape = read_mape(r, "fit_mape");
   r.finish();
@@ -397,6 +399,8 @@ Json to_json(const Profile& profile) {
   statics["replicated"] = m.replicated_bytes_per_param;
   statics["sharded"] = m.sharded_bytes_per_param;
   memory["static_bytes_per_param"] = statics;
+  if (m.gradient_reduce_bytes != MemoryProfile{}.gradient_reduce_bytes)
+    memory["gradient_reduce_bytes_per_param"] = m.gradient_reduce_bytes;
   memory["reserve_GiB"] = m.reserve_bytes / kBytesPerGiB;
   memory["fit_mape"] = mape_json<Json>(m.fit_mape);
   j["memory"] = memory;

@@ -408,6 +408,36 @@ TEST(CostModelMemory, ActivationBytesPerToken) {
   EXPECT_DOUBLE_EQ(cost.activation_bytes_per_token(scheme, 2, false), 2 * 128 + (1920 - 128));
 }
 
+// fp32 main gradients (Megatron under BF16, torchtitan's reduce_dtype) reduce 4 bytes a parameter; the updated
+// parameters still come back in bf16.
+TEST(CostModelIteration, GradientsReduceInTheirMainGradientPrecision) {
+  Profile profile = flat_profile();
+  profile.memory.gradient_reduce_bytes = 4;
+  const ParallelScheme scheme;
+  const auto zero = [&](int stage) {
+    return CostModel(tiny_model(), tiny_cluster(), profile, CostModelOptions{.zero_stage = stage});
+  };
+  const double params = zero(1).trained_parameters_per_gpu(scheme, 0);
+  const auto sync = zero(1).gradient_sync_calls(scheme, 4, 0);
+  ASSERT_EQ(sync.size(), 2u);
+  EXPECT_EQ(sync[0].op, CollectiveOp::ReduceScatter);
+  EXPECT_DOUBLE_EQ(sync[0].bytes, 4 * params);
+  EXPECT_EQ(sync[1].op, CollectiveOp::AllGather);
+  EXPECT_DOUBLE_EQ(sync[1].bytes, 2 * params);
+  const auto all_reduce = zero(0).gradient_sync_calls(scheme, 4, 0);
+  ASSERT_EQ(all_reduce.size(), 1u);
+  EXPECT_DOUBLE_EQ(all_reduce[0].bytes, 4 * params);
+  // ZeRO-1 at 1 GB/s, bus factor 0.75, 1 us each: the fp32 reduce-scatter takes twice the bf16 all-gather's transfer.
+  EXPECT_NEAR(zero(1).gradient_sync_seconds(scheme, 4, LinkClass::NvLink, 0),
+              (1e-6 + 4 * params * 0.75 / 1e9) + (1e-6 + 2 * params * 0.75 / 1e9), 1e-15);
+}
+
+TEST(CostModelIteration, OverlappedGradientSyncHidesAllButTheLastLayerAndNoMoreThanItsCompute) {
+  EXPECT_DOUBLE_EQ(CostModel::gradient_sync_hidden_seconds(10, 4, 100), 7.5);  // the last layer's bucket stays
+  EXPECT_DOUBLE_EQ(CostModel::gradient_sync_hidden_seconds(10, 4, 3), 3);      // a short backward caps it
+  EXPECT_DOUBLE_EQ(CostModel::gradient_sync_hidden_seconds(10, 1, 100), 0);    // one layer: nothing to overlap
+}
+
 TEST(CostModelMemory, CapacityIsMemoryLessReserve) {
   EXPECT_DOUBLE_EQ(tiny_cost().capacity_bytes(), 1e9 - 0.25 * 1024 * 1024 * 1024);
 }

@@ -224,6 +224,19 @@ TEST(ProfileJson, TheCpuFloorIsOptionalAndRoundTrips) {
   EXPECT_THROW(profile_from_json(doc, "p.json"), InputError);
 }
 
+TEST(ProfileJson, GradientReduceBytesAreOptionalBf16AndRoundTrip) {
+  EXPECT_EQ(profile_from_json(valid_document(), "p.json").memory.gradient_reduce_bytes, 2);
+  EXPECT_FALSE(profile_to_json(profile_from_json(valid_document(), "p.json"))["memory"].contains(
+      "gradient_reduce_bytes_per_param"));
+  nlohmann::json doc = valid_document();
+  doc["memory"]["gradient_reduce_bytes_per_param"] = 4;
+  const Profile p = profile_from_json(doc, "p.json");
+  EXPECT_DOUBLE_EQ(p.memory.gradient_reduce_bytes, 4);
+  EXPECT_EQ(profile_to_json(p), doc);
+  doc["memory"]["gradient_reduce_bytes_per_param"] = 0;
+  EXPECT_THROW(profile_from_json(doc, "p.json"), InputError);
+}
+
 /// Expects profile_from_json to reject `doc` with a message containing `needle` (a JSON path and/or reason).
 void expect_rejected(const nlohmann::json& doc, const std::string& needle) {
   try {

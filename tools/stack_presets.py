@@ -18,6 +18,13 @@ docs/published-measurements/framework-benchmarks.md, "FP8 GEMM rate"); nothing i
   layer with q = h (activation_bytes_per_token_per_layer.selective 8 h + 2 kv + 2 f), and it reruns the K, output
   and up projections: 0.37 of a forward pass's GEMM FLOPs over Llama 2 and 3 shapes (0.365 8B, 0.363 70B, 0.389 7B)
   (selective_recompute_gemm_share). Megatron's selective (the attention core only) is the default profile's.
+- Main gradients: Megatron-LM accumulates and reduces BF16 training's gradients in fp32 (arguments.py sets
+  accumulate_allreduce_grads_in_fp32 under --bf16), so its static bytes per parameter are Megatron's documented
+  18 (bf16 parameters 2, fp32 gradients 4, fp32 master + Adam moments 12) and, with the distributed optimizer
+  (lcsim's ZeRO stage 1), 6 + 12/d (docs/distrib_optimizer.md), and the gradient sync reduces 4 bytes a
+  parameter. torchtitan's FSDP2 reduces in fp32 too (training.mixed_precision_reduce = "float32", its default);
+  its sharded state is the default's 16 bytes (fp32 parameters as the master, fp32 gradients, two moments).
+  DeepSpeed ZeRO keeps the default's bf16 gradients.
 Every preset also lists the three kernels as compute.attention_implementations (fa2, fa3, cudnn: the same figures),
 for a scenario's training.attention to choose one.
 Run from the repository root: python3 tools/stack_presets.py
@@ -38,6 +45,10 @@ KERNEL_NAMES = {"cudnn": "cuDNN fused attention", "fa2": "FlashAttention-2", "fa
 BF16_GEMM_8192 = 797.51  # SOURCES.md G5
 FP8_GEMM_8192 = {"cublaslt": 1608.6, "scaled_mm": 1174.95}  # framework-benchmarks.md, "FP8 GEMM rate"
 
+# By ZeRO stage 0..3 (lcsim's stage 1 is Megatron's distributed optimizer): bf16 parameters 2, fp32 gradients 4,
+# fp32 master and Adam moments 12; stage 2 also shards the gradients, stage 3 everything.
+MEGATRON_STATIC = {"replicated": [18.0, 6.0, 2.0, 0.0], "sharded": [0.0, 12.0, 16.0, 18.0]}
+FP32_GRADIENT_BYTES = 4.0
 PRESETS = {
     "megatron": ("cudnn", "cublaslt", "Megatron-LM / NeMo with Transformer Engine: cuDNN fused attention"),
     "pytorch-fsdp": ("fa2", "scaled_mm", "PyTorch-native (FSDP2 + SDPA, e.g. torchtitan): FlashAttention-2 kernels, "
@@ -73,6 +84,10 @@ def preset(stack, kernel, fp8, what):
     compute.pop("attention_blocks", None)  # the default's tile model describes lcsim's own kernel
     if fp8:
         compute["fp8_gemm_speedup"] = round(FP8_GEMM_8192[fp8] / BF16_GEMM_8192, 4)
+    if stack == "megatron":
+        profile["memory"]["static_bytes_per_param"] = MEGATRON_STATIC
+    if stack in ("megatron", "pytorch-fsdp"):
+        profile["memory"]["gradient_reduce_bytes_per_param"] = FP32_GRADIENT_BYTES
     if stack == "pytorch-fsdp":
         profile["memory"]["activation_bytes_per_token_per_layer"]["selective"] = {
             "per_hidden": 8.0, "per_kv_hidden": 2.0, "per_ffn": 2.0}
@@ -80,8 +95,9 @@ def preset(stack, kernel, fp8, what):
     provenance = profile["provenance"]
     provenance["stack"] = stack
     provenance["notes"] = (
-        f"Stack preset: {what}. The default H100-SXM profile (its notes below) with the stack's attention kernel "
-        f"and FP8 path from published figures (tools/stack_presets.py names each). Uncalibrated. "
+        f"Stack preset: {what}. The default H100-SXM profile (its notes below) with the stack's attention kernel, "
+        f"FP8 path and main-gradient precision from published figures (tools/stack_presets.py names each). "
+        f"Uncalibrated. "
         + provenance["notes"])
     return profile
 
