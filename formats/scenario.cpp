@@ -267,6 +267,7 @@ TrainingConfig parse_training(JsonObjectReader r, const ModelConfig& model) {
   t.attention = r.optional<std::string>("attention", "");
   if (r.has("attention") && t.attention.empty())
     r.fail("attention", "is empty; name one of the profile's compute.attention_implementations, or leave it out");
+  t.overlap_gradient_sync = r.optional<bool>("overlap_gradient_sync", false);
   t.context_length = r.integer_in("context_length_tokens", 1, kMaxTokens);
   if (r.has("bucket_size_tokens")) t.bucket_size_tokens = r.integer_in("bucket_size_tokens", 1, kMaxTokens);
   if (r.has("finetuning")) t.finetuning = parse_finetuning(r.object("finetuning"), model);
@@ -479,7 +480,8 @@ CostModelOptions cost_model_options(const Scenario& s) {
                           .finetuning = s.training.finetuning,
                           .precision = s.training.precision,
                           .elementwise = s.training.elementwise,
-                          .tp_overlap = s.tp_overlap};
+                          .tp_overlap = s.tp_overlap,
+                          .overlap_gradient_sync = s.training.overlap_gradient_sync};
 }
 
 std::string describe_layout(const ParallelLayout& l) {

@@ -23,6 +23,7 @@ struct TrainingConfig {
   Precision precision = Precision::Bf16;     ///< the layer GEMMs' number format; the cost model prices it
   Elementwise elementwise = Elementwise::Fused;  ///< fused or eager element-wise kernels; the cost model prices it
   std::string attention;  ///< one of the profile's attention_implementations, or empty: the profile's own kernel
+  bool overlap_gradient_sync = false;  ///< the gradient sync beside the backward and forward (CostModelOptions)
 };
 
 /// The scenario's homogeneous layout (the baselines' static strategy): dp x pp x cp x tp GPUs.

@@ -16,8 +16,10 @@ IterationEstimate estimate_iteration(const IterationPlan& plan, const CostModel&
 namespace {
 
 /// One phase of replicas without pipeline stages: every collective of a micro-batch is among its replica's GPUs,
-/// so each micro-batch can be replayed as soon as it is built, and dropped.
-bool streamable(const IterationPlan& plan) {
+/// so each micro-batch can be replayed as soon as it is built, and dropped. Not when the gradient sync overlaps
+/// the compute: it sets its hidden parts on the steps of the first and last micro-batches after they are built.
+bool streamable(const IterationPlan& plan, const CostModel& cost) {
+  if (cost.options().overlap_gradient_sync) return false;
   return std::all_of(plan.replicas.begin(), plan.replicas.end(),
                      [&](const Replica& r) { return r.scheme.pp == 1 && r.phase == plan.replicas.front().phase; });
 }
@@ -32,7 +34,7 @@ IterationEstimate Estimator::estimate(const IterationPlan& plan) {
   // Streamed where it can be: the program then holds one micro-batch at a time instead of the iteration (537 MB of
   // steps for 300,000 sequences on 32 GPUs), and the replay reads it while it is in cache.
   std::optional<PartialReplay> partial;
-  if (streamable(plan)) {
+  if (streamable(plan, cost_)) {
     partial.emplace(static_cast<std::size_t>(cost_.cluster().world_size()), 0.0);
     options.after_flat_micro_batch = [&partial](IterationProgram& program, std::span<const int> gpus) {
       partial->run(program, gpus);

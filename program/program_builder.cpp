@@ -1,11 +1,16 @@
 // The builder's phases, work descriptors, collectives and gradient sync.
 #include "program/program_builder.hpp"
 
+#include <limits>
 #include <utility>
 
 namespace lcsim::program::detail {
 
 IterationProgram Builder::build() {
+  if (cost_.options().overlap_gradient_sync) {
+    backward_sites_.assign(program_.gpus.size(), SyncSite{});
+    forward_sites_.assign(program_.gpus.size(), SyncSite{});
+  }
   bool first = true;
   const std::map<int, std::vector<int>> phases = replicas_by_phase(plan_);
   std::vector<ModelSlice> held(program_.gpus.size());
@@ -178,6 +183,77 @@ void Builder::mark_in_flight(int gpu, std::size_t first, double bytes) {
   step_at(gpu, step_count(gpu) - 1).free_bytes += bytes;
 }
 
+void Builder::note_sync_sites(int gpu, std::size_t first, double backward_share) {
+  if (!cost_.options().overlap_gradient_sync || !leads(gpu)) return;
+  std::size_t longest = step_count(gpu);
+  for (std::size_t i = first; i < step_count(gpu); ++i) {
+    const Step& step = step_at(gpu, i);
+    const bool propagation = step.kind == WorkKind::Compute || step.kind == WorkKind::ComputeLocal ||
+                             step.kind == WorkKind::ComputeDist || step.kind == WorkKind::Forward ||
+                             step.kind == WorkKind::Backward;
+    if (step.type == Step::Type::Compute && propagation && step.seconds > 0 &&
+        (longest == step_count(gpu) || step.seconds > step_at(gpu, longest).seconds))
+      longest = i;
+  }
+  if (longest == step_count(gpu)) return;  // nothing but steps that already carry a collective
+  const double seconds = step_at(gpu, longest).seconds;
+  const auto g = static_cast<std::size_t>(gpu);
+  if (backward_share > 0) backward_sites_[g] = {longest, seconds * backward_share, true};
+  if (backward_share < 1 && !forward_sites_[g].set) forward_sites_[g] = {longest, seconds * (1 - backward_share), true};
+}
+
+Builder::HiddenSync Builder::hide_gradient_sync(const SliceGroup& group, const std::vector<CollectiveCall>& calls) {
+  HiddenSync out;
+  if (!cost_.options().overlap_gradient_sync || calls.empty()) return out;
+  // Every member needs a site; a step carries one collective, so the two parts go together where the members'
+  // sites are one step (a single micro-batch) and apart where no member's are.
+  double backward = std::numeric_limits<double>::infinity(), forward = backward;
+  bool one_step = true, apart = true;
+  for (int g : group.gpus) {
+    if (!leads(g)) continue;
+    const SyncSite& b = backward_sites_[static_cast<std::size_t>(g)];
+    const SyncSite& f = forward_sites_[static_cast<std::size_t>(g)];
+    if (!b.set || !f.set) return out;
+    backward = std::min(backward, b.beside_s);
+    forward = std::min(forward, f.beside_s);
+    (b.step == f.step ? apart : one_step) = false;
+  }
+  const int layers = stage_span(cost_.model(), replica(group.replica).scheme.pp, group.stage).count;
+  // The reduce (first call) beside the backward; the parameters' all-gather (ZeRO 1-3) beside the forward, unless
+  // the members' sites are mixed.
+  const bool gather = calls.size() > 1 && (one_step || apart);
+  std::vector<CollectiveCall> hidden;
+  for (std::size_t i = 0; i < (gather ? 2u : 1u); ++i) {
+    const double whole = cost_.collective_time(std::span(&calls[i], 1), group.gpus).seconds();
+    const double part = CostModel::gradient_sync_hidden_seconds(whole, layers, i == 0 ? backward : forward);
+    if (!(whole > 0) || part <= 0) continue;
+    out.exposed[i] = 1 - part / whole;
+    hidden.push_back(calls[i]);
+    hidden.back().count *= part / whole;
+  }
+  if (hidden.empty()) return out;
+  const auto attach = [&](const std::vector<CollectiveCall>& parts, WorkKind kind, bool at_backward) {
+    const int c = add_calls(group.gpus, parts, kind);
+    for (int g : group.gpus) {
+      if (!leads(g)) continue;
+      const auto& sites = at_backward ? backward_sites_ : forward_sites_;
+      Step& step = step_at(g, sites[static_cast<std::size_t>(g)].step);
+      step.type = Step::Type::ComputeWithCollective;
+      step.index = c;
+      step.lead_s = step.seconds;  // the compute never waits for the other members: the buckets follow it
+    }
+  };
+  const WorkKind reduce = calls[0].op == CollectiveOp::AllReduce ? WorkKind::GradAllReduce : WorkKind::GradReduceScatter;
+  const bool reduce_hidden = out.exposed[0] < 1, gather_hidden = out.exposed[1] < 1;
+  if (one_step || !gather_hidden || !reduce_hidden) {
+    attach(hidden, reduce_hidden ? reduce : WorkKind::GradAllGather, reduce_hidden || one_step);
+  } else {
+    attach({hidden[0]}, reduce, true);
+    attach({hidden[1]}, WorkKind::GradAllGather, false);
+  }
+  return out;
+}
+
 void Builder::add_gradient_sync(const std::vector<int>& replicas) {
   for (const SliceGroup& group : slice_groups(plan_, replicas)) {
     const ParallelScheme& scheme = replica(group.replica).scheme;
@@ -187,11 +263,15 @@ void Builder::add_gradient_sync(const std::vector<int>& replicas) {
     const double updated =
         cost_.trained_parameters_per_gpu(scheme, group.stage) / (cost_.options().zero_stage >= 1 ? shards : 1);
     std::vector<std::pair<int, WorkKind>> syncs;
-    for (const CollectiveCall& call : cost_.gradient_sync_calls(scheme, shards, group.stage)) {
+    const std::vector<CollectiveCall> calls = cost_.gradient_sync_calls(scheme, shards, group.stage);
+    const HiddenSync hidden = hide_gradient_sync(group, calls);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const CollectiveCall& call = calls[i];
       const WorkKind kind = call.op == CollectiveOp::ReduceScatter ? WorkKind::GradReduceScatter
                             : call.op == CollectiveOp::AllGather   ? WorkKind::GradAllGather
                                                                    : WorkKind::GradAllReduce;
-      syncs.emplace_back(add_calls(group.gpus, {call}, kind), kind);
+      syncs.emplace_back(add_calls(group.gpus, scaled({call}, hidden.exposed[std::min<std::size_t>(i, 1)]), kind),
+                         kind);
     }
     for (int g : group.gpus) {
       if (!leads(g)) continue;

@@ -113,7 +113,8 @@ struct ShareCost {
       activations = layer(LayerGrad::Activations, stage.activations, stage.checkpointed_activations);
     if (stage.none > 0) no_grad = cost.layer_seconds(shares, scheme.tp, scheme.recompute, false, LayerGrad::None);
     if (with_head) head = cost.compute_seconds(shares, scheme, 0, true);
-    if (scheme.pp > 1) {
+    // Pipelines split each micro-batch into its passes; an overlapped gradient sync needs the split too.
+    if (scheme.pp > 1 || cost.options().overlap_gradient_sync) {
       // The forward of a trained layer (the model's last, never frozen unless all are) and of a frozen one.
       const int last = cost.model().layers - 1;
       if (stage.full > 0) full.forward = cost.forward_seconds(shares, scheme, LayerSpan{last, 1}, false);
@@ -474,6 +475,19 @@ class Builder {
   /// frees.
   void add_pipeline_pass(const StageContext& c, int j, int t, std::size_t m, bool forward, std::size_t& first_step);
   void add_gradient_sync(const std::vector<int>& replicas);
+  /// Under CostModelOptions::overlap_gradient_sync: the longest plain compute step among the GPU's steps from
+  /// `first` on, a micro-batch's (or pass's) work of which `backward_share` is backward, becomes the GPU's backward
+  /// site (the last one noted wins) and, the first time, its forward site.
+  void note_sync_sites(int gpu, std::size_t first, double backward_share);
+  /// Of CP rank j's compute in the flat micro-batch being built (scratch_.costs), the backward's share.
+  double backward_share(const Replica& rep, const FlatLayers& f, int j) const;
+  /// Of the gradient sync's calls over `group` (the reduce, then the all-gather under ZeRO 1-3), the parts that run
+  /// beside the members' sites (CostModel::gradient_sync_hidden_seconds), as collectives set on the site steps;
+  /// what stays exposed of each, as a share of its call (1: nothing hides).
+  struct HiddenSync {
+    std::array<double, 2> exposed{1, 1};
+  };
+  HiddenSync hide_gradient_sync(const SliceGroup& group, const std::vector<CollectiveCall>& calls);
 
   /// rows x cols of `fill`, keeping the rows' memory.
   static void resize_grid(std::vector<std::vector<int>>& grid, std::size_t rows, std::size_t cols, int fill) {
@@ -498,6 +512,14 @@ class Builder {
   IterationProgram program_;
   FlatScratch scratch_;
   std::vector<RingStep> rank_ring_;  ///< rank_ring's result under a per-sequence split
+  /// A compute step a gradient-sync collective can run beside, and the seconds of it that are backward (or forward).
+  struct SyncSite {
+    std::size_t step = 0;
+    double beside_s = 0;
+    bool set = false;
+  };
+  std::vector<SyncSite> backward_sites_;  ///< per GPU: in its last micro-batch (overlap_gradient_sync only)
+  std::vector<SyncSite> forward_sites_;   ///< per GPU: in its first micro-batch
 };
 
 }  // namespace lcsim::program::detail

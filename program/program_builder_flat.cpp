@@ -73,7 +73,27 @@ void Builder::add_flat_cp_rank(int r, const FlatLayers& f, int m, int j, double 
     const std::size_t first = step_count(g);
     for (std::size_t b = 0; b < f.blocks.size(); ++b) add_flat_block(r, m, j, t, g, f.blocks[b], b);
     mark_in_flight(g, first, f.bytes_per_token * static_cast<double>(tokens) + sharded_bytes);
+    if (cost_.options().overlap_gradient_sync) note_sync_sites(g, first, backward_share(rep, f, j));
   }
+}
+
+double Builder::backward_share(const Replica& rep, const FlatLayers& f, int j) const {
+  const auto jj = static_cast<std::size_t>(j);
+  const MicroBatchCosts& costs = scratch_.costs;
+  double total = 0, backward = 0;
+  const auto add = [&](const ShareCost& cost) {
+    for (const Block& block : f.blocks) {
+      total += cost.block(block);
+      backward += cost.block_backward(block);
+    }
+  };
+  if (rep.overlap_cp_comm) {
+    add(costs.local[jj]);
+    add(costs.rank_dist(jj));
+  } else {
+    add(costs.all[jj]);
+  }
+  return total > 0 ? backward / total : 0.0;
 }
 
 void Builder::add_flat_block(int r, int m, int j, int t, int g, const Block& block, std::size_t b) {

@@ -223,11 +223,14 @@ void Builder::add_pipeline_pass(const StageContext& c, int j, int t, std::size_t
     if (v > 0) transfer(Step::Type::Recv, true, v - 1);
     first_step = step_count(g);
     for (std::size_t b = 0; b < c.blocks.size(); ++b) add_block(b);
+    note_sync_sites(g, first_step, 0);
     if (v < last) transfer(Step::Type::Send, true, v);
     return;
   }
   if (v < last && gradient_crosses(s, v)) transfer(Step::Type::Recv, false, v);
+  const std::size_t backward_first = step_count(g);
   for (std::size_t b = c.blocks.size(); b-- > 0;) add_block(b);
+  note_sync_sites(g, backward_first, 1);
   // The micro-batch's activations live from its forward's first step to its backward's last.
   const double bytes = c.bytes_per_token * static_cast<double>(work.gpu_tokens(j)) + c.sharded_bytes[m];
   step_at(g, first_step).alloc_bytes += bytes;

@@ -109,6 +109,15 @@ TEST(ScenarioParse, TpOverlapIsTheScenariosAndReachesTheCostModel) {
   EXPECT_NE(error_of(doc).find("tp_overlap: is the scenario's (parallel.tp_overlap)"), std::string::npos);
 }
 
+TEST(ScenarioParse, OverlapGradientSyncReachesTheCostModel) {
+  EXPECT_FALSE(cost_model_options(scenario_from_json(minimal(), kFile)).overlap_gradient_sync);
+  Json doc = minimal();
+  doc["training"]["overlap_gradient_sync"] = true;
+  EXPECT_TRUE(cost_model_options(scenario_from_json(doc, kFile)).overlap_gradient_sync);
+  doc["training"]["overlap_gradient_sync"] = "yes";
+  EXPECT_NE(error_of(doc).find(kFile + ": training.overlap_gradient_sync"), std::string::npos);
+}
+
 TEST(ScenarioParse, AttentionNamesAKernelOfTheProfile) {
   EXPECT_EQ(scenario_from_json(minimal(), kFile).training.attention, "");
   Json doc = minimal();
