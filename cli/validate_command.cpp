@@ -44,7 +44,7 @@ po::options_description validate_options() {
       ("catalogue,c", po::value<std::string>()->value_name("FILE"),
        "catalogue of published figures (default: scenarios/validation/catalogue.json of the source tree)")  //
       ("json", po::value<std::string>()->value_name("FILE"),
-       "write every entry, its points and the summary (schema lcsim-validation/3) to FILE")         //
+       "write every entry, its points and the summary (schema lcsim-validation/4) to FILE")         //
       ("csv", po::value<std::string>()->value_name("FILE"), "write one CSV row per entry to FILE")  //
       ("jobs,j", po::value<int>()->default_value(default_jobs())->value_name("N"),
        "runs at once (plans on threads, simulations in child processes); results do not depend on it")  //
@@ -135,6 +135,27 @@ std::string shown(const EntryOutcome& o, bool predicted) {
   return series;
 }
 
+/// A signed relative error as the table prints it: "+43.5%".
+std::string percent(double fraction) {
+  return (fraction >= 0 ? "+" : "") + fixed(100 * fraction, 1) + "%";
+}
+
+/// How far a series goes, published and predicted, and the predicted factor's error: "x7.10 / x5.26 (-25.9%)"; "-"
+/// for other entries.
+std::string factor_cell(const EntryOutcome& o) {
+  if (!o.series_factor) return "-";
+  const SeriesFactor& f = *o.series_factor;
+  return "x" + fixed(f.published, 2) + " / x" + fixed(f.predicted, 2) + " (" + percent(f.error) + ")";
+}
+
+/// The line under a family's (`kind`, entry_kind's word): of its `checked` trend factors, `within` are within
+/// kTrendFactorTolerance of the published ones.
+std::string factor_line(const std::string& kind, int within, int checked) {
+  return "  " + kind + " trend factors within " + fixed(100 * kTrendFactorTolerance, 0) +
+         "%: " + std::to_string(within) + "/" + std::to_string(checked) +
+         " (how far each trend with published values goes: its end points' ratio)\n";
+}
+
 /// An entry's 80% interval as the table shows it: p10-p90 of its one figure, or how many of its per-point figures
 /// fall inside theirs; "-" without one (one world, or an entry that is not held out and numeric).
 std::string interval_cell(const EntryInterval* interval, ValidationQuantity quantity) {
@@ -151,6 +172,7 @@ std::string interval_cell(const EntryInterval* interval, ValidationQuantity quan
 void print_source_table(const std::vector<EntryOutcome>& outcomes, std::size_t columns, std::ostream& out) {
   struct Tally {
     int entries = 0, held_out = 0, judged = 0, within = 0, numeric = 0, ordering_held = 0, ordering_checked = 0;
+    int factor_within = 0, factor_checked = 0;
     double abs_error = 0;
   };
   std::vector<std::string> order;
@@ -173,22 +195,29 @@ void print_source_table(const std::vector<EntryOutcome>& outcomes, std::size_t c
       ++t.ordering_checked;
       t.ordering_held += o.ordering == OrderingVerdict::Held ? 1 : 0;
     }
+    if (o.series_factor) {
+      ++t.factor_checked;
+      t.factor_within += std::abs(o.series_factor->error) <= kTrendFactorTolerance ? 1 : 0;
+    }
   }
   std::vector<std::vector<std::string>> rows = {
-      {"source", "entries", "held out", "within tolerance", "MAPE", "ordering kept"}};
+      {"source", "entries", "held out", "within tolerance", "MAPE", "ordering kept", "trend factors"}};
+  const auto of = [](int k, int n) { return n > 0 ? std::to_string(k) + "/" + std::to_string(n) : std::string("-"); };
   for (const std::string& source : order) {
     const Tally& t = tally[source];
-    rows.push_back(
-        {source, std::to_string(t.entries), std::to_string(t.held_out),
-         std::to_string(t.within) + "/" + std::to_string(t.judged),
-         t.numeric > 0 ? fixed(100 * t.abs_error / t.numeric, 1) + "%" : "-",
-         t.ordering_checked > 0 ? std::to_string(t.ordering_held) + "/" + std::to_string(t.ordering_checked) : "-"});
+    rows.push_back({source, std::to_string(t.entries), std::to_string(t.held_out),
+                    std::to_string(t.within) + "/" + std::to_string(t.judged),
+                    t.numeric > 0 ? fixed(100 * t.abs_error / t.numeric, 1) + "%" : "-",
+                    of(t.ordering_held, t.ordering_checked), of(t.factor_within, t.factor_checked)});
   }
   print_aligned_rows(rows, out);
+  const std::string factors = "trend factors: the trends whose end points' ratio is within " +
+                              fixed(100 * kTrendFactorTolerance, 0) + "% of the published one; ";
   out << wrap_lines(
-      "MAPE: mean absolute error of the entries with a numeric figure (held out, fitted and measured alike); "
-      "--wide: one row per entry with its published and predicted figures, error and interval (also in --json "
-      "and --csv)\n",
+      "MAPE: mean absolute error of the entries with a numeric figure (held out, fitted and measured alike); " +
+          factors +
+          "--wide: one row per entry with its published and predicted figures, error, trend factor and interval "
+          "(also in --json and --csv)\n",
       columns);
 }
 
@@ -196,15 +225,15 @@ void print_entry_table(const std::vector<EntryOutcome>& outcomes, const std::vec
                        std::ostream& out) {
   std::map<std::string, const EntryInterval*> interval_of;
   for (const auto& interval : intervals) interval_of[interval.id] = &interval;
-  std::vector<std::vector<std::string>> rows = {
-      {"entry", "source", "status", "published", "predicted", "80% interval", "error", "ordering", "ok"}};
+  std::vector<std::vector<std::string>> rows = {{"entry", "source", "status", "published", "predicted", "80% interval",
+                                                 "error", "trend factor", "ordering", "ok"}};
   for (const auto& o : outcomes) {
     const ValidationEntry& e = *o.entry;
     const std::string status = entry_status(o) + (e.measured.empty() ? "" : ", measured");
     const auto found = interval_of.find(e.id);
     rows.push_back({e.id, e.source.paper + " " + e.source.where, status, shown(o, false), shown(o, true),
                     interval_cell(found == interval_of.end() ? nullptr : found->second, e.quantity),
-                    o.error ? (*o.error >= 0 ? "+" : "") + fixed(100 * *o.error, 1) + "%" : "-",
+                    o.error ? percent(*o.error) : "-", factor_cell(o),
                     e.not_expressible.empty() && o.failed.empty() ? (o.ordering == OrderingVerdict::Held     ? "held"
                                                                      : o.ordering == OrderingVerdict::Broken ? "BROKEN"
                                                                                                              : "-")
@@ -226,12 +255,14 @@ void print_summary_lines(const std::vector<EntryOutcome>& outcomes, const Valida
         << " with a numeric error, MAPE " << fixed(100 * m.mape, 1) << "%, median " << fixed(100 * m.median_ape, 1)
         << "%; " << m.within_tolerance << "/" << m.entries << " within tolerance (and ordering); ordering "
         << m.ordering_held << "/" << m.ordering_checked << "\n";
+  if (m.entries > 0 && m.factor_checked > 0) out << factor_line("measured", m.factor_within, m.factor_checked);
   const HeldOutErrors& f = summary.framework;
   if (f.entries > 0)
     out << "framework: " << f.entries << " framework-benchmark entries; over the " << f.numeric
         << " with a numeric error, MAPE " << fixed(100 * f.mape, 1) << "%, median " << fixed(100 * f.median_ape, 1)
         << "%; " << f.within_tolerance << "/" << f.entries << " within tolerance; orderings and trends "
         << f.ordering_held << "/" << f.ordering_checked << "\n";
+  if (f.entries > 0 && f.factor_checked > 0) out << factor_line("framework", f.factor_within, f.factor_checked);
   const MeasuredRanking& r = summary.measured_ranking;
   if (r.pairs + r.ties > 0) {
     out << "ranking:  " << r.kept << "/" << r.pairs
@@ -244,6 +275,7 @@ void print_summary_lines(const std::vector<EntryOutcome>& outcomes, const Valida
   }
   out << "ordering: " << summary.ordering_held << "/" << summary.ordering_checked
       << " published entries keep the published ordering (who wins, which way a trend runs)\n";
+  if (summary.factor_checked > 0) out << factor_line("published", summary.factor_within, summary.factor_checked);
   out << "fitted:   " << summary.fitted << " entries (a free parameter was set from them; not in the MAPE)\n";
   out << "not expressible: " << summary.not_expressible << "; failed: " << summary.failed << "\n";
   for (const auto& o : outcomes)

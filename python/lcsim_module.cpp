@@ -172,7 +172,7 @@ std::string sweep(const std::string& sweep_file, const std::string& dir, int job
       .dump();
 }
 
-/// `lcsim validate --json`: the lcsim-validation/3 document.
+/// `lcsim validate --json`: the lcsim-validation/4 document.
 std::string validate(const std::optional<std::string>& catalogue, const std::vector<std::string>& only, int samples,
                      int jobs, const ProgressSink& progress) {
   record_interrupt_signal(0);
@@ -299,7 +299,7 @@ PYBIND11_MODULE(_lcsim, m) {
         return lcsim::validate(catalogue, only, samples, jobs, sink);
       },
       py::arg("catalogue"), py::arg("only"), py::arg("samples"), py::arg("jobs"), py::arg("progress"),
-      "`lcsim validate --json`: the lcsim-validation/3 document as JSON text.");
+      "`lcsim validate --json`: the lcsim-validation/4 document as JSON text.");
   m.def(
       "tune",
       [](const std::string& text, const std::string& file, int jobs, std::optional<double> budget_s,

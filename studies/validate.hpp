@@ -72,7 +72,7 @@ std::string validation_run_name(std::size_t i, const char* suffix);
 /// Throws PlanningError when a measured entry predicts other plans than ran, or when runs failed.
 void check_validation_report(const ValidationPlan& plan, const ValidationReport& report);
 
-/// The lcsim-validation/3 document: every entry, its points, the summary and the intervals.
+/// The lcsim-validation/4 document: every entry, its points, the summary and the intervals.
 nlohmann::ordered_json validation_report_to_json(const ValidationPlan& plan, const ValidationReport& report);
 /// The lcsim-model-form/1 document of the report's whole-catalogue sigmas.
 nlohmann::ordered_json validation_model_form_to_json(const ValidationPlan& plan, const ValidationReport& report);

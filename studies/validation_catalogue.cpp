@@ -592,6 +592,22 @@ PointPrediction predict_from_results(const ValidationEntry& entry, const Validat
   return prediction;
 }
 
+std::optional<SeriesFactor> series_factor(const std::vector<double>& published, const std::vector<double>& predicted,
+                                          Trend trend) {
+  if (published.size() < 2 || predicted.size() != published.size()) return std::nullopt;
+  for (const auto* series : {&published, &predicted})
+    if (!(series->front() > 0) || !(series->back() > 0)) return std::nullopt;
+  // The way the trend runs: a decline of 3890 to 548 is a factor 7.10, a rise of 829 to 876 one of 1.06.
+  const auto factor = [trend](const std::vector<double>& v) {
+    return trend == Trend::Decreasing ? v.front() / v.back() : v.back() / v.front();
+  };
+  SeriesFactor f;
+  f.published = factor(published);
+  f.predicted = factor(predicted);
+  f.error = f.predicted / f.published - 1;
+  return f;
+}
+
 EntryOutcome evaluate_entry(const ValidationEntry& entry, std::vector<PointPrediction> points) {
   EntryOutcome outcome;
   outcome.entry = &entry;
@@ -655,6 +671,8 @@ EntryOutcome evaluate_entry(const ValidationEntry& entry, std::vector<PointPredi
     outcome.error = signed_sum / static_cast<double>(values.size());
     outcome.abs_error = abs_sum / static_cast<double>(values.size());
     if (entry.combine == ValidationCombine::Each) outcome.ordering = ranking_verdict(values, published);
+    if (entry.combine == ValidationCombine::Series)
+      outcome.series_factor = series_factor(published, values, *entry.published.trend);
   }
   if (entry.combine == ValidationCombine::Series) outcome.ordering = series_verdict(values, *entry.published.trend);
 
@@ -739,15 +757,15 @@ ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes
       continue;
     }
     const std::string kind = entry_kind(*o.entry);
+    // Orderings and trend factors count fitted entries too: no parameter is fitted on a ranking or a trend's span.
+    HeldOutErrors& family = kind == "measured" ? s.measured : kind == "framework" ? s.framework : published;
     if (o.ordering != OrderingVerdict::NotApplicable) {
-      int& checked = kind == "measured"    ? s.measured.ordering_checked
-                     : kind == "framework" ? s.framework.ordering_checked
-                                           : s.ordering_checked;
-      int& held = kind == "measured"    ? s.measured.ordering_held
-                  : kind == "framework" ? s.framework.ordering_held
-                                        : s.ordering_held;
-      ++checked;
-      if (o.ordering == OrderingVerdict::Held) ++held;
+      ++family.ordering_checked;
+      if (o.ordering == OrderingVerdict::Held) ++family.ordering_held;
+    }
+    if (o.series_factor) {
+      ++family.factor_checked;
+      if (std::abs(o.series_factor->error) <= kTrendFactorTolerance) ++family.factor_within;
     }
     if (!o.fitted.empty()) {
       ++s.fitted;
@@ -768,6 +786,10 @@ ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes
   s.held_out_mape = published.mape;
   s.held_out_median_ape = published.median_ape;
   s.held_out_within_tolerance = published.within_tolerance;
+  s.ordering_checked = published.ordering_checked;
+  s.ordering_held = published.ordering_held;
+  s.factor_checked = published.factor_checked;
+  s.factor_within = published.factor_within;
   s.measured_ranking = measured_ranking(outcomes);
   return s;
 }
@@ -792,7 +814,7 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
                                           const std::vector<EntryOutcome>& outcomes, const ValidationSummary& summary) {
   using OJson = nlohmann::ordered_json;
   OJson j;
-  j["schema"] = "lcsim-validation/3";
+  j["schema"] = "lcsim-validation/4";
   j["catalogue"] = catalogue.file;
   OJson entries = OJson::array();
   for (const auto& o : outcomes) {
@@ -823,6 +845,10 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
     item["points"] = std::move(points);
     item["error"] = number_or_null(o.error);
     item["abs_error"] = number_or_null(o.abs_error);
+    if (o.series_factor)
+      item["series_factor"] = {{"published", results_number(o.series_factor->published)},
+                               {"predicted", results_number(o.series_factor->predicted)},
+                               {"error", results_number(o.series_factor->error)}};
     item["ordering"] = verdict_name(o.ordering);
     item["tolerance"] = results_number(e.tolerance);
     item["within_tolerance"] = o.within_tolerance;
@@ -848,19 +874,25 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
                   {"measured_within_tolerance", summary.measured.within_tolerance},
                   {"measured_ordering_checked", summary.measured.ordering_checked},
                   {"measured_ordering_held", summary.measured.ordering_held},
+                  {"measured_factor_checked", summary.measured.factor_checked},
+                  {"measured_factor_within", summary.measured.factor_within},
                   {"measured_ranking_pairs", summary.measured_ranking.pairs},
                   {"measured_ranking_kept", summary.measured_ranking.kept},
                   {"measured_ranking_ties", summary.measured_ranking.ties},
                   {"measured_ranking_broken", broken_rankings_json(summary.measured_ranking)},
                   {"ordering_checked", summary.ordering_checked},
                   {"ordering_held", summary.ordering_held},
+                  {"factor_checked", summary.factor_checked},
+                  {"factor_within", summary.factor_within},
                   {"framework_held_out", summary.framework.entries},
                   {"framework_numeric", summary.framework.numeric},
                   {"framework_mape", results_number(summary.framework.mape)},
                   {"framework_median_ape", results_number(summary.framework.median_ape)},
                   {"framework_within_tolerance", summary.framework.within_tolerance},
                   {"framework_ordering_checked", summary.framework.ordering_checked},
-                  {"framework_ordering_held", summary.framework.ordering_held}};
+                  {"framework_ordering_held", summary.framework.ordering_held},
+                  {"framework_factor_checked", summary.framework.factor_checked},
+                  {"framework_factor_within", summary.framework.factor_within}};
   return j;
 }
 

@@ -148,6 +148,24 @@ PointPrediction predict_from_results(const ValidationEntry& entry, const Validat
 
 enum class OrderingVerdict { Held, Broken, NotApplicable };
 
+/// How far a series with published values goes: the ratio of its end points the way the trend runs (first over
+/// last for a decreasing trend, last over first for an increasing one), published and predicted. Its error tells a
+/// shallow trend from a level error, which the series' mean error over points cannot.
+struct SeriesFactor {
+  double published = 0;
+  double predicted = 0;
+  double error = 0;  ///< signed relative error: predicted / published - 1
+};
+
+/// A trend factor within this (relative) of the published one counts as within: the acceptance criterion set for
+/// lcsim's context-length trends ("within 25% of the published decline").
+inline constexpr double kTrendFactorTolerance = 0.25;
+
+/// The factor of a series whose points are `published` and `predicted`, in order; none with fewer than two points,
+/// unequal counts, or an end point that is not positive (no ratio to take).
+std::optional<SeriesFactor> series_factor(const std::vector<double>& published, const std::vector<double>& predicted,
+                                          Trend trend);
+
 struct EntryOutcome {
   const ValidationEntry* entry = nullptr;
   std::vector<PointPrediction> points;
@@ -158,8 +176,9 @@ struct EntryOutcome {
   std::optional<double> error;
   std::optional<double> abs_error;
   OrderingVerdict ordering = OrderingVerdict::NotApplicable;
-  bool within_tolerance = false;
-  std::string failed;  ///< non-empty when a point failed: the entry has no outcome
+  std::optional<SeriesFactor> series_factor;  ///< Series with published values: how far the trend goes
+  bool within_tolerance = false;  ///< the error and the ordering; the series factor is reported, not judged here
+  std::string failed;             ///< non-empty when a point failed: the entry has no outcome
   /// Non-empty: a profile the entry was predicted with set a parameter from this figure (its provenance.fitted_on
   /// says which); the entry does not count in the held-out error. Set by the caller, see fitted_parameters().
   std::string fitted;
@@ -182,8 +201,10 @@ struct HeldOutErrors {
   double mape = 0;        ///< mean of abs_error over those
   double median_ape = 0;  ///< their median (a few gross misses dominate the mean)
   int within_tolerance = 0;
-  int ordering_checked = 0;  ///< measured entries only: the summary's ordering counts are the papers'
-  int ordering_held = 0;
+  int ordering_checked = 0;  ///< evaluated entries, fitted ones too, with an ordering verdict (the papers' are
+  int ordering_held = 0;     ///< ValidationSummary's own fields)
+  int factor_checked = 0;    ///< evaluated series with a factor, fitted ones too
+  int factor_within = 0;     ///< ... within kTrendFactorTolerance of the published factor
 };
 
 /// Two policies of one measured run that lcsim ranks otherwise than the hardware did.
@@ -231,6 +252,8 @@ struct ValidationSummary {
   MeasuredRanking measured_ranking;
   int ordering_checked = 0;  ///< evaluated published-figure entries with an ordering verdict
   int ordering_held = 0;
+  int factor_checked = 0;  ///< evaluated published-figure series with a factor (fitted ones too, as orderings)
+  int factor_within = 0;   ///< ... within kTrendFactorTolerance of the published factor
 };
 
 ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes);
@@ -242,7 +265,7 @@ std::string entry_kind(const ValidationEntry& entry);
 /// "held out", "fitted" (a free parameter was set from it), "not expressible" or "failed".
 std::string entry_status(const EntryOutcome& outcome);
 
-/// Results file of `lcsim validate` (schema lcsim-validation/3) and its CSV (one row per entry).
+/// Results file of `lcsim validate` (schema lcsim-validation/4) and its CSV (one row per entry).
 nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
                                           const std::vector<EntryOutcome>& outcomes, const ValidationSummary& summary);
 std::string validation_to_csv(const std::vector<EntryOutcome>& outcomes);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -89,6 +90,18 @@ TEST_F(OutputWidthTest, ValidatePrintsASummaryByDefaultAndEveryEntryWithWide) {
   const auto wide = stdout_of(kLcsim + "validate" + only + " --wide");
   ASSERT_EQ(wide.exit_code, 0) << wide.output;
   EXPECT_TRUE(contains(wide.output, "skrull-table3-rr-vs-deepspeed "));
+
+  // A trend with published values: its source's trend factors in the compact table, and its family's line.
+  const std::string trend = " --samples 1 --jobs 2 --only torchtitan-t1-t3-8b-gpus-trend-fsdp";
+  expect_fits(kLcsim + "validate" + trend);
+  const auto factors = stdout_of(kLcsim + "validate" + trend);
+  EXPECT_TRUE(contains(factors.output, "trend factors\n")) << factors.output;  // the compact table's last column
+  EXPECT_TRUE(std::regex_search(factors.output, std::regex(R"(\n  framework trend factors within 25%: [01]/1 \()")))
+      << factors.output;
+  // --wide: its row's factor, published (5762 over 5605 tokens/s/GPU) and predicted, with the factor's error.
+  const auto row = stdout_of(kLcsim + "validate" + trend + " --wide");
+  EXPECT_TRUE(std::regex_search(row.output, std::regex(R"( x1\.03 / x[0-9]+\.[0-9]{2} \([-+][0-9]+\.[0-9]%\) +held )")))
+      << row.output;
 }
 
 TEST(ProgressBar, FitsTheTerminalWidth) {

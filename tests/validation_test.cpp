@@ -185,6 +185,74 @@ TEST(ValidationMaths, OrderingOfSpeedupsSeriesAndRankings) {
             OrderingVerdict::Broken);
 }
 
+Json series_entry(const std::string& id, const std::string& trend, std::vector<double> published) {
+  Json points = Json::array();
+  for (double p : published) points.push_back(p > 0 ? Json{{"published", p}} : Json::object());
+  return entry_json({{"id", id}, {"combine", "series"}, {"published", trend}, {"points", points}});
+}
+
+TEST(ValidationMaths, ASeriesFactorIsHowFarTheTrendGoesTheWayItRuns) {
+  // Falling 100 -> 10 published (x10), 80 -> 16 predicted (x5): half the decline, -50%, though the points' mean
+  // error is +6.7% (-20%, -20%, +60%). Taken last over first, the factors would be 0.1 and 0.2 (+100%).
+  const auto falling = catalogue_of({series_entry("falling", "decreasing", {100, 50, 10})});
+  const EntryOutcome shallow = evaluate_entry(falling.entries.front(), {value(80), value(40), value(16)});
+  ASSERT_TRUE(shallow.series_factor.has_value());
+  EXPECT_DOUBLE_EQ(shallow.series_factor->published, 10.0);
+  EXPECT_DOUBLE_EQ(shallow.series_factor->predicted, 5.0);
+  EXPECT_DOUBLE_EQ(shallow.series_factor->error, -0.5);
+  EXPECT_NEAR(*shallow.error, (-0.2 - 0.2 + 0.6) / 3, 1e-12);  // the level error stays the mean over points
+  EXPECT_EQ(shallow.ordering, OrderingVerdict::Held);
+
+  // Rising 2 -> 8 published (x4), 1 -> 5 predicted (x5): +25%, at the criterion's edge. First over last: -20%.
+  const auto rising = catalogue_of({series_entry("rising", "increasing", {2, 3, 8})});
+  const EntryOutcome steep = evaluate_entry(rising.entries.front(), {value(1), value(2), value(5)});
+  ASSERT_TRUE(steep.series_factor.has_value());
+  EXPECT_DOUBLE_EQ(steep.series_factor->published, 4.0);
+  EXPECT_DOUBLE_EQ(steep.series_factor->predicted, 5.0);
+  EXPECT_DOUBLE_EQ(steep.series_factor->error, 0.25);
+
+  // A trend without published values has a direction only: no factor, as for any other entry.
+  const auto bare = catalogue_of({series_entry("bare", "increasing", {0, 0, 0})});
+  EXPECT_FALSE(evaluate_entry(bare.entries.front(), {value(1), value(2), value(5)}).series_factor);
+  const auto one = catalogue_of({entry_json({{"published", 2.0}})});
+  EXPECT_FALSE(evaluate_entry(one.entries.front(), {value(2.5)}).series_factor);
+  // No ratio to take of an end point at zero.
+  EXPECT_FALSE(series_factor({100, 10}, {80, 0}, Trend::Decreasing));
+}
+
+TEST(ValidationMaths, TrendFactorsAreCountedPerFamilyAndWrittenOnTheirEntries) {
+  const Json source = {
+      {"paper", "torchtitan"}, {"where", "Table 2"}, {"framework", "pytorch-fsdp"}, {"precision", "bf16"}};
+  Json framework = series_entry("fw-falling", "decreasing", {100, 50, 10});
+  framework["family"] = "framework";
+  framework["source"] = source;
+  const auto catalogue = catalogue_of({series_entry("rising", "increasing", {2, 3, 8}), framework,
+                                       series_entry("bare", "increasing", {0, 0}), entry_json({{"id", "one"}})});
+  const std::vector<EntryOutcome> outcomes = {
+      evaluate_entry(catalogue.entries[0], {value(1), value(2), value(5)}),     // x5 against x4: +25%, within
+      evaluate_entry(catalogue.entries[1], {value(80), value(40), value(16)}),  // x5 against x10: -50%
+      evaluate_entry(catalogue.entries[2], {value(1), value(2)}), evaluate_entry(catalogue.entries[3], {value(1.5)})};
+  const ValidationSummary s = summarize_validation(outcomes);
+  EXPECT_EQ(s.factor_checked, 1);
+  EXPECT_EQ(s.factor_within, 1);
+  EXPECT_EQ(s.framework.factor_checked, 1);
+  EXPECT_EQ(s.framework.factor_within, 0);
+  EXPECT_EQ(s.measured.factor_checked, 0);
+
+  const auto j = validation_to_json(catalogue, outcomes, s);
+  EXPECT_EQ(j["schema"], "lcsim-validation/4");
+  ASSERT_TRUE(j["entries"][1].contains("series_factor"));
+  EXPECT_DOUBLE_EQ(j["entries"][1]["series_factor"]["published"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(j["entries"][1]["series_factor"]["predicted"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(j["entries"][1]["series_factor"]["error"].get<double>(), -0.5);
+  EXPECT_FALSE(j["entries"][2].contains("series_factor"));  // a trend without values
+  EXPECT_FALSE(j["entries"][3].contains("series_factor"));
+  EXPECT_EQ(j["summary"]["factor_checked"], 1);
+  EXPECT_EQ(j["summary"]["factor_within"], 1);
+  EXPECT_EQ(j["summary"]["framework_factor_checked"], 1);
+  EXPECT_EQ(j["summary"]["framework_factor_within"], 0);
+}
+
 TEST(ValidationMaths, CombinedPointsAndOom) {
   Json two = Json::array({Json::object(), Json::object()});
   const auto mean = catalogue_of({entry_json({{"combine", "mean"}, {"points", two}, {"published", 2.0}})});
@@ -513,7 +581,7 @@ TEST(ValidateCli, RunsASmallCatalogueAndWritesItsResults) {
   EXPECT_TRUE(std::regex_search(run.output, std::regex(R"(\noom .* (OOM|fits) +- )"))) << run.output;
   std::ifstream in(json);
   const Json results = Json::parse(in);
-  EXPECT_EQ(results["schema"], "lcsim-validation/3");
+  EXPECT_EQ(results["schema"], "lcsim-validation/4");
   ASSERT_EQ(results["entries"].size(), 3u);
   EXPECT_TRUE(results["entries"][0]["predicted"].is_number());
   EXPECT_TRUE(results["entries"][1]["predicted"].is_boolean());

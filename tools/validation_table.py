@@ -5,7 +5,8 @@
     tools/validation_table.py /tmp/validation.json > /tmp/rows.md
 
 One row per entry that has a prediction (not-expressible entries are listed by the command itself): id, source,
-status, published, predicted, signed error, ordering. Figures keep three significant digits, collective times are
+status, published, predicted, signed error (and, for a trend with published values, its factor published and
+predicted, with the factor's error), ordering. Figures keep three significant digits, collective times are
 printed in microseconds and measured iteration times in seconds, as the table has them.
 """
 import json
@@ -48,6 +49,9 @@ def row(entry):
     source = f"{entry['source']['paper']} {entry['source']['where']}"
     status = entry["status"] + (", measured" if entry["kind"] == "measured" else "")
     error = "-" if entry["error"] is None else f"{entry['error'] * 100:+.1f}%"
+    factor = entry.get("series_factor")  # lcsim-validation/4: how far a trend with published values goes
+    if factor:
+        error += f"; trend x{factor['published']:.2f} / x{factor['predicted']:.2f} ({factor['error'] * 100:+.1f}%)"
     ordering = entry["ordering"]
     if ordering == "broken":
         ordering = "**broken**"

@@ -415,10 +415,12 @@ class SweepResults(Document):
 
 
 class ValidationResults(Document):
-    """``lcsim validate``'s document (schema lcsim-validation/3): every entry and the summary."""
+    """``lcsim validate``'s document (schema lcsim-validation/4): every entry and the summary."""
 
     def rows(self):
-        """One dict per catalogue entry, as the document gives it, without its points."""
+        """One dict per catalogue entry, as the document gives it, without its points; a trend with published
+        values carries ``series_factor``: how far it goes (its end points' ratio the way it runs), published and
+        predicted, and the predicted factor's error."""
         return [{k: v for k, v in entry.items() if k != "points"} for entry in self._document["entries"]]
 
 

@@ -176,6 +176,16 @@ def test_sweep_validate_and_tune_run_the_command_line(tmp_path):
     assert seen and seen[-1][0] == seen[-1][1]  # the command's progress, through the pipe, to the end
     with pytest.raises(lcsim.InputError, match="no-such-entry"):
         lcsim.validate(only=["no-such-entry"], samples=1)
+    # A falling trend with published values: its factor is first over last point, published and predicted.
+    trend = "torchtitan-t1-t3-8b-gpus-trend-fsdp"
+    trended = lcsim.validate(only=[trend], samples=1, progress=False)
+    [row], [entry] = trended.rows(), trended.to_dict()["entries"]
+    first, last = entry["points"][0], entry["points"][-1]
+    factor = row["series_factor"]
+    assert factor["published"] == pytest.approx(first["published"] / last["published"])
+    assert factor["predicted"] == pytest.approx(first["predicted"] / last["predicted"])
+    assert factor["error"] == pytest.approx(factor["predicted"] / factor["published"] - 1)
+    assert "series_factor" not in validated.rows()[0]
 
     scenario = lcsim.Scenario.load(DEFAULT).with_(**{"training.iterations": 1, "cluster.nodes": 1,
                                                      "parallel.dp": 1, "policies": [{"kind": "deepspeed"}],
