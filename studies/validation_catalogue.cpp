@@ -899,7 +899,8 @@ nlohmann::ordered_json validation_to_json(const ValidationCatalogue& catalogue,
 std::string validation_to_csv(const std::vector<EntryOutcome>& outcomes) {
   std::ostringstream out;
   out.precision(9);
-  out << "id,paper,where,quantity,kind,status,published,predicted,error,ordering,within_tolerance\n";
+  out << "id,paper,where,quantity,kind,status,published,predicted,error,ordering,within_tolerance,"
+         "published_factor,predicted_factor,factor_error\n";
   for (const auto& o : outcomes) {
     const ValidationEntry& e = *o.entry;
     out << csv_field(e.id) << ',' << csv_field(e.source.paper) << ',' << csv_field(e.source.where) << ','
@@ -909,7 +910,12 @@ std::string validation_to_csv(const std::vector<EntryOutcome>& outcomes) {
     if (o.predicted) out << *o.predicted;
     out << ',';
     if (o.error) out << *o.error;
-    out << ',' << verdict_name(o.ordering) << ',' << (o.within_tolerance ? 1 : 0) << '\n';
+    out << ',' << verdict_name(o.ordering) << ',' << (o.within_tolerance ? 1 : 0) << ',';
+    if (o.series_factor)
+      out << o.series_factor->published << ',' << o.series_factor->predicted << ',' << o.series_factor->error;
+    else
+      out << ",,";
+    out << '\n';
   }
   return out.str();
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "base/errors.hpp"
@@ -251,6 +252,17 @@ TEST(ValidationMaths, TrendFactorsAreCountedPerFamilyAndWrittenOnTheirEntries) {
   EXPECT_EQ(j["summary"]["factor_within"], 1);
   EXPECT_EQ(j["summary"]["framework_factor_checked"], 1);
   EXPECT_EQ(j["summary"]["framework_factor_within"], 0);
+
+  // The CSV carries the factors in its last three columns, empty for entries without one.
+  std::istringstream csv(validation_to_csv(outcomes));
+  std::string header, rising, falling, bare;
+  std::getline(csv, header);
+  std::getline(csv, rising);
+  std::getline(csv, falling);
+  std::getline(csv, bare);
+  EXPECT_NE(header.find(",published_factor,predicted_factor,factor_error"), std::string::npos) << header;
+  EXPECT_TRUE(falling.ends_with(",10,5,-0.5")) << falling;
+  EXPECT_TRUE(bare.ends_with(",,,")) << bare;
 }
 
 TEST(ValidationMaths, CombinedPointsAndOom) {
