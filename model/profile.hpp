@@ -54,7 +54,7 @@ inline constexpr PhysicalRange kSmCountRange{1, 1e5};       ///< attention_block
 inline constexpr PhysicalRange kBlocksPerSmRange{1, 64};    ///< attention_blocks.*_blocks_per_sm
 inline constexpr PhysicalRange kBytesPerUnitRange{0, 1e9};  ///< activation, logits and static bytes
 inline constexpr PhysicalRange kReserveGiBRange{0, 1e6};
-inline constexpr PhysicalRange kGradientBytesRange{1, 8};  ///< a gradient element: fp8 to fp64
+inline constexpr PhysicalRange kGradientBytesRange{1, 8};      ///< a gradient element: fp8 to fp64
 inline constexpr PhysicalRange kCurveTokensRange{1e-3, 1e15};  ///< a curve's x (tokens, sequence tokens)
 inline constexpr PhysicalRange kSegmentBytesRange{1, 1e18};    ///< a collective segment's max_bytes
 

@@ -243,7 +243,8 @@ Builder::HiddenSync Builder::hide_gradient_sync(const SliceGroup& group, const s
       step.lead_s = step.seconds;  // the compute never waits for the other members: the buckets follow it
     }
   };
-  const WorkKind reduce = calls[0].op == CollectiveOp::AllReduce ? WorkKind::GradAllReduce : WorkKind::GradReduceScatter;
+  const WorkKind reduce =
+      calls[0].op == CollectiveOp::AllReduce ? WorkKind::GradAllReduce : WorkKind::GradReduceScatter;
   const bool reduce_hidden = out.exposed[0] < 1, gather_hidden = out.exposed[1] < 1;
   if (one_step || !gather_hidden || !reduce_hidden) {
     attach(hidden, reduce_hidden ? reduce : WorkKind::GradAllGather, reduce_hidden || one_step);

@@ -187,9 +187,8 @@ TEST(Estimate, OverlappedGradientSyncMeetsTheLastBackwardAndTheFirstForward) {
   // Two micro-batches a GPU: the reduce-scatter's hidden part runs beside the second, the all-gather's beside the
   // first; the iteration saves the same 0.25 s.
   IterationPlan plan;
-  plan.replicas = {
-      replica(scheme(1, 1, 1), {0}, {micro_batch({on_rank(1, 10, 0)}), micro_batch({on_rank(3, 10, 0)})}),
-      replica(scheme(1, 1, 1), {1}, {micro_batch({on_rank(2, 10, 0)}), micro_batch({on_rank(4, 10, 0)})})};
+  plan.replicas = {replica(scheme(1, 1, 1), {0}, {micro_batch({on_rank(1, 10, 0)}), micro_batch({on_rank(3, 10, 0)})}),
+                   replica(scheme(1, 1, 1), {1}, {micro_batch({on_rank(2, 10, 0)}), micro_batch({on_rank(4, 10, 0)})})};
   EXPECT_NEAR(program::estimate_iteration(plan, overlapping_cost()).seconds, 2 * 103.36 + 0.25, kTol);
   const program::IterationProgram p = program::build_program(plan, overlapping_cost(), {});
   using T = program::Step::Type;
