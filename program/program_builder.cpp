@@ -15,6 +15,12 @@ IterationProgram Builder::build() {
   const std::map<int, std::vector<int>> phases = replicas_by_phase(plan_);
   std::vector<ModelSlice> held(program_.gpus.size());
   for (const auto& [phase, replicas] : phases) {
+    // The sync meets the last phase's micro-batches: a site in an earlier phase would hold its GPU before the
+    // barrier that GPUs of the last phase wait at.
+    if (cost_.options().overlap_gradient_sync) {
+      std::fill(backward_sites_.begin(), backward_sites_.end(), SyncSite{});
+      std::fill(forward_sites_.begin(), forward_sites_.end(), SyncSite{});
+    }
     double switch_s = 0;
     double switch_params = 0;
     // A strategy switch moves parameters only when some GPU is to hold another slice of the model: groups that

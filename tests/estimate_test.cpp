@@ -199,6 +199,16 @@ TEST(Estimate, OverlappedGradientSyncMeetsTheLastBackwardAndTheFirstForward) {
   EXPECT_EQ(p.collectives[static_cast<std::size_t>(p.gpus[0][2].index)].kind, program::WorkKind::GradReduceScatter);
 }
 
+TEST(Estimate, OverlappedGradientSyncMeetsTheLastPhase) {
+  // GPU 0 computes in both phases, GPU 1 only in the second: the sync's sites are the second phase's, or GPU 0 would
+  // wait in the first phase for a collective GPU 1 reaches only after the barrier between them.
+  IterationPlan plan;
+  plan.replicas = {replica(scheme(1, 1, 1), {0}, {micro_batch({on_rank(1, 10, 0)})}, false, 0),
+                   replica(scheme(1, 1, 2), {0, 1}, {micro_batch({sharded(2, 20)})}, false, 1)};
+  const double plain = program::estimate_iteration(plan, tiny_cost(1, 2, tiny_profile(), 1e9)).seconds;
+  EXPECT_NEAR(program::estimate_iteration(plan, overlapping_cost()).seconds, plain - 0.25, kTol);
+}
+
 TEST(Estimate, AnOutcomeThatOverflowsNeverReachesAResultsFile) {
   // Every step is finite when the program is built, but sums may overflow: the outcome is checked again.
   program::IterationOutcome outcome;
