@@ -74,15 +74,17 @@ po::options_description validate_options() {
 std::string validate_help() {
   std::ostringstream text;
   text << kValidateUsage
-       << "\nChecks lcsim's predictions against the figures the Skrull, Hydraulis and HBP papers publish, and against\n"
-          "lcsim's own runs on real GPUs (measured entries: a committed lcsim-gpu live --json file, summarized on a\n"
-          "line of their own). Each entry of the catalogue names its source, the scenarios (and changes to them)\n"
+       << "\nChecks lcsim's predictions against the figures the papers publish (Skrull, Hydraulis, HBP, WLB-LLM,\n"
+          "FlexSP), against public framework benchmarks (torchtitan, NeMo) and against lcsim's own runs on real GPUs\n"
+          "(measured entries: a committed lcsim-gpu live --json file); each family is summarized on a line of its\n"
+          "own. Each entry of the catalogue names its source, the scenarios (and changes to them)\n"
           "it needs, the quantity (a speedup, a balance metric, OOM or not, a collective's time), and the figure.\n"
           "Every distinct run is one plan (in this process) or simulation (in a child process). Prints, per entry:\n"
-          "status (held out,"
+          "status (held out, "
           "fitted -- the profile it runs with set a parameter from it -- or not expressible, with the reason),\n"
           "published and predicted figures, signed error, whether the ordering holds (the same policy wins, the\n"
-          "trend runs the same way) and whether it is within tolerance; then the held-out MAPE. Exit 0 when every\n"
+          "trend runs the same way; a trend with published values also its factor, first to last point, against\n"
+          "the published one) and whether it is within tolerance; then the held-out MAPE. Exit 0 when every\n"
           "run ran, however large the errors: accuracy is a reported number. A measured entry whose policy now\n"
           "plans other iterations than the hardware ran (its file's plan labels) fails the command: re-measure it\n"
           "or pin the policy's options. Catalogue format: docs/validation.md.\n\n"
