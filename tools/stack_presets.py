@@ -45,10 +45,16 @@ KERNEL_NAMES = {"cudnn": "cuDNN fused attention", "fa2": "FlashAttention-2", "fa
 BF16_GEMM_8192 = 797.51  # SOURCES.md G5
 FP8_GEMM_8192 = {"cublaslt": 1608.6, "scaled_mm": 1174.95}  # framework-benchmarks.md, "FP8 GEMM rate"
 
-# By ZeRO stage 0..3 (lcsim's stage 1 is Megatron's distributed optimizer): bf16 parameters 2, fp32 gradients 4,
-# fp32 master and Adam moments 12; stage 2 also shards the gradients, stage 3 everything.
-MEGATRON_STATIC = {"replicated": [18.0, 6.0, 2.0, 0.0], "sharded": [0.0, 12.0, 16.0, 18.0]}
 FP32_GRADIENT_BYTES = 4.0
+BF16_PARAMETER_BYTES, ADAM_STATE_BYTES = 2.0, 12.0  # fp32 master copy and two moments
+
+
+def static_bytes(gradient):
+    """memory.static_bytes_per_param by ZeRO stage 0..3 (lcsim's stage 1 is Megatron's distributed optimizer):
+    stage 1 shards the optimizer state, stage 2 the gradients too, stage 3 everything."""
+    p, g, o = BF16_PARAMETER_BYTES, gradient, ADAM_STATE_BYTES
+    return {"replicated": [p + g + o, p + g, p, 0.0], "sharded": [0.0, o, g + o, p + g + o]}
+
 PRESETS = {
     "megatron": ("cudnn", "cublaslt", "Megatron-LM / NeMo with Transformer Engine: cuDNN fused attention"),
     "pytorch-fsdp": ("fa2", "scaled_mm", "PyTorch-native (FSDP2 + SDPA, e.g. torchtitan): FlashAttention-2 kernels, "
@@ -85,7 +91,7 @@ def preset(stack, kernel, fp8, what):
     if fp8:
         compute["fp8_gemm_speedup"] = round(FP8_GEMM_8192[fp8] / BF16_GEMM_8192, 4)
     if stack == "megatron":
-        profile["memory"]["static_bytes_per_param"] = MEGATRON_STATIC
+        profile["memory"]["static_bytes_per_param"] = static_bytes(FP32_GRADIENT_BYTES)
     if stack in ("megatron", "pytorch-fsdp"):
         profile["memory"]["gradient_reduce_bytes_per_param"] = FP32_GRADIENT_BYTES
     if stack == "pytorch-fsdp":
