@@ -199,7 +199,7 @@ void print_source_table(const std::vector<EntryOutcome>& outcomes, std::size_t c
     }
     if (o.series_factor) {
       ++t.factor_checked;
-      t.factor_within += std::abs(o.series_factor->error) <= kTrendFactorTolerance ? 1 : 0;
+      t.factor_within += o.series_factor->within() ? 1 : 0;
     }
   }
   std::vector<std::vector<std::string>> rows = {

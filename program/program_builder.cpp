@@ -7,10 +7,6 @@
 namespace lcsim::program::detail {
 
 IterationProgram Builder::build() {
-  if (cost_.options().overlap_gradient_sync) {
-    backward_sites_.assign(program_.gpus.size(), SyncSite{});
-    forward_sites_.assign(program_.gpus.size(), SyncSite{});
-  }
   bool first = true;
   const std::map<int, std::vector<int>> phases = replicas_by_phase(plan_);
   std::vector<ModelSlice> held(program_.gpus.size());
@@ -18,8 +14,8 @@ IterationProgram Builder::build() {
     // The sync meets the last phase's micro-batches: a site in an earlier phase would hold its GPU before the
     // barrier that GPUs of the last phase wait at.
     if (cost_.options().overlap_gradient_sync) {
-      std::fill(backward_sites_.begin(), backward_sites_.end(), SyncSite{});
-      std::fill(forward_sites_.begin(), forward_sites_.end(), SyncSite{});
+      backward_sites_.assign(program_.gpus.size(), SyncSite{});
+      forward_sites_.assign(program_.gpus.size(), SyncSite{});
     }
     double switch_s = 0;
     double switch_params = 0;
@@ -208,9 +204,9 @@ void Builder::note_sync_sites(int gpu, std::size_t first, double backward_share)
   if (backward_share < 1 && !forward_sites_[g].set) forward_sites_[g] = {longest, seconds * (1 - backward_share), true};
 }
 
-Builder::HiddenSync Builder::hide_gradient_sync(const SliceGroup& group, const std::vector<CollectiveCall>& calls) {
-  HiddenSync out;
-  if (!cost_.options().overlap_gradient_sync || calls.empty()) return out;
+std::array<double, 2> Builder::hide_gradient_sync(const SliceGroup& group, const std::vector<CollectiveCall>& calls) {
+  std::array<double, 2> exposed{1, 1};
+  if (!cost_.options().overlap_gradient_sync || calls.empty()) return exposed;
   // Every member needs a site; a step carries one collective, so the two parts go together where the members'
   // sites are one step (a single micro-batch) and apart where no member's are.
   double backward = std::numeric_limits<double>::infinity(), forward = backward;
@@ -219,7 +215,7 @@ Builder::HiddenSync Builder::hide_gradient_sync(const SliceGroup& group, const s
     if (!leads(g)) continue;
     const SyncSite& b = backward_sites_[static_cast<std::size_t>(g)];
     const SyncSite& f = forward_sites_[static_cast<std::size_t>(g)];
-    if (!b.set || !f.set) return out;
+    if (!b.set || !f.set) return exposed;
     backward = std::min(backward, b.beside_s);
     forward = std::min(forward, f.beside_s);
     (b.step == f.step ? apart : one_step) = false;
@@ -233,16 +229,15 @@ Builder::HiddenSync Builder::hide_gradient_sync(const SliceGroup& group, const s
     const double whole = cost_.collective_time(std::span(&calls[i], 1), group.gpus).seconds();
     const double part = CostModel::gradient_sync_hidden_seconds(whole, layers, i == 0 ? backward : forward);
     if (!(whole > 0) || part <= 0) continue;
-    out.exposed[i] = 1 - part / whole;
+    exposed[i] = 1 - part / whole;
     hidden.push_back(calls[i]);
     hidden.back().count *= part / whole;
   }
-  if (hidden.empty()) return out;
-  const auto attach = [&](const std::vector<CollectiveCall>& parts, WorkKind kind, bool at_backward) {
+  if (hidden.empty()) return exposed;
+  const auto attach = [&](const std::vector<CollectiveCall>& parts, WorkKind kind, const std::vector<SyncSite>& sites) {
     const int c = add_calls(group.gpus, parts, kind);
     for (int g : group.gpus) {
       if (!leads(g)) continue;
-      const auto& sites = at_backward ? backward_sites_ : forward_sites_;
       Step& step = step_at(g, sites[static_cast<std::size_t>(g)].step);
       step.type = Step::Type::ComputeWithCollective;
       step.index = c;
@@ -251,14 +246,15 @@ Builder::HiddenSync Builder::hide_gradient_sync(const SliceGroup& group, const s
   };
   const WorkKind reduce =
       calls[0].op == CollectiveOp::AllReduce ? WorkKind::GradAllReduce : WorkKind::GradReduceScatter;
-  const bool reduce_hidden = out.exposed[0] < 1, gather_hidden = out.exposed[1] < 1;
-  if (one_step || !gather_hidden || !reduce_hidden) {
-    attach(hidden, reduce_hidden ? reduce : WorkKind::GradAllGather, reduce_hidden || one_step);
+  const bool reduce_hidden = exposed[0] < 1, gather_hidden = exposed[1] < 1;
+  // One collective beside each site, or one for both where the sites are one step (or only one part hides).
+  if (reduce_hidden && gather_hidden && !one_step) {
+    attach({hidden[0]}, reduce, backward_sites_);
+    attach({hidden[1]}, WorkKind::GradAllGather, forward_sites_);
   } else {
-    attach({hidden[0]}, reduce, true);
-    attach({hidden[1]}, WorkKind::GradAllGather, false);
+    attach(hidden, reduce_hidden ? reduce : WorkKind::GradAllGather, reduce_hidden ? backward_sites_ : forward_sites_);
   }
-  return out;
+  return exposed;
 }
 
 void Builder::add_gradient_sync(const std::vector<int>& replicas) {
@@ -271,14 +267,13 @@ void Builder::add_gradient_sync(const std::vector<int>& replicas) {
         cost_.trained_parameters_per_gpu(scheme, group.stage) / (cost_.options().zero_stage >= 1 ? shards : 1);
     std::vector<std::pair<int, WorkKind>> syncs;
     const std::vector<CollectiveCall> calls = cost_.gradient_sync_calls(scheme, shards, group.stage);
-    const HiddenSync hidden = hide_gradient_sync(group, calls);
+    const std::array<double, 2> exposed = hide_gradient_sync(group, calls);
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const CollectiveCall& call = calls[i];
       const WorkKind kind = call.op == CollectiveOp::ReduceScatter ? WorkKind::GradReduceScatter
                             : call.op == CollectiveOp::AllGather   ? WorkKind::GradAllGather
                                                                    : WorkKind::GradAllReduce;
-      syncs.emplace_back(add_calls(group.gpus, scaled({call}, hidden.exposed[std::min<std::size_t>(i, 1)]), kind),
-                         kind);
+      syncs.emplace_back(add_calls(group.gpus, scaled({call}, exposed[std::min<std::size_t>(i, 1)]), kind), kind);
     }
     for (int g : group.gpus) {
       if (!leads(g)) continue;

@@ -484,10 +484,7 @@ class Builder {
   /// Of the gradient sync's calls over `group` (the reduce, then the all-gather under ZeRO 1-3), the parts that run
   /// beside the members' sites (CostModel::gradient_sync_hidden_seconds), as collectives set on the site steps;
   /// what stays exposed of each, as a share of its call (1: nothing hides).
-  struct HiddenSync {
-    std::array<double, 2> exposed{1, 1};
-  };
-  HiddenSync hide_gradient_sync(const SliceGroup& group, const std::vector<CollectiveCall>& calls);
+  std::array<double, 2> hide_gradient_sync(const SliceGroup& group, const std::vector<CollectiveCall>& calls);
 
   /// rows x cols of `fill`, keeping the rows' memory.
   static void resize_grid(std::vector<std::vector<int>>& grid, std::size_t rows, std::size_t cols, int fill) {

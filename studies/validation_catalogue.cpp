@@ -765,7 +765,7 @@ ValidationSummary summarize_validation(const std::vector<EntryOutcome>& outcomes
     }
     if (o.series_factor) {
       ++family.factor_checked;
-      if (std::abs(o.series_factor->error) <= kTrendFactorTolerance) ++family.factor_within;
+      if (o.series_factor->within()) ++family.factor_within;
     }
     if (!o.fitted.empty()) {
       ++s.fitted;

@@ -2,6 +2,7 @@
 // The validation catalogue: published figures lcsim's predictions are checked against (`lcsim validate`).
 // Format and semantics: docs/validation.md. This header holds the catalogue types, the strict reader, the runs an
 // entry needs, and the maths (combined prediction, signed error, ordering) -- everything but running lcsim.
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -151,15 +152,16 @@ enum class OrderingVerdict { Held, Broken, NotApplicable };
 /// How far a series with published values goes: the ratio of its end points the way the trend runs (first over
 /// last for a decreasing trend, last over first for an increasing one), published and predicted. Its error tells a
 /// shallow trend from a level error, which the series' mean error over points cannot.
+/// A trend factor within this (relative) of the published one counts as within: the acceptance criterion set for
+/// lcsim's context-length trends ("within 25% of the published decline").
+inline constexpr double kTrendFactorTolerance = 0.25;
+
 struct SeriesFactor {
   double published = 0;
   double predicted = 0;
   double error = 0;  ///< signed relative error: predicted / published - 1
+  bool within() const { return std::abs(error) <= kTrendFactorTolerance; }
 };
-
-/// A trend factor within this (relative) of the published one counts as within: the acceptance criterion set for
-/// lcsim's context-length trends ("within 25% of the published decline").
-inline constexpr double kTrendFactorTolerance = 0.25;
 
 /// The factor of a series whose points are `published` and `predicted`, in order; none with fewer than two points,
 /// unequal counts, or an end point that is not positive (no ratio to take).
