@@ -93,6 +93,8 @@ ClusterSpec parse_cluster(JsonObjectReader r) {
   // A part whose memory differs from its kind's datasheet (torchtitan's 96 GB HBM2e H100s, say).
   if (r.has("gpu_memory_GiB")) c.gpu.memory_bytes = physical("gpu_memory_GiB", kMemoryGiBRange, 0) * 1073741824.0;
   c.gpu.hbm_TBps = physical("hbm_TBps", kBandwidthGBpsRange, c.gpu.hbm_TBps);
+  // A part whose tensor cores run below the kind's datasheet peak: torchtitan's H100s under a 500 W limit.
+  if (r.has("peak_tflops")) c.tensor_peak_share = physical("peak_tflops", kPeakTflopsRange, 0) / c.gpu.peak_bf16_tflops;
   c.nvlink_latency_us = physical("nvlink_latency_us", kLatencyUsRange, 2.0);
   c.ib_GBps = physical("ib_GBps", kBandwidthGBpsRange, 50.0);
   c.ib_latency_us = physical("ib_latency_us", kLatencyUsRange, 5.0);

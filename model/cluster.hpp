@@ -17,6 +17,9 @@ struct ClusterSpec {
   double nvlink_latency_us = 0;
   double ib_GBps = 0;  ///< per NIC (one NIC per GPU) per direction
   double ib_latency_us = 0;
+  /// The parts' dense tensor-core peak over their kind's datasheet peak (scenario cluster.peak_tflops): below 1 where
+  /// a power limit holds the SM clock down. GEMMs and attention run at the profile's rates times it.
+  double tensor_peak_share = 1.0;
   /// The scenario's cluster.topology with its parameters; copies share it.
   std::shared_ptr<const TopologyKind> topology_kind = FatTree::shared();
 

@@ -230,15 +230,18 @@ LayerMix CostModel::layer_mix(const ParallelScheme& scheme, LayerSpan stage, Lay
   return mix;
 }
 
+double CostModel::tensor_peak_flops() const {
+  return profile_.compute.peak_tflops * 1e12 * cluster_.tensor_peak_share;
+}
+
 double CostModel::gemm_bf16_seconds(double tokens, int tp) const {
-  const auto& c = profile_.compute;
-  return tokens * gemm_flops_per_token() / tp / (c.peak_tflops * 1e12 * c.gemm_efficiency.at(tokens));
+  return tokens * gemm_flops_per_token() / tp / (tensor_peak_flops() * profile_.compute.gemm_efficiency.at(tokens));
 }
 
 CostModel::LayerParts CostModel::layer_parts(std::span<const SequenceShare> work, int tp) const {
   const double tokens = local_tokens(work);
   const auto& c = profile_.compute;
-  const double peak = c.peak_tflops * 1e12;
+  const double peak = tensor_peak_flops();
   LayerParts parts;
   parts.gemm_bf16 = gemm_bf16_seconds(tokens, tp);
   parts.gemm = parts.gemm_bf16 / gemm_speedup();
@@ -373,7 +376,7 @@ double CostModel::lora_forward_seconds(double tokens, int tp) const {
   const Finetuning& f = options_.finetuning;
   if (!f.lora() || tokens <= 0) return 0;
   const auto& c = profile_.compute;
-  const double flop_rate = c.peak_tflops * 1e12 * c.gemm_efficiency.at(tokens);
+  const double flop_rate = tensor_peak_flops() * c.gemm_efficiency.at(tokens);
   const double byte_rate = cluster_.gpu.hbm_TBps * 1e12;
   const double r = f.lora_rank;
   double seconds = 0;
@@ -389,8 +392,7 @@ double CostModel::lora_forward_seconds(double tokens, int tp) const {
 }
 
 double CostModel::head_forward_seconds(double tokens, int tp) const {
-  const auto& c = profile_.compute;
-  return tokens * head_flops_per_token() / tp / (c.peak_tflops * 1e12 * c.gemm_efficiency.at(tokens));
+  return tokens * head_flops_per_token() / tp / (tensor_peak_flops() * profile_.compute.gemm_efficiency.at(tokens));
 }
 
 double CostModel::compute_seconds(std::span<const SequenceShare> work, const ParallelScheme& scheme, LayerSpan layers,

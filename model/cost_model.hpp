@@ -339,6 +339,8 @@ class CostModel {
   LayerParts layer_parts(std::span<const SequenceShare> work, int tp) const;
   /// The layer GEMMs' rate over BF16's: the profile's fp8_gemm_speedup under FP8, else 1.
   double gemm_speedup() const;
+  /// FLOP/s at efficiency 1: the profile's peak on the cluster's parts (ClusterSpec::tensor_peak_share).
+  double tensor_peak_flops() const;
   /// The layer GEMMs' forward seconds over `tokens` tokens on one GPU of TP degree `tp`, at BF16's rate.
   double gemm_bf16_seconds(double tokens, int tp) const;
   /// Forward GEMM passes a layer's selective recomputation runs again (the profile's share; 0 when not selective or

@@ -71,9 +71,8 @@ double CostModel::kv_tensor_bytes(double tokens, int tp) const {
 }
 
 double CostModel::block_attention_seconds(double pairs, double queries, double keys, int tp) const {
-  const auto& c = profile_.compute;
   return 4.0 * model_.q_hidden() * pairs / tp /
-         (c.peak_tflops * 1e12 * c.attention_efficiency.at(std::min(queries, keys)));
+         (tensor_peak_flops() * profile_.compute.attention_efficiency.at(std::min(queries, keys)));
 }
 
 std::vector<double> CostModel::cp_step_seconds(const SequenceShare& share, int tp) const {

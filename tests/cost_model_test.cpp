@@ -216,6 +216,31 @@ TEST(CostModelTime, ElementwiseTrafficMovesAtTheGpusHbmBandwidth) {
               2 * 0.2432 + 0.4, 1e-6);
 }
 
+TEST(CostModelTime, APowerLimitedPartSlowsTheTensorCoresAndNotTheHbm) {
+  // Parts at half their kind's peak: GEMMs, attention (whole and ring blocks) and the head take twice as long; the
+  // element-wise traffic (1e6 B/s) and the per-layer fixed cost do not move.
+  ClusterSpec full_cluster = testing::flat_tiny_cluster(2, 4, 1e9, 1e-6);
+  ClusterSpec half_cluster = full_cluster;
+  half_cluster.tensor_peak_share = 0.5;
+  const CostModelOptions zigzag{.zero_stage = 2, .cp_attention = CpAttention::Zigzag};
+  const CostModel full(tiny_model(), full_cluster, flat_profile(), zigzag);
+  const CostModel half(tiny_model(), half_cluster, flat_profile(), zigzag);
+  const std::vector<SequenceShare> one{{100, 1}};
+  const double tensor = 3 * 7.3728 + 3.5 * 2.56;  // LayerSecondsByHand's GEMM and attention passes
+  EXPECT_NEAR(half.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full) -
+                  full.layer_seconds(one, 1, Recompute::None, false, LayerGrad::Full),
+              tensor, 1e-9);
+  ParallelScheme scheme;
+  scheme.recompute = Recompute::None;
+  const double head = 3 * 100 * 128000 / 1e6;  // ComputeSecondsAddsCheckpointedLayersAndTheHead's
+  EXPECT_NEAR(half.compute_seconds(one, scheme, 1, true) - full.compute_seconds(one, scheme, 1, true), tensor + head,
+              1e-9);
+  const std::vector<double> full_steps = full.cp_step_seconds(SequenceShare{400, 4}, 1);
+  const std::vector<double> half_steps = half.cp_step_seconds(SequenceShare{400, 4}, 1);
+  ASSERT_EQ(half_steps.size(), full_steps.size());
+  for (std::size_t i = 0; i < full_steps.size(); ++i) EXPECT_DOUBLE_EQ(half_steps[i], 2 * full_steps[i]);
+}
+
 TEST(CostModelMemory, UlyssesShardsKeepTheProfilesCopiesForEveryTokenOfTheSequence) {
   // Tiny model: 4 heads, 2 KV heads, head_dim 16, 2 layers. Over CP 2 a rank runs 2 heads and 1 KV head: per
   // token of a sharded sequence 4 x 2 x 16 + 4 x 1 x 16 + 4 x 2 = 200 bytes a layer.

@@ -148,6 +148,14 @@ TEST(ScenarioParse, PrecisionAndAPartsOwnMemoryAndBandwidth) {
   EXPECT_DOUBLE_EQ(s.cluster.gpu.hbm_TBps, 2.4);
   doc["cluster"]["gpu_memory_GiB"] = 0;
   EXPECT_NE(error_of(doc).find("cluster.gpu_memory_GiB"), std::string::npos);
+  // The parts' tensor-core peak, as a share of the kind's datasheet peak (H100-SXM: 989 TFLOP/s).
+  doc = minimal();
+  EXPECT_DOUBLE_EQ(scenario_from_json(doc, kFile).cluster.tensor_peak_share, 1.0);
+  doc["cluster"]["gpu"] = "H100-SXM";
+  doc["cluster"]["peak_tflops"] = 912;
+  EXPECT_DOUBLE_EQ(scenario_from_json(doc, kFile).cluster.tensor_peak_share, 912.0 / 989.0);
+  doc["cluster"]["peak_tflops"] = -1;
+  EXPECT_NE(error_of(doc).find(kFile + ": cluster.peak_tflops"), std::string::npos);
 }
 
 TEST(ScenarioParse, UnknownKeysAreErrorsNamingFileAndPath) {
