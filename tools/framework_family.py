@@ -42,6 +42,9 @@ NEMO_SUMMARY = {"paper": "NeMo 24.07 performance summary", "framework": "megatro
                 "section": "NVIDIA/NeMo docs/source/performance/performance_summary.md (NeMo 24.07)"}
 NEMO_LONG = {"paper": "NeMo long-sequence performance", "framework": "megatron",
              "section": "NVIDIA/NeMo docs/source/performance/performance_long_sequence.md"}
+DGXC = {"paper": "DGX Cloud benchmarking recipes v25.02", "framework": "megatron",
+        "section": "NVIDIA/dgxc-benchmarking llama3.1/README_8b.md, README_70b.md, README_405b.md (release v25.02, "
+                   "NeMo 24.12 container)"}
 
 # Grand Teton: H100 SXM with 96 GB HBM2e at 2.4 TB/s, 400 Gb/s RDMA per GPU, at a 500 W limit, whose peak the
 # benchmark notes put "between SXM and NVL" (989 and 835 TFLOP/s dense BF16): the middle of that range, 912.
@@ -66,15 +69,63 @@ def titan(where, rid, claim, tps, precision, model, gpus, dp, seq, lbs, recomput
 
 
 def nemo(source, where, rid, claim, tps, model, gpus, gbs, seq, tp, pp, cp, recompute="selective", finetuning=None,
-         fits=None, vp=1):
+         fits=None, vp=1, precision="fp8"):
     """vp: the table's VP column, Megatron's virtual pipeline size (interleaved 1F1B)."""
     dp = gpus // (tp * pp * cp)
-    return row(source, where, rid, claim, tps, "fp8", stack="megatron", cluster=DGX_H100, model=model, gpus=gpus,
+    return row(source, where, rid, claim, tps, precision, stack="megatron", cluster=DGX_H100, model=model, gpus=gpus,
                dp=dp, tp=tp, pp=pp, cp=cp, seq=seq, per_micro_batch=1, sequences=gbs, zero=1, recompute=recompute,
                finetuning=finetuning, fits=fits, vp=vp)
 
 
 LORA = {"method": "lora", "rank": 32, "alpha": 32}
+
+# DGX Cloud benchmarking recipes v25.02 (NeMo 24.12 on DGX-H100): Llama 3.1 pretraining at 8K with no activation
+# recompute, each layout run in BF16 and in FP8 (delayed scaling) at every GPU count. Per size: lcsim model, TP, CP,
+# and per GPU count: GPUs, GBS, layers, PP, VP, then tokens/s over all GPUs in BF16 and in FP8, as printed.
+DGXC_LLAMA31 = {
+    "8B": ("LLaMA3.1-8B", 1, 2, [(g, 16 * g, 32, 1, 1, b, f) for g, b, f in [
+        (8, 82028, 111054), (16, 161443, 221358), (32, 322638, 437088), (64, 645277, 870639),
+        (128, 1275155, 1725163)]]),
+    "70B": ("LLaMA3.1-70B", 4, 2, [(g, 2 * g, 80, 4, 5, b, f) for g, b, f in [
+        (64, 71756, 100275), (128, 142663, 199292), (256, 284881, 390167), (512, 566797, 779393),
+        (1024, 1129246, 1549142), (2048, 2260623, 3053178)]]),
+    # Below 576 GPUs the recipe runs proxies: the 405B's layers cut to 7, 21 or 42, PP 1 or 3.
+    "405B": (None, 8, 2, [(32, 126, 7, 1, 1, 114637, 179511), (96, 126, 21, 3, 7, 116342, 183337),
+                          (192, 252, 42, 3, 7, 119328, 191146), (576, 252, 126, 9, 7, 117964, 187671),
+                          (1152, 504, 126, 9, 7, 234589, 371961), (2304, 1008, 126, 9, 7, 466527, 737280)]),
+}
+
+
+def dgxc_405b(layers):
+    """The recipe's 405B as it ran: 16 query groups (its config and its FLOP count), the GPT-2 tokenizer of its
+    synthetic-data runs (50,257 entries), and the table's layer count."""
+    return dict(LLAMA31_405B, name=f"LLaMA3.1-405B-dgxc-{layers}L", kv_heads=16, vocab=50257, layers=layers)
+
+
+def dgxc_pairs():
+    """The BF16 and FP8 rows of each DGXC table column, and the trend that compares each pair."""
+    rows, trends = [], []
+    for size, (model, tp, cp, columns) in DGXC_LLAMA31.items():
+        for gpus, gbs, layers, pp, vp, *totals in columns:
+            layout = f"TP {tp} PP {pp} CP {cp}" + (f" VP {vp}" if vp > 1 else "")
+            proxy = f" ({layers}-layer proxy)" if size == "405B" and layers != 126 else ""
+            ids = []
+            for precision, total in zip(("bf16", "fp8"), totals):
+                rid = f"dgxc-2502-llama31-{size.lower()}-{precision}-{gpus}gpu"
+                claim = (f"Llama 3.1 {size}{proxy} pretraining, {precision.upper()}, {gpus} GPUs, GBS {gbs}, 8K, "
+                         f"{layout}: {total:,} tokens/s = {total / gpus:,.1f} tokens/s/GPU")
+                rows.append(nemo(DGXC, f"Llama 3.1 {size} {precision.upper()} table, {gpus}x H100", rid, claim,
+                                 round(total / gpus, 1), model or dgxc_405b(layers), gpus, gbs, 8192, tp, pp, cp,
+                                 recompute="none", vp=vp, precision=precision))
+                ids.append(rid)
+            trends.append((DGXC, f"Llama 3.1 {size} BF16 and FP8 tables, {gpus}x H100",
+                           f"dgxc-2502-llama31-{size.lower()}-{gpus}gpu-fp8-trend",
+                           f"Llama 3.1 {size}{proxy}, {gpus} GPUs, {layout}: FP8 raises tokens/s/GPU over BF16 "
+                           "(same layout and container)", ids, "increasing"))
+    return rows, trends
+
+
+DGXC_ROWS, DGXC_TRENDS = dgxc_pairs()
 
 ROWS = [
     # torchtitan, Table 1: Llama 3.1 8B, 8 GPUs, FSDP, local batch 2 (seq 8192), selective AC.
@@ -184,6 +235,7 @@ ROWS = [
         "without CP"),
     row(NEMO_LONG, "LLAMA3-8B (FP8) - B200", "nemo-long-llama3-8b-b200", "LLAMA3-8B on B200, 8K to 1024K",
         "16 values", "fp8", not_expressible="lcsim has no B200 GPU kind or profile"),
+    *DGXC_ROWS,
 ]
 
 TRENDS = [
@@ -205,14 +257,18 @@ TRENDS = [
        "increasing")
       for size, key, what in [("70B", "70b-bf16", "None (bfloat16)"), ("70B", "70b-float8", "float8 tensorwise"),
                               ("8B", "8b-bf16", "None (bfloat16)"), ("8B", "8b-float8", "float8 tensorwise")]],
+    *DGXC_TRENDS,
 ]
 
 
-def trace(seq):
-    path = OUT / "traces" / f"fixed-{seq}.txt"
+def trace(seq, sequences):
+    """A trace of TRACE_LINES sequences of one length, or one global batch where a batch holds more (its own file, so
+    that the shared traces stay as they are)."""
+    name = f"fixed-{seq}.txt" if sequences <= TRACE_LINES else f"fixed-{seq}-x{sequences}.txt"
+    path = OUT / "traces" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"{seq}\n" * TRACE_LINES)
-    return f"traces/fixed-{seq}.txt"
+    path.write_text(f"{seq}\n" * max(sequences, TRACE_LINES))
+    return f"traces/{name}"
 
 
 def scenario(r):
@@ -238,7 +294,7 @@ def scenario(r):
         "model": model,
         "cluster": dict(s["cluster"], nodes=gpus // per_node, gpus_per_node=per_node),
         "profile": f"../../calibrate/profiles/h100-sxm-{s['stack']}.json",
-        "dataset": {"trace": trace(s["seq"]), "shuffle": False},
+        "dataset": {"trace": trace(s["seq"], s["sequences"]), "shuffle": False},
         "training": training,
         # Both stacks' CP is a load-balanced ring: torchtitan's context_parallel shards head-tail by default, and
         # Megatron-Core (NeMo) reorders each sequence into 2 cp chunks for its P2P ring: zigzag in lcsim's terms.
