@@ -262,12 +262,13 @@ TRENDS = [
 
 
 def trace(seq, sequences):
-    """A trace of TRACE_LINES sequences of one length, or one global batch where a batch holds more (its own file, so
-    that the shared traces stay as they are)."""
-    name = f"fixed-{seq}.txt" if sequences <= TRACE_LINES else f"fixed-{seq}-x{sequences}.txt"
+    """A trace of TRACE_LINES sequences of one length, or of two global batches where a batch holds more than half of
+    that (its own file, so that the shared traces stay as they are): every shipped scenario can run two iterations."""
+    lines = max(2 * sequences, TRACE_LINES)
+    name = f"fixed-{seq}.txt" if lines == TRACE_LINES else f"fixed-{seq}-x{lines}.txt"
     path = OUT / "traces" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"{seq}\n" * max(sequences, TRACE_LINES))
+    path.write_text(f"{seq}\n" * lines)
     return f"traces/{name}"
 
 
