@@ -149,13 +149,13 @@ PointPrediction predict_from_results(const ValidationEntry& entry, const Validat
 
 enum class OrderingVerdict { Held, Broken, NotApplicable };
 
-/// How far a series with published values goes: the ratio of its end points the way the trend runs (first over
-/// last for a decreasing trend, last over first for an increasing one), published and predicted. Its error tells a
-/// shallow trend from a level error, which the series' mean error over points cannot.
 /// A trend factor within this (relative) of the published one counts as within: the acceptance criterion set for
 /// lcsim's context-length trends ("within 25% of the published decline").
 inline constexpr double kTrendFactorTolerance = 0.25;
 
+/// How far a series with published values goes: the ratio of its end points the way the trend runs (first over
+/// last for a decreasing trend, last over first for an increasing one), published and predicted. Its error tells a
+/// shallow trend from a level error, which the series' mean error over points cannot.
 struct SeriesFactor {
   double published = 0;
   double predicted = 0;

@@ -41,8 +41,7 @@ std::shared_ptr<const SchemeSpace> shared_scheme_space(const CostModel& cost, in
       {"cluster",
        {c.gpu.name, c.gpu.memory_bytes, c.gpu.peak_bf16_tflops, c.gpu.hbm_TBps, c.gpu.nvlink_GBps, c.nodes,
         c.gpus_per_node, c.nvlink_GBps, c.nvlink_latency_us, c.ib_GBps, c.ib_latency_us, c.tensor_peak_share,
-        c.topology_kind->name(),
-        c.topology_kind->describe()}},
+        c.topology_kind->name(), c.topology_kind->describe()}},
       {"profile", profile_to_json(cost.profile())},
       {"zero_stage", cost.options().zero_stage},
       // What the run trains and how CP runs attention change every scheme's time and memory: a LoRA scenario and a
