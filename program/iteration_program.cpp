@@ -5,7 +5,9 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "base/check.hpp"
@@ -128,9 +130,80 @@ bool runs_alike(const Replica& replica) {
   return true;
 }
 
+/// What two replicas that stand for each other share (replica_stand_ins), hashed: their shapes, and where their
+/// GPUs sit relative to the first one and to its domain.
+std::uint64_t stand_in_hash(const Replica& r, int domain_size) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over 64-bit words
+  const auto mix = [&h](std::int64_t v) {
+    h ^= static_cast<std::uint64_t>(v);
+    h *= 1099511628211ULL;
+  };
+  const ParallelScheme& s = r.scheme;
+  for (const int v : {s.tp, s.pp, s.cp, s.checkpointed_layers, s.virtual_pp, static_cast<int>(s.recompute)}) mix(v);
+  mix(r.overlap_cp_comm);
+  mix(r.gpus.front() % domain_size);
+  for (const int g : r.gpus) mix(g - r.gpus.front());
+  for (const MicroBatch& mb : r.micro_batches) {
+    mix(static_cast<std::int64_t>(mb.placements.size()));
+    mix(mb.padded);
+    mix(static_cast<std::int64_t>(mb.cp_split));
+    for (const Placement& p : mb.placements) {
+      mix(p.tokens);
+      mix(p.cp_rank);
+    }
+  }
+  return h;
+}
+
+/// Whether replica `q` stands for `r` (replica_stand_ins), their hashes being equal.
+bool stands_for(const Replica& q, const Replica& r, int domain_size) {
+  const int delta = r.gpus.front() - q.gpus.front();
+  if (delta <= 0 || delta % domain_size != 0 || !(q.scheme == r.scheme) || q.overlap_cp_comm != r.overlap_cp_comm ||
+      q.gpus.size() != r.gpus.size() || q.micro_batches.size() != r.micro_batches.size())
+    return false;
+  for (std::size_t i = 0; i < q.gpus.size(); ++i)
+    if (r.gpus[i] - q.gpus[i] != delta) return false;
+  for (std::size_t m = 0; m < q.micro_batches.size(); ++m) {
+    const MicroBatch& a = q.micro_batches[m];
+    const MicroBatch& b = r.micro_batches[m];
+    if (a.padded != b.padded || a.cp_split != b.cp_split || a.placements.size() != b.placements.size()) return false;
+    for (std::size_t p = 0; p < a.placements.size(); ++p)
+      if (a.placements[p].tokens != b.placements[p].tokens || a.placements[p].cp_rank != b.placements[p].cp_rank)
+        return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-std::vector<int> gpu_lanes(const IterationPlan& plan, int world) {
+std::vector<int> replica_stand_ins(const IterationPlan& plan, int domain_size) {
+  std::vector<int> stand_in(plan.replicas.size());
+  std::iota(stand_in.begin(), stand_in.end(), 0);
+  const bool any_empty =
+      std::any_of(plan.replicas.begin(), plan.replicas.end(), [](const Replica& r) { return r.gpus.empty(); });
+  if (plan.replicas.size() < 2 || plan.phase_count() != 1 || domain_size < 1 || any_empty) return stand_in;
+  // Lowest placed first, so that each kind's stand-in is its lowest replica and leads the lanes it shares.
+  std::vector<int> order(stand_in);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return plan.replicas[static_cast<std::size_t>(a)].gpus.front() <
+           plan.replicas[static_cast<std::size_t>(b)].gpus.front();
+  });
+  std::unordered_map<std::uint64_t, std::vector<int>> kinds;  // hash -> the stand-ins with it
+  for (const int r : order) {
+    const Replica& replica = plan.replicas[static_cast<std::size_t>(r)];
+    std::vector<int>& candidates = kinds[stand_in_hash(replica, domain_size)];
+    const auto found = std::find_if(candidates.begin(), candidates.end(), [&](int q) {
+      return stands_for(plan.replicas[static_cast<std::size_t>(q)], replica, domain_size);
+    });
+    if (found == candidates.end())
+      candidates.push_back(r);
+    else
+      stand_in[static_cast<std::size_t>(r)] = *found;
+  }
+  return stand_in;
+}
+
+std::vector<int> gpu_lanes(const IterationPlan& plan, int world, std::span<const int> stand_ins) {
   std::map<int, std::size_t> phases;  // phase -> its position
   for (const Replica& r : plan.replicas) phases.emplace(r.phase, 0);
   std::size_t position = 0;
@@ -164,6 +237,23 @@ std::vector<int> gpu_lanes(const IterationPlan& plan, int world) {
         by_key.try_emplace(std::vector<int>(first, first + static_cast<std::ptrdiff_t>(phases.size())), count);
     if (added) ++count;
     lanes[g] = it->second;
+  }
+  if (stand_ins.empty()) return lanes;
+  LCSIM_CHECK(stand_ins.size() == plan.replicas.size(), "a stand-in per replica");
+  for (std::size_t r = 0; r < plan.replicas.size(); ++r) {
+    const auto q = static_cast<std::size_t>(stand_ins[r]);
+    if (q == r) continue;
+    for (std::size_t i = 0; i < plan.replicas[r].gpus.size(); ++i)
+      lanes[static_cast<std::size_t>(plan.replicas[r].gpus[i])] =
+          lanes[static_cast<std::size_t>(plan.replicas[q].gpus[i])];
+  }
+  // Dense again, in order of each lane's first GPU.
+  std::vector<int> renumbered(static_cast<std::size_t>(count), -1);
+  int next = 0;
+  for (int& lane : lanes) {
+    int& to = renumbered[static_cast<std::size_t>(lane)];
+    if (to < 0) to = next++;
+    lane = to;
   }
   return lanes;
 }

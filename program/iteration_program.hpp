@@ -161,12 +161,22 @@ class GpuSteps {
   std::vector<std::size_t> first_;  // where each lane's GPUs start in members_, and the end
 };
 
+/// For each replica of `plan`, the replica whose steps stand for its own in a replay without contention (itself
+/// when none does). Replica q stands for r when the plan has one phase, the two have the same scheme and
+/// micro-batch shapes (sequence ids aside), and r's GPUs are q's moved up by a whole number of `domain_size`-GPU
+/// NVLink domains: a topology prices a group by how it sits on the domains, so each of r's collectives costs what
+/// q's does, the gradient sync they share starts for both at once, and r's GPUs run q's timeline. q is the lowest
+/// placed replica of its kind.
+std::vector<int> replica_stand_ins(const IterationPlan& plan, int domain_size);
+
 /// The lanes of a plan's GPUs (GpuSteps): GPUs share a lane when in every phase they belong to the same replica
 /// and that replica runs the same steps on all of its GPUs -- no pipeline stages, no tensor parallelism (TP ranks
 /// join different CP groups), and in every micro-batch every sequence sharded over the CP group with the
 /// same share on each rank (no local sequences, no per-sequence split). GPUs in no replica share one lane. Lane
 /// numbers are dense, in order of each lane's first GPU.
-std::vector<int> gpu_lanes(const IterationPlan& plan, int world);
+/// `stand_ins` (replica_stand_ins, or empty): GPU i of a replica also joins the lane of GPU i of its stand-in, so
+/// a lane no longer lies within one replica's collectives (the replay counts arrivals by lane).
+std::vector<int> gpu_lanes(const IterationPlan& plan, int world, std::span<const int> stand_ins = {});
 
 struct IterationProgram {
   GpuSteps gpus;  ///< steps per global GPU index (world-size entries), one list per lane
@@ -189,6 +199,10 @@ struct ProgramOptions {
   /// GPUs: the streaming estimate (program/estimate.hpp) replays them there and drops what they have run. It may
   /// clear those GPUs' steps and, when nothing else is pending, every collective; the builder indexes from there.
   std::function<void(IterationProgram&, std::span<const int>)> after_flat_micro_batch;
+  /// Build only the replicas that stand for others (replica_stand_ins) and put the others' GPUs in their lanes.
+  /// Exact for the replay without contention (the estimate), where a thousand-GPU data-parallel plan then costs
+  /// what one replica does; never for the simulator, whose flows of every replica share links.
+  bool fold_replicas = false;
 };
 
 /// Throws PlanningError for a plan the estimate would refuse (bad shapes, GPUs outside the cluster), and whatever

@@ -41,6 +41,7 @@ IterationProgram Builder::build() {
     }
     first = false;
     for (int r : replicas) {
+      if (folded(r)) continue;  // its GPUs run its stand-in's lanes
       const Replica& rep = replica(r);
       // Stages differ when part of the model is frozen; GPUs are stage-major in the replica (Replica::gpu).
       std::vector<double> static_bytes;

@@ -288,7 +288,8 @@ class Builder {
         options_(options),
         ring_attention_(shards_tokens(cost.options().cp_attention)),
         program_(std::move(storage)) {
-    program_.gpus.assign(gpu_lanes(plan, cost.cluster().world_size()));  // keeps the lists' capacity
+    if (options.fold_replicas) stand_ins_ = replica_stand_ins(plan, cost.cluster().topology().domain_size());
+    program_.gpus.assign(gpu_lanes(plan, cost.cluster().world_size(), stand_ins_));  // keeps the lists' capacity
     program_.collectives.clear();
     program_.transfers.clear();
     program_.works.clear();
@@ -298,6 +299,8 @@ class Builder {
 
  private:
   const Replica& replica(int r) const { return plan_.replicas[static_cast<std::size_t>(r)]; }
+  /// Whether replica r's steps are another's (ProgramOptions::fold_replicas): its GPUs run that replica's lanes.
+  bool folded(int r) const { return !stand_ins_.empty() && stand_ins_[static_cast<std::size_t>(r)] != r; }
   /// Whether `gpu` writes its lane's steps (GpuSteps): the other GPUs of a lane are given none, since they run
   /// its list.
   bool leads(int gpu) const { return program_.gpus.leads(static_cast<std::size_t>(gpu)); }
@@ -507,6 +510,7 @@ class Builder {
   const ProgramOptions& options_;
   const bool ring_attention_;
   IterationProgram program_;
+  std::vector<int> stand_ins_;  ///< replica_stand_ins under ProgramOptions::fold_replicas, else empty
   FlatScratch scratch_;
   std::vector<RingStep> rank_ring_;  ///< rank_ring's result under a per-sequence split
   /// A compute step a gradient-sync collective can run beside, and the seconds of it that are backward (or forward).

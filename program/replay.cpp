@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -14,8 +15,9 @@ namespace lcsim::program {
 class Replay {
   // Per collective, transfer and lane: how far the replay has got.
   struct CollectiveState {
-    std::size_t arrived = 0;
-    double latest = 0;  // latest arrival (ready time) so far
+    std::size_t arrived = 0;  // lanes
+    std::size_t lanes = 0;    // its members' lanes, counted at the first arrival
+    double latest = 0;        // latest arrival (ready time) so far
     bool done = false;
     double start = 0;
     double end = 0;
@@ -95,6 +97,7 @@ class Replay {
     if (lanes_.empty()) {
       lanes_.assign(program.gpus.lane_count(), GpuState{});
       for (auto& lane : lanes_) lane.ready = outcome_.start_s;
+      lane_stamp_.assign(lanes_.size(), 0);
     }
     LCSIM_CHECK(lanes_.size() == program.gpus.lane_count(), "a replay's program keeps its lanes");
     program_ = &program;
@@ -148,7 +151,7 @@ class Replay {
         gpu.busy += step.seconds;
         return true;
       case Step::Type::Collective: {
-        const CollectiveState* c = join(g, gpu, step);
+        const CollectiveState* c = join(gpu, step);
         if (c == nullptr) return false;
         const auto& spec = program_->collectives[static_cast<std::size_t>(step.index)];
         gpu.busy += c->end - c->start;
@@ -157,7 +160,7 @@ class Replay {
         return true;
       }
       case Step::Type::ComputeWithCollective: {
-        const CollectiveState* c = join(g, gpu, step);
+        const CollectiveState* c = join(gpu, step);
         if (c == nullptr) return false;
         const auto& spec = program_->collectives[static_cast<std::size_t>(step.index)];
         const double compute_start = std::max(gpu.ready, c->start - step.lead_s);
@@ -194,26 +197,43 @@ class Replay {
 
   /// The collective of `step` once every member has arrived (nullptr before); a lane arrives for all its GPUs. A
   /// group of one GPU does not wait.
-  const CollectiveState* join(int g, const GpuState& gpu, const Step& step) {
+  const CollectiveState* join(const GpuState& gpu, const Step& step) {
     CollectiveState& c = collectives_.at(static_cast<std::size_t>(step.index));
     const auto& spec = program_->collectives[static_cast<std::size_t>(step.index)];
     if (spec.gpus.size() <= 1) {
-      c = {1, gpu.ready, true, gpu.ready, gpu.ready + spec.time.seconds()};
+      c = {1, 1, gpu.ready, true, gpu.ready, gpu.ready + spec.time.seconds()};
       return &c;
     }
     if (!gpu.arrived) {
+      if (c.arrived == 0) c.lanes = for_each_lane(spec.gpus, [](int) {});
       c.latest = c.arrived == 0 ? gpu.ready : std::max(c.latest, gpu.ready);
-      c.arrived += program_->gpus.lane_gpus(static_cast<std::size_t>(g)).size();
+      ++c.arrived;
     }
-    if (c.arrived < spec.gpus.size()) return nullptr;
+    if (c.arrived < c.lanes) return nullptr;
     if (!c.done) {  // the last member: the others wait for it
       c.done = true;
       c.start = c.latest;
       c.end = c.start + spec.time.seconds();
-      for (int member : spec.gpus)
-        if (program_->gpus.leads(static_cast<std::size_t>(member))) runnable_.push_back(lane_of(member));
+      for_each_lane(spec.gpus, [this](int lane) { runnable_.push_back(lane); });
     }
     return &c;
+  }
+
+  /// Calls `f` once for each lane of `gpus` and returns how many there are. A lane may hold GPUs of several groups
+  /// (replicas folded onto one, ProgramOptions::fold_replicas), so a collective waits for lanes, not GPUs.
+  template <class F>
+  std::size_t for_each_lane(const std::vector<int>& gpus, F f) {
+    ++stamp_;
+    std::size_t count = 0;
+    for (const int member : gpus) {
+      const int lane = lane_of(member);
+      std::uint64_t& seen = lane_stamp_[static_cast<std::size_t>(lane)];
+      if (seen == stamp_) continue;
+      seen = stamp_;
+      ++count;
+      f(lane);
+    }
+    return count;
   }
 
   void record(int g, double start, double end, WorkKind kind, const Step& step) {
@@ -242,6 +262,8 @@ class Replay {
   std::vector<GpuState> lanes_;  // per lane of the program: its GPUs' state
   std::vector<CollectiveState> collectives_;
   std::vector<TransferState> transfers_;
+  std::vector<std::uint64_t> lane_stamp_;  ///< for_each_lane's marks
+  std::uint64_t stamp_ = 0;
   std::vector<int> runnable_;  ///< GPUs to run again: waiting for nothing, or for something that may have come
   IterationOutcome outcome_;
 };

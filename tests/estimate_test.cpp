@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
+#include <set>
 
 #include "base/check.hpp"
 #include "base/errors.hpp"
@@ -383,6 +385,104 @@ TEST(Estimate, LanesChangeNoFigureNorSpan) {
     }
   }
   EXPECT_GT(shared, 5);  // plans with shared lists were compared
+}
+
+// Replicas placed alike with the same shapes run one timeline without contention, so the estimate builds one of
+// them (ProgramOptions::fold_replicas): four 2-stage replicas on two 4-GPU nodes, replicas 0 and 2 with one set of
+// micro-batches, 1 and 3 with another. Their gradient syncs cross the nodes; folded, they keep every member.
+IterationPlan two_kinds_of_replica() {
+  const std::vector<MicroBatch> a = {micro_batch({on_rank(1, 64, 0)}), micro_batch({on_rank(2, 32, 0)})};
+  const std::vector<MicroBatch> b = {micro_batch({on_rank(3, 128, 0)}), micro_batch({on_rank(4, 16, 0)})};
+  IterationPlan plan;
+  plan.replicas = {replica(scheme(1, 2, 1), {0, 1}, a), replica(scheme(1, 2, 1), {2, 3}, b),
+                   replica(scheme(1, 2, 1), {4, 5}, a), replica(scheme(1, 2, 1), {6, 7}, b)};
+  return plan;
+}
+
+void expect_same_outcome(const program::IterationOutcome& a, const program::IterationOutcome& b) {
+  EXPECT_EQ(a.seconds, b.seconds);
+  EXPECT_EQ(a.busy_seconds, b.busy_seconds);
+  EXPECT_EQ(a.peak_bytes, b.peak_bytes);
+  EXPECT_EQ(a.propagation_end_s, b.propagation_end_s);
+}
+
+TEST(Estimate, FoldedReplicasRunTheirStandInsTimeline) {
+  const IterationPlan plan = two_kinds_of_replica();
+  EXPECT_EQ(program::replica_stand_ins(plan, 4), (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(program::gpu_lanes(plan, 8, program::replica_stand_ins(plan, 4)),
+            (std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3}));
+  for (const bool overlap_sync : {false, true}) {
+    SCOPED_TRACE(overlap_sync ? "gradient sync beside the compute" : "gradient sync after it");
+    const CostModel cost =
+        testing::plausible_cost(testing::tiny_model(2), 2, 4, CostModelOptions{.overlap_gradient_sync = overlap_sync});
+    program::ProgramOptions options;
+    options.describe_work = false;
+    const program::IterationProgram whole = program::build_program(plan, cost, options);
+    options.fold_replicas = true;
+    const program::IterationProgram folded = program::build_program(plan, cost, options);
+    EXPECT_EQ(whole.gpus.lane_count(), 8u);
+    EXPECT_EQ(folded.gpus.lane_count(), 4u);
+    EXPECT_LT(folded.transfers.size(), whole.transfers.size());  // only the stand-ins' pipeline transfers
+    // The first stage's gradient sync: every replica's GPU, over InfiniBand, priced as the whole group.
+    const auto sync = std::find_if(folded.collectives.begin(), folded.collectives.end(), [](const auto& c) {
+      return c.kind == program::WorkKind::GradReduceScatter && c.gpus.front() == 0;
+    });
+    ASSERT_NE(sync, folded.collectives.end());
+    EXPECT_EQ(sync->gpus, (std::vector<int>{0, 2, 4, 6}));
+    EXPECT_EQ(sync->link, LinkClass::InfiniBand);
+    const program::IterationOutcome expected = program::replay_program(whole, 0.0, false);
+    expect_same_outcome(program::replay_program(folded, 0.0, false), expected);
+    const IterationEstimate e = program::estimate_iteration(plan, cost);
+    EXPECT_EQ(e.seconds, expected.seconds);
+    EXPECT_EQ(e.peak_bytes, expected.peak_bytes);
+  }
+}
+
+TEST(Estimate, OnlyReplicasPlacedAlikeWithTheSameShapesFold) {
+  const IterationPlan plan = two_kinds_of_replica();
+  // Moved by half a domain: a replica's groups could sit differently on the nodes.
+  EXPECT_EQ(program::replica_stand_ins(plan, 8), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(program::replica_stand_ins(plan, 2), (std::vector<int>{0, 1, 0, 1}));
+  IterationPlan longer = plan;  // one token more
+  longer.replicas[2].micro_batches[1].placements[0].tokens += 1;
+  EXPECT_EQ(program::replica_stand_ins(longer, 4), (std::vector<int>{0, 1, 2, 1}));
+  IterationPlan swapped = plan;  // the stages' GPUs the other way round
+  swapped.replicas[2].gpus = {5, 4};
+  EXPECT_EQ(program::replica_stand_ins(swapped, 4), (std::vector<int>{0, 1, 2, 1}));
+  IterationPlan renumbered = plan;  // sequence ids are not shapes
+  renumbered.replicas[2].micro_batches[0].placements[0].sequence_id = 99;
+  EXPECT_EQ(program::replica_stand_ins(renumbered, 4), (std::vector<int>{0, 1, 0, 1}));
+  IterationPlan phases = plan;  // two phases: a GPU could stand in for different GPUs in each
+  phases.replicas[3].phase = 1;
+  EXPECT_EQ(program::replica_stand_ins(phases, 4), (std::vector<int>{0, 1, 2, 3}));
+  // The stand-in is the lowest placed replica whatever the plan's order (here the last two).
+  IterationPlan reversed = plan;
+  std::reverse(reversed.replicas.begin(), reversed.replicas.end());
+  EXPECT_EQ(program::replica_stand_ins(reversed, 4), (std::vector<int>{2, 3, 2, 3}));
+}
+
+TEST(Estimate, FoldedEstimateOfPublishedLayoutsEqualsTheWholeProgramReplayed) {
+  // Pipelines with interleaving, TP, CP and data parallelism over eight nodes (fixed-length data: every replica alike).
+  for (const char* file :
+       {"framework/dgxc-2502-llama31-70b-bf16-64gpu.json", "framework/dgxc-2502-llama31-8b-bf16-64gpu.json"}) {
+    SCOPED_TRACE(file);
+    const LoadedScenario loaded = load_and_prepare(std::string(LCSIM_SOURCE_DIR) + "/scenarios/" + file, 1);
+    const PolicyPlans planned = plan_policy(loaded, loaded.scenario.policies.front());
+    const IterationPlan& plan = planned.plans.front();
+    const std::vector<int> stand_ins =
+        program::replica_stand_ins(plan, loaded.scenario.cluster.topology().domain_size());
+    const std::set<int> kinds(stand_ins.begin(), stand_ins.end());
+    EXPECT_LT(kinds.size(), stand_ins.size());  // some replicas were folded
+    program::ProgramOptions whole;
+    whole.describe_work = false;
+    const program::IterationOutcome expected =
+        program::replay_program(program::build_program(plan, *loaded.cost, whole), 0.0, false);
+    const IterationEstimate e = program::Estimator(*loaded.cost).estimate(plan);
+    EXPECT_EQ(e.seconds, expected.seconds);
+    EXPECT_EQ(e.busy_seconds, expected.busy_seconds);
+    EXPECT_EQ(e.peak_bytes, expected.peak_bytes);
+    EXPECT_EQ(e.propagation_end_s, expected.propagation_end_s);
+  }
 }
 
 }  // namespace estimate_test
