@@ -180,23 +180,31 @@ std::string gib_text(double bytes) {
   return text;
 }
 
-/// What does not fit in the first OOM iteration of `policy`.
-std::string policy_oom_warning(const PolicyResult& policy, double capacity) {
+/// The first OOM iteration of `policy`, or none.
+const IterationResult* first_oom(const PolicyResult& policy) {
   const auto first = std::find_if(policy.iterations.begin(), policy.iterations.end(),
                                   [](const IterationResult& it) { return it.oom; });
+  return first == policy.iterations.end() ? nullptr : &*first;
+}
+
+/// What does not fit in `it`: "peaks at ... per GPU of ... usable: ... memory (...)".
+std::string oom_peak_text(const IterationResult& it, double capacity) {
+  std::string text = "peaks at " + gib_text(it.peak_bytes) + " per GPU of " + gib_text(capacity) + " usable: ";
+  if (it.static_bytes > capacity)
+    return text + "optimizer memory (parameters, gradients and optimizer states alone take " +
+           gib_text(it.static_bytes) + "; a higher ZeRO stage or more GPUs per replica shard them)";
+  return text + "activation memory (" + gib_text(it.peak_bytes - it.static_bytes) + " of activations on " +
+         gib_text(it.static_bytes) + " of parameters, gradients and optimizer states)";
+}
+
+/// What does not fit in the first OOM iteration of `policy`.
+std::string policy_oom_warning(const PolicyResult& policy, double capacity) {
   std::string text = policy.label + " does not fit in GPU memory and cannot be the winner: OOM in " +
                      std::to_string(policy.oom_iterations) + " of " + std::to_string(policy.iterations.size()) +
                      " iterations";
-  if (first == policy.iterations.end()) return text;
-  text += "; the first, iteration " + std::to_string(first->index) + ", peaks at " + gib_text(first->peak_bytes) +
-          " per GPU of " + gib_text(capacity) + " usable: ";
-  if (first->static_bytes > capacity)
-    text += "optimizer memory (parameters, gradients and optimizer states alone take " + gib_text(first->static_bytes) +
-            "; a higher ZeRO stage or more GPUs per replica shard them)";
-  else
-    text += "activation memory (" + gib_text(first->peak_bytes - first->static_bytes) + " of activations on " +
-            gib_text(first->static_bytes) + " of parameters, gradients and optimizer states)";
-  return text;
+  const IterationResult* first = first_oom(policy);
+  if (first == nullptr) return text;
+  return text + "; the first, iteration " + std::to_string(first->index) + ", " + oom_peak_text(*first, capacity);
 }
 
 }  // namespace
@@ -204,8 +212,15 @@ std::string policy_oom_warning(const PolicyResult& policy, double capacity) {
 std::vector<std::string> out_of_memory_warnings(const RunResults& results, const LoadedScenario& loaded) {
   std::vector<std::string> warnings;
   const std::string everything = out_of_memory_warning(results, loaded);
-  if (!everything.empty()) return {everything};
   const double capacity = loaded.cost->capacity_bytes();
+  if (!everything.empty()) {  // and by how much each policy's first iteration misses
+    warnings.push_back(everything);
+    for (const PolicyResult& policy : results.policies)
+      if (const IterationResult* first = first_oom(policy))
+        warnings.push_back(policy.label + ": iteration " + std::to_string(first->index) + " " +
+                           oom_peak_text(*first, capacity));
+    return warnings;
+  }
   for (const PolicyResult& policy : results.policies)
     if (!policy.fits()) warnings.push_back(policy_oom_warning(policy, capacity));
   const std::string& reference = speedup_reference(results);

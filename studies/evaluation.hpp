@@ -50,8 +50,9 @@ std::string out_of_memory_warning(const RunResults& results, const LoadedScenari
 /// The warnings of a run where some policies do not fit in GPU memory (none when every policy fits): one per such
 /// policy -- how many of its iterations run out of memory, the first of them, and what does not fit there (the
 /// parameters, gradients and optimizer states alone, or the activations on top of them) -- that it cannot be the
-/// winner, and, when the baseline is one of them, which policy the speedups are over instead. Then
-/// out_of_memory_warning's when nothing fits. Commands print each as "lcsim: warning: ...".
+/// winner, and, when the baseline is one of them, which policy the speedups are over instead. When nothing fits:
+/// out_of_memory_warning's, then per policy what does not fit in its first iteration. Commands print each as
+/// "lcsim: warning: ...".
 std::vector<std::string> out_of_memory_warnings(const RunResults& results, const LoadedScenario& loaded);
 
 /// The RunResults header fields (mode, scenario, seed, profile, dataset, baseline) of a loaded scenario.

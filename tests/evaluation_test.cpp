@@ -206,6 +206,14 @@ TEST_F(EvaluationTest, ARunWhereNothingFitsInMemorySaysSo) {
   EXPECT_TRUE(contains(warning, "no iteration of any policy fits in GPU memory: all " + std::to_string(iterations) +
                                     " planned iterations are OOM"));
   EXPECT_TRUE(contains(warning, "memory.reserve_GiB"));
+  // Then by how much each policy's first iteration misses.
+  results.policies[0].iterations[0].peak_bytes = 90.0 * (1 << 30);
+  results.policies[0].iterations[0].static_bytes = 20.0 * (1 << 30);
+  const std::vector<std::string> warnings = out_of_memory_warnings(results, *loaded_);
+  ASSERT_EQ(warnings.size(), 1 + results.policies.size());
+  EXPECT_EQ(warnings[0], warning);
+  EXPECT_TRUE(contains(warnings[1], results.policies[0].label + ": iteration 0 peaks at 90.0 GiB per GPU of "));
+  EXPECT_TRUE(contains(warnings[1], "activation memory (70.0 GiB of activations on 20.0 GiB of parameters"));
   results.policies[1].iterations[0].oom = false;
   EXPECT_EQ(out_of_memory_warning(results, *loaded_), "");
 }

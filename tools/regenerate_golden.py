@@ -5,6 +5,7 @@ tests/golden/NAME.tesh holds, in the spirit of SimGrid's .tesh files:
     # comments: what the output is quoted for, how long it takes
     ! mask REGEX        what varies from run to run (wall times): replaced by <masked> on both sides before comparing
     ! timeout SECONDS   per command (default 60)
+    ! stderr            each command's standard error follows its stdout in the output (warnings quoted)
     $ lcsim plan scenarios/default.json --samples 1
     > one line of the expected stdout ('>' alone: an empty line)
 A file may hold several '$' commands; ${TMPDIR} is a temporary folder shared by a file's commands. Commands run
@@ -58,6 +59,7 @@ class Golden:
         self.header = []
         self.masks = []
         self.timeout = 60
+        self.stderr = False
         self.commands = []  # [command line, [output lines]]
         for number, line in enumerate(open(path, encoding='utf-8').read().split('\n'), 1):
             if line.startswith('$ '):
@@ -73,6 +75,9 @@ class Golden:
                 self.header.append(line)
             elif line.startswith('! timeout '):
                 self.timeout = float(line[len('! timeout '):])
+                self.header.append(line)
+            elif line == '! stderr':
+                self.stderr = True
                 self.header.append(line)
             elif line.startswith('#') or not line:
                 if not self.commands:
@@ -115,9 +120,12 @@ def run(golden, binaries):
                 sys.exit(f'{golden.path}: `{command}` did not run: {error}')
             if done.returncode != 0:
                 sys.exit(f'{golden.path}: `{command}` exited with {done.returncode}:\n{done.stderr}')
-            lines = done.stdout.split('\n')
-            if lines and lines[-1] == '':
-                lines.pop()
+            lines = []
+            for stream in [done.stdout] + ([done.stderr] if golden.stderr else []):
+                stream_lines = stream.split('\n')
+                if stream_lines and stream_lines[-1] == '':
+                    stream_lines.pop()
+                lines += stream_lines
             # The temporary folder's name differs each run: printed paths show it as the command spells it,
             # and the repository's path differs between checkouts: paths print relative to it.
             outputs.append([line.rstrip().replace(tmp, '${TMPDIR}').replace(ROOT + '/', '') for line in lines])
