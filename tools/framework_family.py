@@ -69,12 +69,13 @@ def titan(where, rid, claim, tps, precision, model, gpus, dp, seq, lbs, recomput
 
 
 def nemo(source, where, rid, claim, tps, model, gpus, gbs, seq, tp, pp, cp, recompute="selective", finetuning=None,
-         fits=None, vp=1, precision="fp8"):
-    """vp: the table's VP column, Megatron's virtual pipeline size (interleaved 1F1B)."""
+         fits=None, vp=1, precision="fp8", tp_overlap="none"):
+    """vp: the table's VP column, Megatron's virtual pipeline size (interleaved 1F1B); tp_overlap: "async" for the
+    rows whose recipe turns on Transformer Engine's TP communication overlap (userbuffers)."""
     dp = gpus // (tp * pp * cp)
     return row(source, where, rid, claim, tps, precision, stack="megatron", cluster=DGX_H100, model=model, gpus=gpus,
                dp=dp, tp=tp, pp=pp, cp=cp, seq=seq, per_micro_batch=1, sequences=gbs, zero=1, recompute=recompute,
-               finetuning=finetuning, fits=fits, vp=vp)
+               finetuning=finetuning, fits=fits, vp=vp, tp_overlap=tp_overlap)
 
 
 LORA = {"method": "lora", "rank": 32, "alpha": 32}
@@ -116,7 +117,10 @@ def dgxc_pairs():
                          f"{layout}: {total:,} tokens/s = {total / gpus:,.1f} tokens/s/GPU")
                 rows.append(nemo(DGXC, f"Llama 3.1 {size} {precision.upper()} table, {gpus}x H100", rid, claim,
                                  round(total / gpus, 1), model or dgxc_405b(layers), gpus, gbs, 8192, tp, pp, cp,
-                                 recompute="none", vp=vp, precision=precision))
+                                 recompute="none", vp=vp, precision=precision,
+                                 fits="a row of NVIDIA's table, run on 80 GB H100s",
+                                 # The 70B and 405B recipes set tp_comm_overlap (configure.sh and the yaml).
+                                 tp_overlap="async" if tp > 1 else "none"))
                 ids.append(rid)
             trends.append((DGXC, f"Llama 3.1 {size} BF16 and FP8 tables, {gpus}x H100",
                            f"dgxc-2502-llama31-{size.lower()}-{gpus}gpu-fp8-trend",
@@ -214,13 +218,17 @@ ROWS = [
     row(NEMO_SUMMARY, "Pretraining, GPT3 and Nemotron rows", "nemo-2407-gpt3-nemotron", "GPT3-5B/20B/175B and "
         "Nemotron-8B/22B/340B pretraining", "7 rows", "fp8", not_expressible="GPT-3 and Nemotron use non-gated MLPs "
         "(GeLU, squared ReLU); lcsim's model is a gated (SwiGLU) MLP"),
-    # The rows with VP > 1 run interleaved 1F1B (parallel.virtual_pp): one or four layers a model chunk.
+    # The rows with VP > 1 run interleaved 1F1B (parallel.virtual_pp): one or four layers a model chunk. The 70B
+    # rows run TP communication overlap: NeMo-Framework-Launcher's llama2_70b.yaml and llama3_70b.yaml at tag 24.07
+    # set ub_tp_comm_overlap (the SFT and LoRA rows' configurations are not in that tag).
     nemo(NEMO_SUMMARY, "Pretraining, LLAMA2-13B", "nemo-2407-pretrain-llama2-13b", "LLAMA2-13B pretraining, 16 GPUs, "
          "GBS 128, 4K, TP 1 PP 4 CP 1 VP 10: 8,715 tokens/s/GPU", 8715, "LLaMA2-13B", 16, 128, 4096, 1, 4, 1, vp=10),
     nemo(NEMO_SUMMARY, "Pretraining, LLAMA2-70B", "nemo-2407-pretrain-llama2-70b", "LLAMA2-70B pretraining, 64 GPUs, "
-         "GBS 128, 4K, TP 4 PP 4 CP 1 VP 20: 1,728 tokens/s/GPU", 1728, LLAMA2_70B, 64, 128, 4096, 4, 4, 1, vp=20),
+         "GBS 128, 4K, TP 4 PP 4 CP 1 VP 20: 1,728 tokens/s/GPU", 1728, LLAMA2_70B, 64, 128, 4096, 4, 4, 1, vp=20,
+         tp_overlap="async"),
     nemo(NEMO_SUMMARY, "Pretraining, LLAMA3-70B", "nemo-2407-pretrain-llama3-70b", "LLAMA3-70B pretraining, 64 GPUs, "
-         "GBS 128, 8K, TP 4 PP 4 CP 2 VP 5: 1,524 tokens/s/GPU", 1524, "LLaMA3.1-70B", 64, 128, 8192, 4, 4, 2, vp=5),
+         "GBS 128, 8K, TP 4 PP 4 CP 2 VP 5: 1,524 tokens/s/GPU", 1524, "LLaMA3.1-70B", 64, 128, 8192, 4, 4, 2, vp=5,
+         tp_overlap="async"),
     # NeMo long-sequence table, LLAMA2-7B FP8 on DGX-H100, the "with CP" configurations: tokens per global batch fixed
     # at 4M, GPUs grow with the context.
     *[nemo(NEMO_LONG, f"LLAMA2-7B (FP8) - H100, {k}K with CP", f"nemo-long-llama2-7b-{k}k",
