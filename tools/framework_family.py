@@ -119,8 +119,7 @@ def dgxc_pairs():
                          f"{layout}: {total:,} tokens/s = {total / gpus:,.1f} tokens/s/GPU")
                 rows.append(nemo(DGXC, f"Llama 3.1 {size} {precision.upper()} table, {gpus}x H100", rid, claim,
                                  round(total / gpus, 1), model or dgxc_405b(layers), gpus, gbs, 8192, tp, pp, cp,
-                                 recompute="none", vp=vp, precision=precision, preset="megatron-apex-adam",
-                                 fits="printed in the v25.02 table"))
+                                 recompute="none", vp=vp, precision=precision, preset="megatron-apex-adam"))
                 ids.append(rid)
             trends.append((DGXC, f"Llama 3.1 {size} BF16 and FP8 tables, {gpus}x H100",
                            f"dgxc-2502-llama31-{size.lower()}-{gpus}gpu-fp8-trend",
