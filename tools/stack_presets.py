@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the stack presets (calibrate/profiles/h100-sxm-{megatron,pytorch-fsdp,deepspeed}.json) from the default
-H100 profile and published kernel figures; docs/calibration.md ("Stack presets") says how to choose one.
+"""Writes the stack presets (calibrate/profiles/h100-sxm-{megatron,pytorch-fsdp,deepspeed}.json, and the variant
+h100-sxm-megatron-apex-adam.json) from the default H100 profile and published kernel figures; docs/calibration.md
+("Stack presets") says how to choose one.
 
 Each preset is the default H100-SXM profile (calibrate/profiles/h100-sxm-default.json) with what distinguishes the
 stack's kernels, every number from a published figure (docs/published-measurements/SOURCES.md, section 2a, and
