@@ -41,8 +41,8 @@ docs/published-measurements/framework-benchmarks.md, "FP8 GEMM rate"); nothing i
     copy of the bf16 logits and computes max, exp, softmax and the gradient in place on it, the gradient leaving as
     bf16: at most 2 + 4 = 6 bytes per token per vocabulary entry are alive at once, not 10.
   Nothing else differs. Under FP8 (fp8_params) NeMo stores the fp32 master instead of its remainder (sharded 12)
-  and the weights are FP8 with a transpose; the variant describes the BF16 rows exactly and the FP8 rows to within
-  2/d bytes a parameter.
+  and the weights are Transformer Engine FP8 tensors (1 byte and any cached transpose); the variant describes the
+  BF16 rows, and the FP8 rows' static bytes to about 2/d a parameter.
 Every preset also lists the three kernels as compute.attention_implementations (fa2, fa3, cudnn: the same figures),
 for a scenario's training.attention to choose one.
 Run from the repository root: python3 tools/stack_presets.py
