@@ -12,6 +12,7 @@
 
 #include "base/check.hpp"
 #include "base/errors.hpp"
+#include "base/fnv1a.hpp"
 #include "model/plan_demand.hpp"
 
 namespace lcsim::program {
@@ -133,26 +134,16 @@ bool runs_alike(const Replica& replica) {
 /// What two replicas that stand for each other share (replica_stand_ins), hashed: their shapes, and where their
 /// GPUs sit relative to the first one and to its domain.
 std::uint64_t stand_in_hash(const Replica& r, int domain_size) {
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over 64-bit words
-  const auto mix = [&h](std::int64_t v) {
-    h ^= static_cast<std::uint64_t>(v);
-    h *= 1099511628211ULL;
-  };
+  Fnv1a h;
   const ParallelScheme& s = r.scheme;
-  for (const int v : {s.tp, s.pp, s.cp, s.checkpointed_layers, s.virtual_pp, static_cast<int>(s.recompute)}) mix(v);
-  mix(r.overlap_cp_comm);
-  mix(r.gpus.front() % domain_size);
-  for (const int g : r.gpus) mix(g - r.gpus.front());
+  for (const int v : {s.tp, s.pp, s.cp, s.checkpointed_layers, s.virtual_pp, static_cast<int>(s.recompute)}) h.add(v);
+  h.add(r.overlap_cp_comm).add(r.gpus.front() % domain_size);
+  for (const int g : r.gpus) h.add(g - r.gpus.front());
   for (const MicroBatch& mb : r.micro_batches) {
-    mix(static_cast<std::int64_t>(mb.placements.size()));
-    mix(mb.padded);
-    mix(static_cast<std::int64_t>(mb.cp_split));
-    for (const Placement& p : mb.placements) {
-      mix(p.tokens);
-      mix(p.cp_rank);
-    }
+    h.add(static_cast<std::int64_t>(mb.placements.size())).add(mb.padded).add(static_cast<std::int64_t>(mb.cp_split));
+    for (const Placement& p : mb.placements) h.add(p.tokens).add(p.cp_rank);
   }
-  return h;
+  return h.digest();
 }
 
 /// Whether replica `q` stands for `r` (replica_stand_ins), their hashes being equal.

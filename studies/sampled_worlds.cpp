@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/errors.hpp"
+#include "base/fnv1a.hpp"
 #include "base/json_reader.hpp"
 #include "studies/evaluation.hpp"
 #include "studies/interrupts.hpp"
@@ -21,12 +22,6 @@ namespace {
 constexpr std::uint64_t kWorldSalt = 0x776F726C64ULL;  // "world"
 constexpr std::uint64_t kDataStream = 1;
 constexpr std::uint64_t kProfileStream = 2;
-
-std::uint64_t fnv1a(const std::string& text) {
-  std::uint64_t h = 0xCBF29CE484222325ULL;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001B3ULL;
-  return h;
-}
 
 std::string percent(double share) {
   char text[32];

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "base/errors.hpp"
+#include "base/fnv1a.hpp"
 #include "base/json_reader.hpp"
 
 namespace lcsim {
@@ -22,16 +23,6 @@ std::optional<int> positive_decimal(std::string_view text) {
   if (error != std::errc() || end != text.data() + text.size() || value < 1) return std::nullopt;
   return value;
 }
-
-// FNV-1a, 64 bits: enough to tell different sweeps apart, and the same on every machine and compiler.
-void fnv1a(std::uint64_t& hash, std::string_view bytes) {
-  for (const char c : bytes) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ULL;
-  }
-}
-
-constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
 
 std::string digest_text(std::uint64_t hash) {
   char text[17];
@@ -59,19 +50,14 @@ bool in_sweep_shard(std::size_t point_index, const SweepShard& shard) {
 }
 
 std::string scenario_digest(const Json& scenario) {
-  std::uint64_t hash = kFnvOffset;
-  fnv1a(hash, scenario.dump());
-  return digest_text(hash);
+  return digest_text(fnv1a(scenario.dump()));
 }
 
 std::string sweep_digest(const Json& sweep_document, const std::vector<SweepPoint>& points) {
-  std::uint64_t hash = kFnvOffset;
-  fnv1a(hash, sweep_document.dump());
-  for (const auto& point : points) {
-    fnv1a(hash, "\n");
-    fnv1a(hash, point.scenario.dump());
-  }
-  return digest_text(hash);
+  Fnv1a hash;  // enough to tell different sweeps apart
+  hash.add(sweep_document.dump());
+  for (const auto& point : points) hash.add("\n").add(point.scenario.dump());
+  return digest_text(hash.digest());
 }
 
 nlohmann::ordered_json shard_manifest_to_json(const SweepShardManifest& manifest) {

@@ -5,6 +5,7 @@
 #include <numbers>
 #include <stdexcept>
 
+#include "base/fnv1a.hpp"
 #include "base/random.hpp"
 #include "formats/results_io.hpp"
 #include "studies/sampled_worlds.hpp"
@@ -13,12 +14,6 @@ namespace lcsim {
 namespace {
 
 using Json = nlohmann::json;
-
-std::uint64_t fnv1a(const std::string& text) {
-  std::uint64_t h = 0xCBF29CE484222325ULL;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001B3ULL;
-  return h;
-}
 
 double world_value(const Json& interval, const char* key, std::size_t world) {
   return interval.at(key).at(world).get<double>();
